@@ -1,0 +1,194 @@
+//! Codebooks: one packed layout and one decode rule each. The dispatch is keyed by
+//! codebook, never by source format; several source formats share one (aliases).
+//!
+//! Packed layout, K-block major and column minor (DESIGN.md section 2):
+//! `payload: u8 [KBLK][N][PB]`, `scale: f16 [KBLK][N]`, `second: f16 [KBLK][N]`.
+//! Payload conventions per 32-value block (byte j holds element j in its low nibble
+//! and element j + 16 in its high nibble wherever nibbles are used):
+//! - `s4`, `nl4`, `u4`: 16 nibble bytes.
+//! - `s5`, `u5`: 16 nibble bytes, then a little-endian u32 whose bit i is bit 4 of element i.
+//! - `s6d`: 16 nibble bytes (bits 0..3), then 8 bytes where byte 16 + i holds bits 4..5 of
+//!   elements 4i .. 4i+3 at shifts 0, 2, 4, 6.
+//! - `s8`: 32 two's-complement bytes.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::contract::ScaleRule;
+
+/// The IQ4 non-linear value table (IQ4_NL, IQ4_XS).
+pub const IQ4_TABLE: [i8; 16] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Codebook {
+    S4,
+    Nl4,
+    U4,
+    S5,
+    U5,
+    S6d,
+    S8,
+}
+
+impl Codebook {
+    pub const ALL: [Codebook; 7] =
+        [Codebook::S4, Codebook::Nl4, Codebook::U4, Codebook::S5, Codebook::U5, Codebook::S6d, Codebook::S8];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Codebook::S4 => "s4",
+            Codebook::Nl4 => "nl4",
+            Codebook::U4 => "u4",
+            Codebook::S5 => "s5",
+            Codebook::U5 => "u5",
+            Codebook::S6d => "s6d",
+            Codebook::S8 => "s8",
+        }
+    }
+
+    /// Payload bytes per 32 values (`PB`).
+    pub const fn payload_bytes(self) -> usize {
+        match self {
+            Codebook::S4 | Codebook::Nl4 | Codebook::U4 => 16,
+            Codebook::S5 | Codebook::U5 => 20,
+            Codebook::S6d => 24,
+            Codebook::S8 => 32,
+        }
+    }
+
+    /// How a block's integer dot becomes its f32 contribution.
+    pub const fn scale_rule(self) -> ScaleRule {
+        match self {
+            Codebook::U4 | Codebook::U5 => ScaleRule::Asymmetric,
+            Codebook::S6d => ScaleRule::DualScale,
+            _ => ScaleRule::Single,
+        }
+    }
+
+    /// Whether the packed matrix carries the `second` f16 plane (min or second scale).
+    pub const fn has_second(self) -> bool {
+        !matches!(self.scale_rule(), ScaleRule::Single)
+    }
+
+    /// Decode one packed block (`payload.len() == self.payload_bytes()`) to its 32 integer values.
+    #[inline]
+    pub fn decode(self, payload: &[u8]) -> [i8; 32] {
+        match self {
+            Codebook::S4 => decode_s4(payload),
+            Codebook::Nl4 => decode_nl4(payload),
+            Codebook::U4 => decode_u4(payload),
+            Codebook::S5 => decode_s5(payload),
+            Codebook::U5 => decode_u5(payload),
+            Codebook::S6d => decode_s6d(payload),
+            Codebook::S8 => decode_s8(payload),
+        }
+    }
+}
+
+#[inline(always)]
+fn nibbles(payload: &[u8], mut f: impl FnMut(u8) -> i8) -> [i8; 32] {
+    let mut v = [0i8; 32];
+    for j in 0..16 {
+        v[j] = f(payload[j] & 0x0F);
+        v[j + 16] = f(payload[j] >> 4);
+    }
+    v
+}
+
+#[inline(always)]
+fn fifth_bits(payload: &[u8]) -> u32 {
+    u32::from_le_bytes([payload[16], payload[17], payload[18], payload[19]])
+}
+
+#[inline]
+pub fn decode_s4(p: &[u8]) -> [i8; 32] {
+    nibbles(p, |x| x as i8 - 8)
+}
+
+#[inline]
+pub fn decode_nl4(p: &[u8]) -> [i8; 32] {
+    nibbles(p, |x| IQ4_TABLE[x as usize])
+}
+
+#[inline]
+pub fn decode_u4(p: &[u8]) -> [i8; 32] {
+    nibbles(p, |x| x as i8)
+}
+
+#[inline]
+pub fn decode_u5(p: &[u8]) -> [i8; 32] {
+    let hi = fifth_bits(p);
+    let mut v = decode_u4(p);
+    for (i, x) in v.iter_mut().enumerate() {
+        *x |= (((hi >> i) & 1) << 4) as i8;
+    }
+    v
+}
+
+#[inline]
+pub fn decode_s5(p: &[u8]) -> [i8; 32] {
+    let mut v = decode_u5(p);
+    for x in &mut v {
+        *x -= 16;
+    }
+    v
+}
+
+#[inline]
+pub fn decode_s6d(p: &[u8]) -> [i8; 32] {
+    let mut v = decode_u4(p);
+    for (i, x) in v.iter_mut().enumerate() {
+        let hi = (p[16 + i / 4] >> (2 * (i % 4))) & 3;
+        *x = (*x | (hi << 4) as i8) - 32;
+    }
+    v
+}
+
+#[inline]
+pub fn decode_s8(p: &[u8]) -> [i8; 32] {
+    let mut v = [0i8; 32];
+    for (x, &b) in v.iter_mut().zip(p) {
+        *x = b as i8;
+    }
+    v
+}
+
+/// Encode 32 unsigned 4-bit values into the nibble convention (inverse of the nibble decode).
+pub(crate) fn encode_nibbles(values: &[u8; 32], out: &mut [u8]) {
+    for j in 0..16 {
+        out[j] = (values[j] & 0x0F) | ((values[j + 16] & 0x0F) << 4);
+    }
+}
+
+/// Encode bit 4 of 32 values as the little-endian fifth-bit mask of `s5`/`u5` payloads.
+pub(crate) fn encode_fifth_bits(values: &[u8; 32], out: &mut [u8]) {
+    let mask = values.iter().enumerate().fold(0u32, |m, (i, &v)| m | (u32::from((v >> 4) & 1) << i));
+    out.copy_from_slice(&mask.to_le_bytes());
+}
+
+/// Encode bits 4..5 of 32 values as the 8 trailing bytes of an `s6d` payload.
+pub(crate) fn encode_sixth_bits(values: &[u8; 32], out: &mut [u8]) {
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = (0..4).fold(0u8, |b, j| b | (((values[4 * i + j] >> 4) & 3) << (2 * j)));
+    }
+}
+
+impl fmt::Display for Codebook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown codebook {0:?} (known: s4, nl4, u4, s5, u5, s6d, s8)")]
+pub struct UnknownCodebook(pub String);
+
+impl FromStr for Codebook {
+    type Err = UnknownCodebook;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|c| c.name() == s.trim()).ok_or_else(|| UnknownCodebook(s.to_string()))
+    }
+}

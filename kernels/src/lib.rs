@@ -1,0 +1,26 @@
+//! vnni-kernels: everything about the numbers.
+//!
+//! - [`format`]: the GGUF source formats and their registry.
+//! - [`codebook`]: packed codebooks, alias groups, block decode.
+//! - [`codec`]: GGUF block parse/write, dequantize, quantize, repack.
+//! - [`packed`]: the packed matrix layout and repacking of whole matrices.
+//! - [`contract`]: the canonical arithmetic contract (the one Rust copy).
+//! - [`activation`]: activation quantization.
+//! - [`reference`]: the canonical CPU reference GEMV/GEMM for any bpp.
+//! - [`fixture`]: deterministic O(bytes) fixtures.
+
+pub mod activation;
+pub mod codebook;
+pub mod codec;
+pub mod contract;
+mod error;
+pub mod fixture;
+pub mod format;
+pub mod packed;
+pub mod reference;
+
+pub use activation::{quantize_activations, QuantizedActivations};
+pub use codebook::Codebook;
+pub use error::{CodecError, RepackError, ShapeError};
+pub use format::SourceFormat;
+pub use packed::{repack, PackedMatrix};

@@ -1,0 +1,210 @@
+//! Codecs, repacking and codebooks (issue: foundation, items 2 and 4). The bit-level
+//! oracle against gguf-py lives in the `vnni-tests` crate.
+
+use half::f16;
+use vnni_kernels::codebook::IQ4_TABLE;
+use vnni_kernels::codec::{self, Block, BlockQ4K, QUANTIZABLE};
+use vnni_kernels::contract::ScaleRule;
+use vnni_kernels::fixture;
+use vnni_kernels::{repack, Codebook, CodecError, RepackError, ShapeError, SourceFormat};
+
+#[test]
+fn registry_has_ten_formats_seven_codebooks_three_alias_groups() {
+    assert_eq!(SourceFormat::ALL.len(), 10);
+    assert_eq!(Codebook::ALL.len(), 7);
+    let groups: Vec<Vec<SourceFormat>> =
+        Codebook::ALL.iter().map(|&c| SourceFormat::aliases_of(c)).filter(|g| g.len() > 1).collect();
+    use SourceFormat::*;
+    assert_eq!(groups, vec![vec![IQ4_NL, IQ4_XS], vec![Q4_1, Q4_K], vec![Q5_1, Q5_K]]);
+    for c in Codebook::ALL {
+        assert!(!SourceFormat::aliases_of(c).is_empty(), "{c} has no source format");
+    }
+    assert_eq!(Q6_K.bits_per_weight(), 6.5625);
+    assert_eq!("q4_k_m".parse::<SourceFormat>(), Ok(Q4_K));
+    assert!("Q4_0_M".parse::<SourceFormat>().is_err());
+    assert_eq!(SourceFormat::from_ggml_type(23), Some(IQ4_XS));
+}
+
+#[test]
+fn blocks_parse_and_write_back_to_the_same_bytes() {
+    for f in SourceFormat::ALL {
+        let bytes = fixture::source_blocks(f, 300, 1);
+        let again = codec::reencode(f, &bytes).unwrap();
+        assert_eq!(again, bytes, "{f}");
+    }
+}
+
+#[test]
+fn bad_input_gets_typed_errors_naming_the_place() {
+    let mut bytes = fixture::source_blocks(SourceFormat::Q4_K, 3, 2);
+    assert!(matches!(
+        codec::dequantize(SourceFormat::Q4_K, &bytes[..143]),
+        Err(CodecError::BadLength { len: 143, block_bytes: 144, .. })
+    ));
+    bytes[144 * 2 + 2..144 * 2 + 4].copy_from_slice(&f16::NAN.to_le_bytes());
+    assert!(matches!(
+        codec::dequantize(SourceFormat::Q4_K, &bytes),
+        Err(CodecError::NonFiniteScale { block: 2, offset: 2, .. })
+    ));
+    let mut q6 = fixture::source_blocks(SourceFormat::Q6_K, 1, 2);
+    q6[208..210].copy_from_slice(&f16::INFINITY.to_le_bytes());
+    assert!(matches!(codec::dequantize(SourceFormat::Q6_K, &q6), Err(CodecError::NonFiniteScale { offset: 208, .. })));
+
+    assert!(matches!(codec::quantize(SourceFormat::Q4_0, &[0.5; 33]), Err(CodecError::BadElementCount { k: 33, .. })));
+    let mut x = vec![0.25f32; 64];
+    x[40] = f32::NAN;
+    assert!(matches!(codec::quantize(SourceFormat::Q8_0, &x), Err(CodecError::NonFiniteInput { index: 40, .. })));
+    assert!(matches!(codec::quantize(SourceFormat::Q6_K, &[0.0; 256]), Err(CodecError::NoQuantizer { .. })));
+    let huge = vec![1.0e9f32; 32];
+    assert!(matches!(codec::quantize(SourceFormat::Q8_0, &huge), Err(CodecError::ScaleOverflow { block: 0, .. })));
+    let msg = codec::dequantize(SourceFormat::Q4_K, &bytes).unwrap_err().to_string();
+    assert!(msg.contains("block 2") && msg.contains("byte 2"), "{msg}");
+}
+
+#[test]
+fn repack_rejects_bad_shapes_and_scales() {
+    let f = SourceFormat::Q4_K;
+    let bytes = fixture::source_blocks(f, 4, 3);
+    assert!(matches!(
+        repack(f, 2, 384, &bytes),
+        Err(RepackError::Shape(ShapeError::KNotMultiple { multiple: 256, .. }))
+    ));
+    assert!(matches!(repack(f, 2, 256, &bytes[..100]), Err(RepackError::BadLength { expected: 288, got: 100, .. })));
+    assert!(matches!(repack(f, 0, 256, &[]), Err(RepackError::Shape(ShapeError::Empty { .. }))));
+    let mut bad = bytes.clone();
+    bad[144 * 3] = 0x00;
+    bad[144 * 3 + 1] = 0x7C; // +inf in d of row 1, source block 1
+    assert!(matches!(repack(f, 2, 512, &bad), Err(RepackError::NonFiniteScale { row: 1, block: 1, offset: 0, .. })));
+    // d near the f16 maximum times a 6-bit scale overflows f16 after repacking.
+    let mut blk = BlockQ4K::read(&bytes[..144]);
+    blk.d = f16::from_f32(60000.0);
+    blk.scales = [63; 12];
+    let one = codec::write_blocks(&[blk]);
+    assert!(matches!(repack(f, 1, 256, &one), Err(RepackError::ScaleOverflow { row: 0, block: 0, .. })));
+}
+
+/// Half an f16 ulp of `x` (the most f32 -> f16 rounding can move it), at least the subnormal half-step.
+fn f16_half_ulp(x: f32) -> f64 {
+    (x.abs() as f64 * 2f64.powi(-11)).max(2f64.powi(-25))
+}
+
+#[test]
+fn packed_weights_match_source_dequantization_within_f16_scale_rounding() {
+    // Formats whose packed scales are the stored f16 fields themselves must match exactly.
+    let exact = [
+        SourceFormat::Q4_0,
+        SourceFormat::IQ4_NL,
+        SourceFormat::Q4_1,
+        SourceFormat::Q5_0,
+        SourceFormat::Q5_1,
+        SourceFormat::Q8_0,
+    ];
+    for f in SourceFormat::ALL {
+        let (n, k) = (23, 1024);
+        let bytes = fixture::source_blocks(f, n * k / f.block_elems(), 4);
+        let source = codec::dequantize(f, &bytes).unwrap();
+        let packed = repack(f, n, k, &bytes).unwrap();
+        assert_eq!(packed.codebook, f.codebook());
+        let mut worst = 0f64;
+        for row in 0..n {
+            let got = packed.dequantize_row(row);
+            let want = &source[row * k..(row + 1) * k];
+            for i in 0..k {
+                let blk = packed.block(i / 32, row);
+                let v = blk.values[i % 32] as f64;
+                let (s, second) = match f.codebook().scale_rule() {
+                    ScaleRule::DualScale if i % 32 >= 16 => (blk.second, 0.0),
+                    ScaleRule::DualScale | ScaleRule::Single => (blk.scale, 0.0),
+                    ScaleRule::Asymmetric => (blk.scale, blk.second),
+                };
+                // f16 rounding of the scale (times |v|) and of the min, plus f32 rounding on both sides.
+                let bound = v.abs() * f16_half_ulp(s)
+                    + if second != 0.0 { f16_half_ulp(second) } else { 0.0 }
+                    + 2f64.powi(-22) * (want[i].abs() as f64 + (s as f64 * v).abs() + (second as f64).abs());
+                let err = (got[i] as f64 - want[i] as f64).abs();
+                if exact.contains(&f) {
+                    assert_eq!(got[i].to_bits(), want[i].to_bits(), "{f} row {row} elem {i}");
+                }
+                assert!(err <= bound, "{f} row {row} elem {i}: packed {} source {} bound {bound:e}", got[i], want[i]);
+                worst = worst.max(err / bound.max(f64::MIN_POSITIVE));
+            }
+        }
+        assert!(worst <= 1.0, "{f}");
+    }
+}
+
+#[test]
+fn quantizers_round_trip_within_half_a_step() {
+    for f in QUANTIZABLE {
+        let x = fixture::activations(4, 1024, 17);
+        let bytes = codec::quantize(f, &x).unwrap();
+        assert_eq!(bytes.len(), x.len() / 32 * f.block_bytes());
+        let y = codec::dequantize(f, &bytes).unwrap();
+        for (blk, (xs, ys)) in x.chunks(32).zip(y.chunks(32)).enumerate() {
+            let (lo, hi) = xs.iter().fold((f32::MAX, f32::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+            let amax = lo.abs().max(hi.abs());
+            // (quantization step, worst error in steps): the symmetric formats store levels -8..7
+            // (-16..15), so values near +amax on the short side can clip by a whole step.
+            let (step, steps) = match f {
+                SourceFormat::Q4_0 => (amax / 8.0, 1.0),
+                SourceFormat::Q5_0 => (amax / 16.0, 1.0),
+                SourceFormat::Q4_1 => ((hi - lo) / 15.0, 0.5),
+                SourceFormat::Q5_1 => ((hi - lo) / 31.0, 0.5),
+                SourceFormat::Q8_0 => (amax / 127.0, 0.5),
+                // Least-squares scale search: per-element error is not bounded by a step, so
+                // check instead that it never does worse than the plain max/-127 scale.
+                SourceFormat::IQ4_NL => {
+                    let sse = |d: f32| -> f32 {
+                        xs.iter()
+                            .map(|&v| {
+                                let t = IQ4_TABLE.iter().map(|&t| d * t as f32).fold(f32::MAX, |m, w| {
+                                    if (v - w).abs() < (v - m).abs() {
+                                        w
+                                    } else {
+                                        m
+                                    }
+                                });
+                                (v - t).powi(2)
+                            })
+                            .sum()
+                    };
+                    let ours: f32 = xs.iter().zip(ys).map(|(a, b)| (a - b).powi(2)).sum();
+                    let max = xs.iter().fold(0f32, |m, &v| if v.abs() > m.abs() { v } else { m });
+                    assert!(ours <= sse(max / -127.0) * 1.01 + 1e-9, "{f} block {blk}: sse {ours}");
+                    continue;
+                }
+                _ => unreachable!(),
+            };
+            for (i, (&a, &b)) in xs.iter().zip(ys).enumerate() {
+                let err = (a - b).abs();
+                // Plus the f16 rounding of the stored scale (times up to 32 levels) and min.
+                let f16_slack = (32.0 * step + amax) * 2f32.powi(-11);
+                assert!(err <= steps * step + f16_slack, "{f} block {blk} elem {i}: {a} -> {b} (step {step})");
+            }
+        }
+    }
+}
+
+#[test]
+fn decode_matches_each_codebooks_documented_value_range() {
+    let ranges = [
+        (Codebook::S4, -8, 7),
+        (Codebook::Nl4, -127, 113),
+        (Codebook::U4, 0, 15),
+        (Codebook::S5, -16, 15),
+        (Codebook::U5, 0, 31),
+        (Codebook::S6d, -32, 31),
+        (Codebook::S8, -127, 127),
+    ];
+    for (cb, lo, hi) in ranges {
+        let w = fixture::packed_matrix(cb, 64, 256, 5).unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        for b in 0..w.kblk() {
+            for n in 0..w.n {
+                seen.extend(w.block(b, n).values.iter().map(|&v| v as i32));
+            }
+        }
+        assert_eq!(*seen.first().unwrap(), lo, "{cb}");
+        assert_eq!(*seen.last().unwrap(), hi, "{cb}");
+    }
+}

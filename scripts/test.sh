@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The test command (README): install what the tests need, then run every workspace test.
+#   - Python `gguf` + `numpy` in .venv (the gguf-py oracle);
+#   - git-lfs (LFS round-trip tests; apt, when running as root);
+# Extra arguments go to `cargo test`.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
+export VNNI_PYTHON="$PWD/.venv/bin/python"
+
+if ! command -v git-lfs >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git-lfs >/dev/null
+  else
+    echo "warning: git-lfs is not installed and cannot be installed here; LFS tests will fail under CI" >&2
+  fi
+fi
+
+cargo test --workspace --locked "$@"

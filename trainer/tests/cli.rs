@@ -1,0 +1,50 @@
+//! The binary's commands, run as a user runs them.
+
+use std::process::Command;
+
+fn vnni(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch")).args(args).output().unwrap();
+    (out.status.success(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
+#[test]
+fn formats_json_lists_ten_formats_seven_codebooks_three_alias_groups() {
+    let (ok, out, err) = vnni(&["formats", "--json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["formats"].as_array().unwrap().len(), 10);
+    assert_eq!(v["codebooks"].as_array().unwrap().len(), 7);
+    let groups: Vec<String> = v["alias_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            format!(
+                "{}={}",
+                g["codebook"].as_str().unwrap(),
+                g["formats"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect::<Vec<_>>().join("+")
+            )
+        })
+        .collect();
+    assert_eq!(groups, ["nl4=IQ4_NL+IQ4_XS", "u4=Q4_1+Q4_K", "u5=Q5_1+Q5_K"]);
+    let q6k = v["formats"].as_array().unwrap().iter().find(|f| f["name"] == "Q6_K").unwrap();
+    assert_eq!(q6k["codebook"], "s6d");
+    assert_eq!(q6k["block_bytes"], 210);
+    assert_eq!(q6k["bits_per_weight"], 6.5625);
+    assert!(q6k["alias_group"].is_null());
+}
+
+#[test]
+fn formats_table_is_readable() {
+    let (ok, out, _) = vnni(&["formats"]);
+    assert!(ok);
+    assert!(out.lines().any(|l| l.starts_with("Q4_K") && l.contains("u4: Q4_1, Q4_K")), "{out}");
+    assert!(out.contains("10 source formats, 7 codebooks, 3 alias groups"));
+}
+
+#[test]
+fn unknown_commands_fail_with_usage() {
+    let (ok, _, err) = vnni(&["no-such-command"]);
+    assert!(!ok);
+    assert!(err.contains("Usage"), "{err}");
+}
