@@ -1,5 +1,9 @@
-//! vnni-corpus: the owner of every file format of the project (shape inventory and
-//! profiles, observation/timing/resource/certificate schemas, the resumable cell store,
-//! sealing and verifying corpus bundles, Git LFS pointer handling, provenance).
-//!
-//! Empty until the corpus issue lands; the crate exists so the workspace has its final shape.
+//! vnni-corpus: the owner of every file format of the project. Today: the row schemas
+//! the sweep and bench write (aggregate timing rows, raw samples, kernel resources) and
+//! atomic CSV publication. The inventory, cell store and sealing come with the corpus issue.
+
+pub mod schema;
+pub mod write;
+
+pub use schema::{ResourceRow, SampleRow, TimingRow};
+pub use write::{write_csv, WriteError};

@@ -13,11 +13,13 @@ pub mod activation;
 pub mod codebook;
 pub mod codec;
 pub mod contract;
+pub mod cuda;
 mod error;
 pub mod fixture;
 pub mod format;
 pub mod packed;
 pub mod reference;
+pub mod registry;
 
 pub use activation::{quantize_activations, QuantizedActivations};
 pub use codebook::Codebook;

@@ -1,7 +1,13 @@
 //! `vnni-dispatch`: the command line. Each subcommand lives in `commands/`; this file
 //! only parses arguments and reports errors.
 
+mod baselines;
 mod commands;
+mod decode_cell;
+mod preflight;
+mod shapes;
+mod stats;
+mod timing;
 
 use clap::{Parser, Subcommand};
 
@@ -20,10 +26,19 @@ struct Cli {
 enum Command {
     /// List the source formats, their codebooks and alias groups.
     Formats(commands::formats::Args),
+    /// List the candidate kernels of the registry.
+    Candidates(commands::candidates::Args),
+    /// Compile every kernel specialization and record registers, spills, shared memory, occupancy.
+    Preflight(commands::preflight::Args),
+    /// Measure decode kernels against the copy roofline and cuBLAS on the GPU.
+    Bench(commands::bench::Args),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Formats(args) => commands::formats::run(&args),
+        Command::Candidates(args) => commands::candidates::run(&args),
+        Command::Preflight(args) => commands::preflight::run(&args),
+        Command::Bench(args) => commands::bench::run(&args),
     }
 }

@@ -1,1 +1,4 @@
+pub mod bench;
+pub mod candidates;
 pub mod formats;
+pub mod preflight;

@@ -1,0 +1,132 @@
+//! Row schemas. Field order is column order; every file starts with a header row.
+
+use serde::{Deserialize, Serialize};
+
+/// One kernel specialization's resources (`resources.csv`). Static fields come from the
+/// ptxas log (NVRTC, no GPU needed); device fields from cuFuncGetAttribute and the
+/// occupancy calculator, empty when no GPU was used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceRow {
+    pub arch: String,
+    pub kernel: String,
+    pub codebook: String,
+    /// Threads per CTA the kernel is compiled for (launch bound).
+    pub threads: u32,
+    pub registers: u32,
+    pub stack_bytes: u32,
+    pub spill_store_bytes: u32,
+    pub spill_load_bytes: u32,
+    pub shared_static_bytes: u32,
+    pub device_local_bytes: Option<i32>,
+    pub device_max_threads: Option<i32>,
+    pub device_occupancy_blocks_per_sm: Option<u32>,
+    /// `ok`, or `rejected: <why>`; rejected kernels are never timed.
+    pub verdict: String,
+    /// The candidates that launch this kernel, `;`-separated.
+    pub candidates: String,
+}
+
+/// The aggregate of one candidate in one cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimingRow {
+    pub backend: String,
+    pub arch: String,
+    pub device: String,
+    /// `eager` or `graph`.
+    pub mode: String,
+    pub codebook: String,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    /// A registry candidate id, or a baseline (`copy`, `cublas.f16.gemv`).
+    pub candidate: String,
+    pub bpp: usize,
+    pub warmups: usize,
+    pub samples: usize,
+    /// Launches per sample (back-to-back, rotating weight copies).
+    pub replays: usize,
+    pub weight_copies: usize,
+    pub seed: u64,
+    pub min_us: f64,
+    pub median_us: f64,
+    pub p95_us: f64,
+    pub mad_us: f64,
+    pub cv: f64,
+    pub weight_bytes: usize,
+    pub gbps: f64,
+    pub pct_copy_bw: f64,
+    /// Outputs compared with the CPU reference, and how many differed in any bit.
+    pub checked: usize,
+    pub mismatches: usize,
+    pub first_mismatch: String,
+    pub eligible: bool,
+    pub dropped: bool,
+    pub registers: u32,
+    pub occupancy_blocks_per_sm: u32,
+}
+
+/// One raw timing sample (the sidecar). The latency is per launch, as a hex float so the
+/// exact f64 survives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleRow {
+    pub mode: String,
+    pub codebook: String,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub candidate: String,
+    pub round: usize,
+    /// Position of the candidate in this round's shuffled order.
+    pub order: usize,
+    pub warmup: bool,
+    pub latency_us_hex: String,
+}
+
+/// `f64` as C99 hex-float text (`0x1.8p+1`), exact and locale-free.
+pub fn hex_f64(v: f64) -> String {
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0x0p+0".into() } else { "0x0p+0".into() };
+    }
+    let bits = v.to_bits();
+    let sign = if bits >> 63 == 1 { "-" } else { "" };
+    let exp = ((bits >> 52) & 0x7FF) as i64;
+    let mant = bits & ((1u64 << 52) - 1);
+    let (lead, e) = if exp == 0 { (0, -1022) } else { (1, exp - 1023) };
+    let digits = format!("{mant:013x}");
+    let digits = digits.trim_end_matches('0');
+    if digits.is_empty() {
+        format!("{sign}0x{lead}p{e:+}")
+    } else {
+        format!("{sign}0x{lead}.{digits}p{e:+}")
+    }
+}
+
+/// Inverse of [`hex_f64`].
+pub fn parse_hex_f64(s: &str) -> Option<f64> {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let body = body.strip_prefix("0x")?;
+    let (mantissa, exp) = body.split_once('p')?;
+    let exp: i32 = exp.parse().ok()?;
+    let (lead, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let lead: u64 = u64::from_str_radix(lead, 16).ok()?;
+    let frac_val = if frac.is_empty() { 0 } else { u64::from_str_radix(frac, 16).ok()? };
+    let v = (lead as f64 + frac_val as f64 / 16f64.powi(frac.len() as i32)) * 2f64.powi(exp);
+    Some(if neg { -v } else { v })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_floats_round_trip_exactly() {
+        for v in [1.0, 3.0, 0.1, 123.456, 1e-300, 5e-324, -2.5, 0.0, 97.123456789] {
+            let h = hex_f64(v);
+            assert_eq!(parse_hex_f64(&h).unwrap().to_bits(), v.to_bits(), "{v} -> {h}");
+        }
+        assert_eq!(hex_f64(3.0), "0x1.8p+1");
+    }
+}

@@ -1,0 +1,42 @@
+//! Atomic publication: write a temporary file, fsync, rename. A reader never sees half a file.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {source}")]
+    Csv { path: PathBuf, source: csv::Error },
+}
+
+/// Write `rows` as CSV with a header to `path`, atomically.
+pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), WriteError> {
+    let io = |source| WriteError::Io { path: path.to_path_buf(), source };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let tmp = path.with_extension("inprogress");
+    {
+        let file = std::fs::File::create(&tmp).map_err(io)?;
+        let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
+        for row in rows {
+            w.serialize(row).map_err(|source| WriteError::Csv { path: path.to_path_buf(), source })?;
+        }
+        let buf = w.into_inner().map_err(|e| io(e.into_error()))?;
+        let file = buf.into_inner().map_err(|e| io(e.into_error()))?;
+        file.sync_all().map_err(io)?;
+    }
+    std::fs::rename(&tmp, path).map_err(io)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // Persist the rename itself; not every filesystem supports syncing a directory.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    let _ = std::io::stdout().flush();
+    Ok(())
+}

@@ -1,0 +1,33 @@
+// The canonical arithmetic contract (DESIGN.md section 3), the one CUDA copy of it.
+// Every float operation is an explicitly rounded intrinsic, so no build flag or compiler
+// choice can contract it into an FMA; the module is also compiled with --fmad=false.
+#pragma once
+
+namespace vnni {
+
+enum ScaleRule { RULE_SINGLE = 0, RULE_ASYMMETRIC = 1, RULE_DUAL = 2 };
+
+// Contribution of one K-block. dot_lo/dot_hi are the exact integer dots of elements 0..15 and
+// 16..31, act_sum the exact sum of the 32 activation values; |each| < 2^24 so int->float is exact.
+template <int RULE>
+__device__ __forceinline__ float block_contribution(float sa, float s, float second, int dot_lo, int dot_hi,
+                                                    int act_sum) {
+  if (RULE == RULE_SINGLE) {
+    return __fmul_rn(__fmul_rn(sa, s), __int2float_rn(dot_lo + dot_hi));
+  } else if (RULE == RULE_ASYMMETRIC) {
+    return __fadd_rn(__fmul_rn(__fmul_rn(sa, s), __int2float_rn(dot_lo + dot_hi)),
+                     __fmul_rn(__fmul_rn(sa, second), __int2float_rn(act_sum)));
+  } else {
+    return __fmul_rn(sa, __fadd_rn(__fmul_rn(s, __int2float_rn(dot_lo)), __fmul_rn(second, __int2float_rn(dot_hi))));
+  }
+}
+
+// Partition p of kblk K-blocks at bpp blocks per partition: [p*bpp, min((p+1)*bpp, kblk)).
+__device__ __forceinline__ int partition_begin(int p, int bpp) { return p * bpp; }
+__device__ __forceinline__ int partition_end(int p, int bpp, int kblk) { return min((p + 1) * bpp, kblk); }
+
+// A partition folds from +0.0f in ascending block order; partitions fold in ascending order
+// starting from the first partition's value (not from 0).
+__device__ __forceinline__ float fold(float acc, float c) { return __fadd_rn(acc, c); }
+
+}  // namespace vnni

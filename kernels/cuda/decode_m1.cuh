@@ -1,0 +1,123 @@
+// Decode (M = 1) kernel bodies. The extern "C" entry points are generated per
+// specialization by the Rust registry (kernels/src/cuda/source.rs), so every variant is a
+// template instantiation, not a copy.
+#pragma once
+#include "codebook.cuh"
+
+namespace vnni {
+
+struct DecodeArgs {
+  const u8* payload;        // [KBLK][N][PB]
+  const unsigned short* scale;   // f16 bits [KBLK][N]
+  const unsigned short* second;  // f16 bits [KBLK][N] or null
+  const signed char* aq;    // [K]
+  const float* ad;          // [KBLK]
+  const int* asum;          // [KBLK]
+  float* out;               // [KB][N] partials, or y[N] when KB == 1
+  int n, kblk, bpp;
+};
+
+// f16 bits to f32 (exact); PTX directly, so the module needs no cuda_fp16.h.
+__device__ __forceinline__ float h2f(unsigned short bits) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
+  return f;
+}
+
+// Loads in flight per thread: enough bytes per thread to cover HBM latency at the
+// occupancy these kernels reach (about 64 bytes of payload).
+template <int CB> struct Depth { static const int VALUE = Codebook<CB>::PB >= 32 ? 2 : 4; };
+
+// Fold blocks [b0, b1) of CPT columns, each from +0.0f in ascending block order. Loads of
+// D blocks x CPT columns are issued before any of them is used; the fold stays serial.
+// Columns past N read column N-1 (valid memory) and are simply not stored by the caller.
+template <int CB, int CPT>
+__device__ __forceinline__ void fold_columns(const DecodeArgs& a, const int (&col)[CPT], int b0, int b1,
+                                             float (&acc)[CPT]) {
+  const int D = Depth<CB>::VALUE / CPT > 0 ? Depth<CB>::VALUE / CPT : 1;
+  int n[CPT];
+#pragma unroll
+  for (int j = 0; j < CPT; ++j) {
+    n[j] = min(col[j], a.n - 1);
+    acc[j] = 0.0f;
+  }
+  int b = b0;
+  for (; b + D <= b1; b += D) {
+    Raw raw[D][CPT];
+    float s[D][CPT], s2[D][CPT];
+#pragma unroll
+    for (int u = 0; u < D; ++u) {
+#pragma unroll
+      for (int j = 0; j < CPT; ++j) {
+        const size_t blk = (size_t)(b + u) * a.n + n[j];
+        raw[u][j] = load_raw<CB>(a.payload, blk);
+        s[u][j] = h2f(__ldg(a.scale + blk));
+        s2[u][j] = Codebook<CB>::SECOND ? h2f(__ldg(a.second + blk)) : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < D; ++u) {
+      const ActBlock x = load_act(a.aq, a.ad, a.asum, b + u);
+#pragma unroll
+      for (int j = 0; j < CPT; ++j) acc[j] = fold(acc[j], block_term<CB>(raw[u][j], s[u][j], s2[u][j], x));
+    }
+  }
+  for (; b < b1; ++b) {
+    const ActBlock x = load_act(a.aq, a.ad, a.asum, b);
+#pragma unroll
+    for (int j = 0; j < CPT; ++j) {
+      const size_t blk = (size_t)b * a.n + n[j];
+      const float s2 = Codebook<CB>::SECOND ? h2f(__ldg(a.second + blk)) : 0.0f;
+      acc[j] = fold(acc[j], block_term<CB>(load_raw<CB>(a.payload, blk), h2f(__ldg(a.scale + blk)), s2, x));
+    }
+  }
+}
+
+// Tile family (wide, direct, kpar): CTA x covers TN columns, CTA y is partition p.
+// Thread t owns columns t, t + THREADS, ... (CPT of them) so each load instruction of a warp
+// touches adjacent columns.
+template <int CB, int TN, int CPT>
+__device__ __forceinline__ void decode_tile(const DecodeArgs& a) {
+  const int THREADS = TN / CPT;
+  const int p = blockIdx.y;
+  int col[CPT];
+#pragma unroll
+  for (int j = 0; j < CPT; ++j) col[j] = blockIdx.x * TN + threadIdx.x + j * THREADS;
+  float acc[CPT];
+  fold_columns<CB, CPT>(a, col, partition_begin(p, a.bpp), partition_end(p, a.bpp, a.kblk), acc);
+#pragma unroll
+  for (int j = 0; j < CPT; ++j)
+    if (col[j] < a.n) a.out[(size_t)p * a.n + col[j]] = acc[j];
+}
+
+// Ordered reduction of KB partials per column: y = ((p0 + p1) + p2) ...
+__device__ __forceinline__ void reduce_partials(const float* __restrict__ partials, float* __restrict__ y, int n,
+                                                int kb) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (col >= n) return;
+  float v = partials[col];
+  for (int p = 1; p < kb; ++p) v = fold(v, partials[(size_t)p * n + col]);
+  y[col] = v;
+}
+
+// Fused family: one CTA of C columns x KB partitions (blockDim.x = C * KB); thread t works
+// on partition t / C of column t % C, then the partition-0 threads fold the partials from
+// shared memory in ascending order. One launch, no workspace.
+template <int CB, int C>
+__device__ __forceinline__ void decode_fused(const DecodeArgs& a, int kb) {
+  extern __shared__ float partial[];  // [KB][C]
+  const int p = threadIdx.x / C, c = threadIdx.x % C;
+  const int n = blockIdx.x * C + c;
+  int col[1] = {n};
+  float acc[1];
+  fold_columns<CB, 1>(a, col, partition_begin(p, a.bpp), partition_end(p, a.bpp, a.kblk), acc);
+  partial[threadIdx.x] = acc[0];
+  __syncthreads();  // every thread reaches it: out-of-range columns only skip their loads
+  if (p == 0 && n < a.n) {
+    float y = partial[c];
+    for (int q = 1; q < kb; ++q) y = fold(y, partial[q * C + c]);
+    a.out[n] = y;
+  }
+}
+
+}  // namespace vnni

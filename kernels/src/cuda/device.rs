@@ -1,0 +1,346 @@
+//! The cudarc device runtime: one context, one explicit non-blocking stream, event
+//! tracking off (timed buffers must not add event records), modules compiled by NVRTC for
+//! the device's own arch, and the launchers of every kernel family.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use cudarc::driver::sys::{self, CUdevice_attribute, CUfunction_attribute};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+
+use super::{driver, nvrtc, ptxas, source, CudaError};
+use crate::activation::QuantizedActivations;
+use crate::registry::{kernel_specs, Candidate, Family, KernelSpec, Plan};
+use crate::{Codebook, PackedMatrix};
+
+/// What the device says about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub sms: u32,
+    pub l2_bytes: usize,
+    /// `sm_<major><minor>`.
+    pub arch: String,
+    pub driver_version: i32,
+    pub memory_bytes: usize,
+}
+
+/// On-device resources of one kernel at one block size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceResources {
+    pub registers: i32,
+    pub local_bytes: i32,
+    pub shared_static_bytes: i32,
+    pub max_threads: i32,
+    pub occupancy_blocks_per_sm: u32,
+}
+
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub info: DeviceInfo,
+    /// Kept alive for the functions resolved from them.
+    _modules: Vec<Arc<CudaModule>>,
+    /// Entry points resolved once at open: launches are on the timed hot path.
+    functions: BTreeMap<String, CudaFunction>,
+    /// ptxas resources of every compiled kernel, by symbol.
+    pub static_resources: BTreeMap<String, ptxas::StaticResources>,
+}
+
+/// A packed matrix on the device.
+pub struct DeviceMatrix {
+    pub codebook: Codebook,
+    pub n: usize,
+    pub k: usize,
+    pub payload: CudaSlice<u8>,
+    pub scale: CudaSlice<u16>,
+    pub second: Option<CudaSlice<u16>>,
+}
+
+impl DeviceMatrix {
+    pub fn bytes(&self) -> usize {
+        self.payload.len() + 2 * (self.scale.len() + self.second.as_ref().map_or(0, |s| s.len()))
+    }
+}
+
+/// Activation rows on the device: the f32 input and its quantized form.
+pub struct DeviceActivations {
+    pub m: usize,
+    pub k: usize,
+    pub x: CudaSlice<f32>,
+    pub q: CudaSlice<i8>,
+    pub d: CudaSlice<f32>,
+    pub sum: CudaSlice<i32>,
+}
+
+/// Kernel arguments of the decode families (matches `vnni::DecodeArgs`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct DecodeArgs {
+    payload: u64,
+    scale: u64,
+    second: u64,
+    aq: u64,
+    ad: u64,
+    asum: u64,
+    out: u64,
+    n: i32,
+    kblk: i32,
+    bpp: i32,
+}
+// SAFETY: plain-old-data with the C layout of the CUDA struct.
+unsafe impl DeviceRepr for DecodeArgs {}
+
+pub fn driver_available() -> Result<(), CudaError> {
+    // SAFETY: only tries to dlopen the library.
+    if unsafe { sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(CudaError::MissingLibrary {
+            library: "libcuda (the NVIDIA driver)",
+            fix: "run on a machine with an NVIDIA GPU and driver, or use --backend cpu",
+        })
+    }
+}
+
+impl Gpu {
+    /// Open device `ordinal`, compile (or load from `cache`) every registry kernel for its arch.
+    pub fn open(ordinal: usize, cache: Option<&Path>) -> Result<Gpu, CudaError> {
+        driver_available()?;
+        nvrtc::ensure_available()?;
+        let ctx = CudaContext::new(ordinal).map_err(|e| CudaError::NoDevice { ordinal, message: format!("{e:?}") })?;
+        // SAFETY: we never share buffers across streams; timing must not see event records.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(driver("creating a non-blocking stream"))?;
+        let attr = |a: CUdevice_attribute| ctx.attribute(a).map_err(driver(format!("reading {a:?}")));
+        let major = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        let mut driver_version = 0;
+        // SAFETY: out-parameter.
+        unsafe { sys::cuDriverGetVersion(&mut driver_version) }.result().map_err(driver("cuDriverGetVersion"))?;
+        let info = DeviceInfo {
+            ordinal,
+            name: ctx.name().map_err(driver("reading the device name"))?,
+            sms: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+            l2_bytes: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
+            arch: format!("sm_{major}{minor}"),
+            driver_version,
+            memory_bytes: ctx.total_mem().map_err(driver("reading memory size"))?,
+        };
+        let mut static_resources = BTreeMap::new();
+        let mut load = |name: &str, src: String| -> Result<Arc<CudaModule>, CudaError> {
+            let compiled = nvrtc::compile(&src, name, &info.arch, cache)?;
+            static_resources.extend(ptxas::parse(&compiled.log));
+            ctx.load_module(Ptx::from_binary(compiled.cubin)).map_err(driver(format!("loading module {name}")))
+        };
+        let common = load("vnni_common", source::common_module())?;
+        let mut modules = BTreeMap::new();
+        let specs = kernel_specs();
+        for cb in Codebook::ALL {
+            let mine: Vec<KernelSpec> = specs.iter().copied().filter(|s| s.codebook() == cb).collect();
+            modules.insert(cb, load(&format!("vnni_decode_{cb}"), source::decode_module(&mine))?);
+        }
+        let mut functions = BTreeMap::new();
+        for spec in &specs {
+            let f = modules[&spec.codebook()]
+                .load_function(&spec.symbol())
+                .map_err(driver(format!("loading {}", spec.symbol())))?;
+            functions.insert(spec.symbol(), f);
+        }
+        for name in ["vnni_quantize_activations", "vnni_reduce_partials"] {
+            functions.insert(name.to_string(), common.load_function(name).map_err(driver(format!("loading {name}")))?);
+        }
+        let _modules = modules.into_values().chain([common]).collect();
+        Ok(Gpu { ctx, stream, info, _modules, functions, static_resources })
+    }
+
+    pub fn function(&self, spec: &KernelSpec) -> Result<&CudaFunction, CudaError> {
+        self.common_function(&spec.symbol())
+    }
+
+    fn common_function(&self, name: &str) -> Result<&CudaFunction, CudaError> {
+        self.functions
+            .get(name)
+            .ok_or_else(|| CudaError::Driver { what: format!("finding {name}"), message: "not compiled".into() })
+    }
+
+    /// cuFuncGetAttribute and occupancy for `spec` launched with `threads` and `shared` bytes.
+    pub fn resources(&self, spec: &KernelSpec, threads: u32, shared: usize) -> Result<DeviceResources, CudaError> {
+        let f = self.function(spec)?;
+        let attr = |a: CUfunction_attribute| f.get_attribute(a).map_err(driver(format!("{a:?}")));
+        Ok(DeviceResources {
+            registers: attr(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+            local_bytes: attr(CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+            shared_static_bytes: attr(CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+            max_threads: attr(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            occupancy_blocks_per_sm: f
+                .occupancy_max_active_blocks_per_multiprocessor(threads, shared, None)
+                .map_err(driver("occupancy"))?,
+        })
+    }
+
+    /// Copy host data to a new device buffer through a pinned staging buffer.
+    pub fn upload<T: DeviceRepr + Copy + Default + cudarc::driver::ValidAsZeroBits>(
+        &self,
+        host: &[T],
+    ) -> Result<CudaSlice<T>, CudaError> {
+        const STAGE_BYTES: usize = 64 << 20;
+        let mut dst = self.stream.alloc_zeros::<T>(host.len().max(1)).map_err(driver("allocating device memory"))?;
+        let per = (STAGE_BYTES / std::mem::size_of::<T>()).max(1).min(host.len().max(1));
+        // SAFETY: the pinned buffer is fully written before each copy reads it.
+        let mut pinned = unsafe { self.ctx.alloc_pinned::<T>(per) }.map_err(driver("allocating pinned memory"))?;
+        for (i, chunk) in host.chunks(per).enumerate() {
+            pinned.as_mut_slice().map_err(driver("pinned buffer"))?[..chunk.len()].copy_from_slice(chunk);
+            let mut view = dst.slice_mut(i * per..i * per + chunk.len());
+            let src = pinned.as_slice().map_err(driver("pinned buffer"))?;
+            self.stream.memcpy_htod(&src[..chunk.len()], &mut view).map_err(driver("host-to-device copy"))?;
+            self.stream.synchronize().map_err(driver("synchronizing a copy"))?;
+        }
+        Ok(dst)
+    }
+
+    pub fn download<T: DeviceRepr + Default + Clone>(&self, src: &CudaSlice<T>) -> Result<Vec<T>, CudaError> {
+        self.stream.clone_dtoh(src).map_err(driver("device-to-host copy"))
+    }
+
+    pub fn upload_matrix(&self, w: &PackedMatrix) -> Result<DeviceMatrix, CudaError> {
+        let bits = |v: &[half::f16]| v.iter().map(|h| h.to_bits()).collect::<Vec<u16>>();
+        Ok(DeviceMatrix {
+            codebook: w.codebook,
+            n: w.n,
+            k: w.k,
+            payload: self.upload(&w.payload)?,
+            scale: self.upload(&bits(&w.scale))?,
+            second: if w.second.is_empty() { None } else { Some(self.upload(&bits(&w.second))?) },
+        })
+    }
+
+    /// A second device copy of `w` (weight copies are rotated to defeat L2).
+    pub fn duplicate_matrix(&self, w: &DeviceMatrix) -> Result<DeviceMatrix, CudaError> {
+        let s = &self.stream;
+        Ok(DeviceMatrix {
+            codebook: w.codebook,
+            n: w.n,
+            k: w.k,
+            payload: s.clone_dtod(&w.payload).map_err(driver("copying weights"))?,
+            scale: s.clone_dtod(&w.scale).map_err(driver("copying weights"))?,
+            second: w.second.as_ref().map(|x| s.clone_dtod(x)).transpose().map_err(driver("copying weights"))?,
+        })
+    }
+
+    pub fn upload_activations(&self, x: &[f32], m: usize, k: usize) -> Result<DeviceActivations, CudaError> {
+        let alloc = driver("allocating activations");
+        Ok(DeviceActivations {
+            m,
+            k,
+            x: self.upload(x)?,
+            q: self.stream.alloc_zeros::<i8>(m * k).map_err(driver("allocating activations"))?,
+            d: self.stream.alloc_zeros::<f32>(m * k / 32).map_err(driver("allocating activations"))?,
+            sum: self.stream.alloc_zeros::<i32>(m * k / 32).map_err(alloc)?,
+        })
+    }
+
+    /// Quantize `a.x` into `a.q`, `a.d`, `a.sum` on the stream.
+    pub fn quantize(&self, a: &mut DeviceActivations) -> Result<(), CudaError> {
+        let f = self.common_function("vnni_quantize_activations")?;
+        let blocks = (a.m * a.k / 32) as i64;
+        let cfg =
+            LaunchConfig { grid_dim: ((blocks as u32).div_ceil(8), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let mut b = self.stream.launch_builder(f);
+        b.arg(&a.x).arg(&mut a.q).arg(&mut a.d).arg(&mut a.sum).arg(&blocks);
+        // SAFETY: argument types match the kernel signature; buffers hold m*k and m*k/32 elements.
+        unsafe { b.launch(cfg) }.map_err(driver("launching activation quantization"))?;
+        Ok(())
+    }
+
+    /// The quantized activations, read back (to compare with the CPU quantizer).
+    pub fn download_activations(&self, a: &DeviceActivations) -> Result<QuantizedActivations, CudaError> {
+        Ok(QuantizedActivations {
+            m: a.m,
+            k: a.k,
+            q: self.download(&a.q)?,
+            d: self.download(&a.d)?,
+            sum: self.download(&a.sum)?,
+        })
+    }
+
+    fn ptr<T>(&self, s: &CudaSlice<T>) -> u64 {
+        s.device_ptr(&self.stream).0
+    }
+
+    /// Launch one decode candidate (M = 1, row `row` of `a`) writing `y[N]`; `workspace`
+    /// must hold `plan.workspace` floats for the kpar family.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_decode(
+        &self,
+        cand: &Candidate,
+        plan: &Plan,
+        w: &DeviceMatrix,
+        a: &DeviceActivations,
+        row: usize,
+        y: &mut CudaSlice<f32>,
+        workspace: &mut CudaSlice<f32>,
+    ) -> Result<(), CudaError> {
+        let spec = cand.kernel(w.codebook);
+        let f = self.function(&spec)?;
+        let kblk = w.k / 32;
+        let two_phase = cand.family == Family::Kpar && plan.kb > 1;
+        let out = if two_phase { self.ptr(workspace) } else { self.ptr(y) };
+        let args = DecodeArgs {
+            payload: self.ptr(&w.payload),
+            scale: self.ptr(&w.scale),
+            second: w.second.as_ref().map_or(0, |s| self.ptr(s)),
+            aq: self.ptr(&a.q) + (row * w.k) as u64,
+            ad: self.ptr(&a.d) + (row * kblk * 4) as u64,
+            asum: self.ptr(&a.sum) + (row * kblk * 4) as u64,
+            out,
+            n: w.n as i32,
+            kblk: kblk as i32,
+            bpp: plan.bpp as i32,
+        };
+        let cfg = LaunchConfig {
+            grid_dim: (plan.grid.0, plan.grid.1, 1),
+            block_dim: (plan.threads, 1, 1),
+            shared_mem_bytes: plan.shared,
+        };
+        let kb = plan.kb as i32;
+        let mut b = self.stream.launch_builder(f);
+        b.arg(&args);
+        if cand.family == Family::FusedKpar {
+            b.arg(&kb);
+        }
+        // SAFETY: DecodeArgs matches vnni::DecodeArgs; the plan sizes the grid to the buffers.
+        unsafe { b.launch(cfg) }.map_err(driver(format!("launching {}", cand.id)))?;
+        if two_phase {
+            let r = self.common_function("vnni_reduce_partials")?;
+            let n = w.n as i32;
+            let cfg = LaunchConfig {
+                grid_dim: ((w.n as u32).div_ceil(256), 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut b = self.stream.launch_builder(r);
+            b.arg(&*workspace).arg(&mut *y).arg(&n).arg(&kb);
+            // SAFETY: workspace holds kb * n partials, y holds n outputs.
+            unsafe { b.launch(cfg) }.map_err(driver("launching the ordered reduce"))?;
+        }
+        Ok(())
+    }
+
+    /// Fill a buffer with 0xA5 bytes so values a kernel failed to write show up.
+    pub fn poison<T>(&self, s: &mut CudaSlice<T>) -> Result<(), CudaError> {
+        let bytes = s.len() * std::mem::size_of::<T>();
+        // SAFETY: the range is exactly the buffer.
+        unsafe { cudarc::driver::result::memset_d8_async(self.ptr(s), 0xA5, bytes, self.stream.cu_stream()) }
+            .map_err(driver("memset"))
+    }
+
+    pub fn synchronize(&self) -> Result<(), CudaError> {
+        self.stream.synchronize().map_err(driver("synchronizing the stream"))
+    }
+}

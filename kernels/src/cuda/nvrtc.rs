@@ -1,0 +1,125 @@
+//! NVRTC compilation to cubin for a real architecture, with the ptxas verbose log, and an
+//! on-disk cubin cache keyed by (source digest, options, NVRTC version, arch).
+
+use std::ffi::{c_char, CString};
+use std::path::{Path, PathBuf};
+
+use cudarc::nvrtc::{result, sys};
+use sha2::{Digest, Sha256};
+
+use super::CudaError;
+use crate::registry::hex;
+
+/// The fixed options: no FMA contraction is part of the arithmetic contract.
+pub fn options(arch: &str) -> Vec<String> {
+    vec![
+        format!("--gpu-architecture={arch}"),
+        "--fmad=false".into(),
+        "--std=c++17".into(),
+        "--ptxas-options=--verbose".into(),
+    ]
+}
+
+/// Fail with a clear message (not a panic) when libnvrtc cannot be loaded.
+pub fn ensure_available() -> Result<(), CudaError> {
+    // SAFETY: only tries to dlopen the library.
+    if unsafe { sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(CudaError::MissingLibrary {
+            library: "libnvrtc (NVRTC)",
+            fix: "install the CUDA toolkit or `pip install nvidia-cuda-nvrtc==13.0.88` and add the \
+                  directory holding libnvrtc.so.13 to LD_LIBRARY_PATH",
+        })
+    }
+}
+
+/// NVRTC's (major, minor) version.
+pub fn version() -> Result<(i32, i32), CudaError> {
+    ensure_available()?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: plain out-parameters.
+    unsafe { sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .map_err(|e| CudaError::Nvrtc { module: "version".into(), log: format!("{e:?}") })?;
+    Ok((major, minor))
+}
+
+/// A compiled module image and what the compiler said.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    pub cubin: Vec<u8>,
+    pub log: String,
+    pub from_cache: bool,
+}
+
+fn cache_key(source: &str, arch: &str, nvrtc: (i32, i32)) -> String {
+    let mut h = Sha256::new();
+    h.update(Sha256::digest(source.as_bytes()));
+    for o in options(arch) {
+        h.update(o.as_bytes());
+        h.update([0]);
+    }
+    h.update(format!("nvrtc {}.{} {arch}", nvrtc.0, nvrtc.1).as_bytes());
+    hex(&h.finalize())
+}
+
+fn to_string(chars: Vec<c_char>) -> String {
+    let bytes: Vec<u8> = chars.into_iter().take_while(|&c| c != 0).map(|c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Compile `source` (module `name`) to a cubin for `arch` (e.g. `sm_90`), using `cache`
+/// when given. A compile error returns the whole log.
+pub fn compile(source: &str, name: &str, arch: &str, cache: Option<&Path>) -> Result<Compiled, CudaError> {
+    let nvrtc = version()?;
+    let key = cache_key(source, arch, nvrtc);
+    let cached: Option<(PathBuf, PathBuf)> =
+        cache.map(|dir| (dir.join(format!("{key}.cubin")), dir.join(format!("{key}.log"))));
+    if let Some((cubin, log)) = &cached {
+        if let (Ok(cubin), Ok(log)) = (std::fs::read(cubin), std::fs::read_to_string(log)) {
+            return Ok(Compiled { cubin, log, from_cache: true });
+        }
+    }
+    let src = CString::new(source).expect("CUDA source has no NUL");
+    let cname = CString::new(format!("{name}.cu")).expect("module name has no NUL");
+    let prog = result::create_program(&src, Some(&cname))
+        .map_err(|e| CudaError::Nvrtc { module: name.into(), log: format!("{e:?}") })?;
+    // SAFETY: prog is a live program; it is destroyed below on every path.
+    let out = unsafe {
+        let status = result::compile_program(prog, &options(arch));
+        let log = result::get_program_log(prog).map(to_string).unwrap_or_default();
+        let res = match status {
+            Err(_) => Err(CudaError::Nvrtc { module: name.into(), log: log.clone() }),
+            Ok(()) => {
+                let mut size = 0usize;
+                sys::nvrtcGetCUBINSize(prog, &mut size)
+                    .result()
+                    .and_then(|_| {
+                        let mut buf = vec![0u8; size];
+                        sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr() as *mut c_char).result().map(|_| buf)
+                    })
+                    .map(|cubin| Compiled { cubin, log, from_cache: false })
+                    .map_err(|e| CudaError::Nvrtc { module: name.into(), log: format!("nvrtcGetCUBIN: {e:?}") })
+            }
+        };
+        let _ = result::destroy_program(prog);
+        res
+    }?;
+    if let Some((cubin, log)) = &cached {
+        write_atomic(cubin, &out.cubin)?;
+        write_atomic(log, out.log.as_bytes())?;
+    }
+    Ok(out)
+}
+
+/// Write via a temporary file and rename, so a crash never leaves a torn cache entry.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CudaError> {
+    let io = |e: std::io::Error| CudaError::Io { path: path.to_path_buf(), message: e.to_string() };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}

@@ -1,0 +1,110 @@
+//! CUDA source assembly: the hand-written sources in `kernels/cuda/` with their local
+//! includes inlined (NVRTC gets one string), plus generated `extern "C"` entry points,
+//! one per registry kernel specialization.
+
+use sha2::{Digest, Sha256};
+
+use crate::registry::{hex, KernelSpec};
+use crate::Codebook;
+
+/// The CUDA files, by name. Their digest is part of every build identity.
+pub const FILES: [(&str, &str); 5] = [
+    ("contract.cuh", include_str!("../../cuda/contract.cuh")),
+    ("codebook.cuh", include_str!("../../cuda/codebook.cuh")),
+    ("decode_m1.cuh", include_str!("../../cuda/decode_m1.cuh")),
+    ("activation.cu", include_str!("../../cuda/activation.cu")),
+    ("reduce.cu", include_str!("../../cuda/reduce.cu")),
+];
+
+fn file(name: &str) -> &'static str {
+    FILES.iter().find(|(n, _)| *n == name).map(|(_, s)| *s).unwrap_or_else(|| panic!("no CUDA file {name}"))
+}
+
+/// Inline `#include "x"` of our own files, each once (they all `#pragma once`).
+fn inline(name: &str, seen: &mut Vec<&'static str>, out: &mut String) {
+    let text = file(name);
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(inc) = trimmed.strip_prefix("#include \"").and_then(|r| r.strip_suffix('"')) {
+            let inc = FILES
+                .iter()
+                .find(|(n, _)| *n == inc)
+                .map(|(n, _)| *n)
+                .unwrap_or_else(|| panic!("{name}: unknown include {inc}"));
+            if !seen.contains(&inc) {
+                seen.push(inc);
+                inline(inc, seen, out);
+            }
+        } else if trimmed != "#pragma once" {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+}
+
+fn assemble(roots: &[&str]) -> String {
+    let mut out = String::new();
+    let mut seen = Vec::new();
+    for root in roots {
+        inline(root, &mut seen, &mut out);
+    }
+    out
+}
+
+fn codebook_constant(cb: Codebook) -> &'static str {
+    match cb {
+        Codebook::S4 => "vnni::CB_S4",
+        Codebook::Nl4 => "vnni::CB_NL4",
+        Codebook::U4 => "vnni::CB_U4",
+        Codebook::S5 => "vnni::CB_S5",
+        Codebook::U5 => "vnni::CB_U5",
+        Codebook::S6d => "vnni::CB_S6D",
+        Codebook::S8 => "vnni::CB_S8",
+    }
+}
+
+/// The generated entry point of one specialization.
+pub fn entry_point(spec: &KernelSpec) -> String {
+    let name = spec.symbol();
+    match *spec {
+        KernelSpec::Tile { codebook, tile, cpt } => format!(
+            "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {name}(const vnni::DecodeArgs a) {{\n  vnni::decode_tile<{cb}, {tile}, {cpt}>(a);\n}}\n",
+            threads = tile / cpt,
+            // Allow 64 registers (half occupancy) so ptxas does not squeeze to 32 and spill.
+            min_blocks = (1024 / (tile / cpt)).max(1),
+            cb = codebook_constant(codebook),
+        ),
+        KernelSpec::Fused { codebook, columns } => format!(
+            "extern \"C\" __global__ void __launch_bounds__({max}) {name}(const vnni::DecodeArgs a, int kb) {{\n  vnni::decode_fused<{cb}, {columns}>(a, kb);\n}}\n",
+            max = spec.max_threads(),
+            cb = codebook_constant(codebook),
+        ),
+    }
+}
+
+/// Source of the module holding `specs` (decode kernels).
+pub fn decode_module(specs: &[KernelSpec]) -> String {
+    let mut src = assemble(&["decode_m1.cuh"]);
+    src.push_str("\n// Generated entry points (registry specializations).\n");
+    for spec in specs {
+        src.push_str(&entry_point(spec));
+    }
+    src
+}
+
+/// Source of the module with the shape-independent kernels (activation quantization, reduce).
+pub fn common_module() -> String {
+    assemble(&["activation.cu", "reduce.cu"])
+}
+
+/// sha256 over every CUDA file (name and content, in order).
+pub fn kernel_source_digest() -> String {
+    let mut h = Sha256::new();
+    for (name, text) in FILES {
+        h.update(name.as_bytes());
+        h.update([0]);
+        h.update(text.as_bytes());
+        h.update([0]);
+    }
+    hex(&h.finalize())
+}

@@ -1,0 +1,224 @@
+//! `vnni-dispatch bench --backend cuda`: the copy roofline, cuBLAS fp16 GEMV and every
+//! decode candidate per codebook on the same shapes, in one run; writes CSVs and prints
+//! the best candidate per (shape, codebook) against the copy bandwidth.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use vnni_corpus::schema::hex_f64;
+use vnni_corpus::{SampleRow, TimingRow};
+use vnni_kernels::cuda::device::Gpu;
+use vnni_kernels::registry::decode_candidates;
+use vnni_kernels::Codebook;
+
+use crate::baselines::{copy_bandwidth, cublas_f16_gemv};
+use crate::decode_cell::{run_decode_cell, CellInputs};
+use crate::preflight::{rejected, rows as preflight_rows};
+use crate::shapes::parse_shapes;
+use crate::stats::summarize;
+use crate::timing::{Mode, Protocol, Timed};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long, value_parser = ["cuda"], default_value = "cuda")]
+    backend: String,
+    /// N x K shapes, comma-separated.
+    #[arg(long, default_value = "151936x4096,248320x5120,24576x4096,4096x12288,4096x4096")]
+    shapes: String,
+    /// Codebooks (default: all).
+    #[arg(long, value_delimiter = ',')]
+    codebooks: Vec<Codebook>,
+    /// Timing modes.
+    #[arg(long, value_delimiter = ',', default_value = "eager,graph")]
+    modes: Vec<String>,
+    #[arg(long, default_value_t = 12)]
+    samples: usize,
+    #[arg(long, default_value_t = 2)]
+    warmups: usize,
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    #[arg(long)]
+    cache: Option<PathBuf>,
+    /// Output directory for decode.csv, samples.csv, resources.csv, best.csv.
+    #[arg(long, default_value = "target/bench")]
+    out: PathBuf,
+}
+
+fn baseline_row(
+    gpu: &Gpu,
+    mode: Mode,
+    name: &str,
+    n: usize,
+    k: usize,
+    t: &Timed,
+    bytes: usize,
+    copies: usize,
+    copy_gbps: f64,
+    p: &Protocol,
+) -> TimingRow {
+    let s = summarize(&t.measured()).expect("baseline has samples");
+    let gbps = bytes as f64 / (s.median * 1e-6) / 1e9;
+    TimingRow {
+        backend: "cuda".into(),
+        arch: gpu.info.arch.clone(),
+        device: gpu.info.name.clone(),
+        mode: mode.name().into(),
+        codebook: "-".into(),
+        m: 1,
+        n,
+        k,
+        candidate: name.into(),
+        bpp: 0,
+        warmups: p.warmups,
+        samples: t.measured().len(),
+        replays: t.replays,
+        weight_copies: copies,
+        seed: p.seed,
+        min_us: s.min,
+        median_us: s.median,
+        p95_us: s.p95,
+        mad_us: s.mad,
+        cv: s.cv,
+        weight_bytes: bytes,
+        gbps,
+        pct_copy_bw: 100.0 * gbps / copy_gbps,
+        checked: 0,
+        mismatches: 0,
+        first_mismatch: String::new(),
+        eligible: true,
+        dropped: false,
+        registers: 0,
+        occupancy_blocks_per_sm: 0,
+    }
+}
+
+fn samples_of(mode: Mode, name: &str, n: usize, k: usize, t: &Timed) -> Vec<SampleRow> {
+    t.samples
+        .iter()
+        .map(|s| SampleRow {
+            mode: mode.name().into(),
+            codebook: "-".into(),
+            m: 1,
+            n,
+            k,
+            candidate: name.into(),
+            round: s.round,
+            order: s.order,
+            warmup: s.warmup,
+            latency_us_hex: hex_f64(s.latency_us),
+        })
+        .collect()
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    let shapes = parse_shapes(&args.shapes)?;
+    let codebooks = if args.codebooks.is_empty() { Codebook::ALL.to_vec() } else { args.codebooks.clone() };
+    let modes: Vec<Mode> = args
+        .modes
+        .iter()
+        .map(|m| match m.as_str() {
+            "eager" => Ok(Mode::Eager),
+            "graph" => Ok(Mode::Graph),
+            other => bail!("unknown mode {other:?} (eager, graph)"),
+        })
+        .collect::<Result<_>>()?;
+    let protocol = Protocol { warmups: args.warmups, samples: args.samples, ..Protocol::default() };
+    let gpu = Gpu::open(args.device, args.cache.as_deref()).context("opening the CUDA device")?;
+    eprintln!(
+        "device {} ({}, {} SMs, L2 {} MiB, driver {})",
+        gpu.info.name,
+        gpu.info.arch,
+        gpu.info.sms,
+        gpu.info.l2_bytes >> 20,
+        gpu.info.driver_version
+    );
+    let resources = preflight_rows(&gpu.info.arch, &gpu.static_resources, Some(&gpu))?;
+    let rejected = rejected(&resources);
+    for (k, why) in &rejected {
+        eprintln!("preflight rejected {k}: {why}");
+    }
+
+    let mut rows: Vec<TimingRow> = Vec::new();
+    let mut samples: Vec<SampleRow> = Vec::new();
+    let (copy_gbps, _, copy_t, copy_bytes) = copy_bandwidth(&gpu, &protocol)?;
+    eprintln!("copy bandwidth {copy_gbps:.0} GB/s (read + write)");
+    rows.push(baseline_row(&gpu, Mode::Eager, "copy", 0, 0, &copy_t, 2 * copy_bytes, 1, copy_gbps, &protocol));
+    samples.extend(samples_of(Mode::Eager, "copy", 0, 0, &copy_t));
+
+    let candidates = decode_candidates();
+    for &(n, k) in &shapes {
+        for &mode in &modes {
+            let (t, bytes, copies) = cublas_f16_gemv(&gpu, n, k, mode, &protocol)?;
+            rows.push(baseline_row(&gpu, mode, "cublas.f16.gemv", n, k, &t, bytes, copies, copy_gbps, &protocol));
+            samples.extend(samples_of(mode, "cublas.f16.gemv", n, k, &t));
+        }
+        for &cb in &codebooks {
+            let started = std::time::Instant::now();
+            let cell = run_decode_cell(
+                &gpu,
+                &CellInputs {
+                    codebook: cb,
+                    n,
+                    k,
+                    seed: 0xC0DA,
+                    candidates: &candidates,
+                    modes: &modes,
+                    protocol: &protocol,
+                    rejected: &rejected,
+                    copy_gbps,
+                },
+            )?;
+            let bad: Vec<&TimingRow> = cell.rows.iter().filter(|r| r.mismatches > 0).collect();
+            for r in &bad {
+                eprintln!(
+                    "MISMATCH {} {cb} {n}x{k}: {} of {} ({})",
+                    r.candidate, r.mismatches, r.checked, r.first_mismatch
+                );
+            }
+            eprintln!("{cb} {n}x{k}: {} rows in {:.1}s", cell.rows.len(), started.elapsed().as_secs_f64());
+            rows.extend(cell.rows);
+            samples.extend(cell.samples);
+        }
+    }
+
+    // Best eligible candidate per (mode, shape, codebook).
+    let mut best: Vec<TimingRow> = Vec::new();
+    for r in rows.iter().filter(|r| r.eligible && !r.dropped && r.median_us.is_finite()) {
+        match best.iter_mut().find(|b| b.mode == r.mode && b.n == r.n && b.k == r.k && b.codebook == r.codebook) {
+            Some(b) if b.median_us <= r.median_us => {}
+            Some(b) => *b = r.clone(),
+            None => best.push(r.clone()),
+        }
+    }
+    std::fs::create_dir_all(&args.out)?;
+    vnni_corpus::write_csv(&args.out.join("decode.csv"), &rows)?;
+    vnni_corpus::write_csv(&args.out.join("best.csv"), &best)?;
+    vnni_corpus::write_csv(&args.out.join("samples.csv"), &samples)?;
+    vnni_corpus::write_csv(&args.out.join("resources.csv"), &resources)?;
+    let mismatched = rows.iter().filter(|r| r.mismatches > 0).count();
+    println!(
+        "\n{} | copy {copy_gbps:.0} GB/s | {} candidate rows, {mismatched} with mismatches",
+        gpu.info.name,
+        rows.len()
+    );
+    println!(
+        "{:<6} {:<14} {:<6} {:<34} {:>9} {:>8} {:>7}",
+        "mode", "shape", "cb", "best candidate", "median_us", "GB/s", "%copy"
+    );
+    for b in &best {
+        println!(
+            "{:<6} {:<14} {:<6} {:<34} {:>9.2} {:>8.0} {:>6.1}%",
+            b.mode,
+            format!("{}x{}", b.n, b.k),
+            b.codebook,
+            b.candidate,
+            b.median_us,
+            b.gbps,
+            b.pct_copy_bw
+        );
+    }
+    if mismatched > 0 {
+        bail!("{mismatched} candidate rows differ from the CPU reference");
+    }
+    Ok(())
+}

@@ -1,0 +1,70 @@
+//! `vnni-dispatch candidates`: the candidate registry.
+
+use serde::Serialize;
+use vnni_kernels::registry::{all_candidates, registry_digest, Candidate, KbRule, Surface};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Only this surface.
+    #[arg(long, value_parser = ["decode"])]
+    surface: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Listing {
+    registry_digest: String,
+    candidates: Vec<Entry>,
+}
+
+#[derive(Serialize)]
+struct Entry {
+    #[serde(flatten)]
+    candidate: Candidate,
+    generic_legal: bool,
+    bpp_rule: String,
+}
+
+fn bpp_rule(c: &Candidate) -> String {
+    match c.kb {
+        KbRule::Wide => "bpp = KBLK".into(),
+        KbRule::Literal(kb) => format!("KB = {kb} (overlay only; illegal if KB > KBLK); bpp = ceil(KBLK / KB)"),
+        KbRule::Waves(w) => {
+            format!("KB = clamp(ceil({w} * SMs / ceil(N / {})), 1, KBLK); bpp = ceil(KBLK / KB)", c.tile)
+        }
+    }
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let cands: Vec<Candidate> = all_candidates()
+        .into_iter()
+        .filter(|c| args.surface.as_deref().is_none_or(|s| s == "decode" && c.surface == Surface::Decode))
+        .collect();
+    if args.json {
+        let listing = Listing {
+            registry_digest: registry_digest(),
+            candidates: cands
+                .into_iter()
+                .map(|c| Entry { generic_legal: c.generic_legal(), bpp_rule: bpp_rule(&c), candidate: c })
+                .collect(),
+        };
+        println!("{}", serde_json::to_string_pretty(&listing)?);
+        return Ok(());
+    }
+    println!("{:<36} {:<7} {:<10} {:>5} {:>4}  {:<8} bpp", "id", "surface", "family", "tile", "cpt", "generic");
+    for c in &cands {
+        println!(
+            "{:<36} {:<7} {:<10} {:>5} {:>4}  {:<8} {}",
+            c.id,
+            "decode",
+            format!("{:?}", c.family).to_lowercase(),
+            c.tile,
+            c.cpt,
+            if c.generic_legal() { "yes" } else { "overlay" },
+            bpp_rule(c)
+        );
+    }
+    println!("\n{} candidates; registry digest {}", cands.len(), registry_digest());
+    Ok(())
+}
