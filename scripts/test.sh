@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README): install what the tests need, then run every workspace test.
 #   - Python `gguf` + `numpy` in .venv (the gguf-py oracle);
+#   - the nvidia-cuda-nvrtc wheel (static sm_90 compile and spill check of every kernel);
 #   - git-lfs (LFS round-trip tests; apt, when running as root);
 # Extra arguments go to `cargo test`.
 set -euo pipefail
@@ -12,6 +13,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
 export VNNI_PYTHON="$PWD/.venv/bin/python"
+# libnvrtc.so.13 from the nvidia-cuda-nvrtc wheel: cudarc dlopens it by name.
+nvrtc_lib="$(.venv/bin/python -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))')"
+export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 if ! command -v git-lfs >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

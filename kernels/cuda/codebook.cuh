@@ -57,14 +57,39 @@ __device__ __forceinline__ u32 spread_bits45(u32 h) {
   return ((h & 3u) | ((h & 0xCu) << 6) | ((h & 0x30u) << 12) | ((h & 0xC0u) << 18)) << 4;
 }
 
-// IQ4 table lookup for four nibbles (one per byte, values 0..15).
+// The IQ4 table as bytes: entries 0..7 in t0:t1, 8..15 in t2:t3.
+#define VNNI_IQ4_T0 0xBFAD9881u
+#define VNNI_IQ4_T1 0xF6EADDCFu
+#define VNNI_IQ4_T2 0x26190D01u
+#define VNNI_IQ4_T3 0x71594535u
+// Entries 8..15 plus one (2, 14, ..., 114): all positive, see block_dots<CB_NL4>.
+#define VNNI_IQ4_T2P 0x271A0E02u
+#define VNNI_IQ4_T3P 0x725A4636u
+
+// PTX prmt in its default mode: a selector nibble with bit 3 set replicates the sign of the
+// selected byte (the nl4 dot relies on it; __byte_perm does not promise that).
+__device__ __forceinline__ u32 prmt(u32 a, u32 b, u32 s) {
+  u32 r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
+  return r;
+}
+
+// IQ4 lookup of the eight nibbles of q, four per output word: out0 from bits 0..15, out1
+// from bits 16..31. Two 8-entry PRMT lookups per word, then a third PRMT takes the upper-table
+// byte where the nibble's bit 3 is set (selector nibble k + 4).
+__device__ __forceinline__ void iq4_lookup8(u32 q, u32& out0, u32& out1) {
+  const u32 s7 = q & 0x77777777u;
+  const u32 pick = ((q >> 1) & 0x44444444u) | 0x32103210u;
+  out0 = __byte_perm(__byte_perm(VNNI_IQ4_T0, VNNI_IQ4_T1, s7), __byte_perm(VNNI_IQ4_T2, VNNI_IQ4_T3, s7), pick);
+  const u32 s7h = s7 >> 16;
+  out1 = __byte_perm(__byte_perm(VNNI_IQ4_T0, VNNI_IQ4_T1, s7h), __byte_perm(VNNI_IQ4_T2, VNNI_IQ4_T3, s7h), pick >> 16);
+}
+
+// IQ4 lookup of four nibbles held one per byte (values 0..15), element order preserved.
 __device__ __forceinline__ u32 iq4_lookup(u32 x) {
-  const u32 t0 = 0xBFAD9881u, t1 = 0xF6EADDCFu, t2 = 0x26190D01u, t3 = 0x71594535u;  // bytes of the table
-  const u32 sel = (x & 0x7u) | ((x >> 4) & 0x70u) | ((x >> 8) & 0x700u) | ((x >> 12) & 0x7000u);
-  const u32 lo = __byte_perm(t0, t1, sel);
-  const u32 hi = __byte_perm(t2, t3, sel);
-  const u32 m = ((x >> 3) & 0x01010101u) * 0xFFu;
-  return (hi & m) | (lo & ~m);
+  u32 out0, out1;
+  iq4_lookup8((x & 0xFu) | ((x >> 4) & 0xF0u) | ((x >> 8) & 0xF00u) | ((x >> 12) & 0xF000u), out0, out1);
+  return out0;
 }
 
 template <int CB>
@@ -110,18 +135,59 @@ __device__ __forceinline__ ActBlock load_act(const signed char* __restrict__ q, 
   return x;
 }
 
-// Contribution of packed block `block` (scales at index `block`) against activation block x.
+// Put an activation block in the element order block_dots<CB> expects (once per block,
+// shared by every column a thread owns). Only nl4 reorders: (j, j+16, j+1, j+17, ...).
 template <int CB>
-__device__ __forceinline__ float block_term(const Raw& raw, float s, float second, const ActBlock& x) {
+__device__ __forceinline__ void prepare_act(ActBlock& x) {
+  if (CB == CB_NL4) {
+    int a[8];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      a[2 * i] = (int)__byte_perm(x.a[i], x.a[4 + i], 0x5140);
+      a[2 * i + 1] = (int)__byte_perm(x.a[i], x.a[4 + i], 0x7362);
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) x.a[i] = a[i];
+  }
+}
+
+// Exact integer dots of one block: (elements 0..15, elements 16..31).
+template <int CB>
+__device__ __forceinline__ int2 block_dots(const Raw& raw, const ActBlock& x) {
+  int lo = 0, hi = 0;
+  if (CB == CB_NL4) {
+    // Single-scale codebook: only lo + hi matters, so the lookup runs straight on the payload
+    // words, whose nibbles hold elements (j, j+16, j+1, j+17, ...); prepare_act<CB_NL4> put
+    // the activations in that same order. PRMT's sign mode does the 16-entry lookup without a
+    // select: with nibble n as selector, prmt(T0, T1, n) is T[n] for n < 8 and -1 (the sign of
+    // a negative entry) for n >= 8; with n ^ 8, prmt(T2P, T3P, .) is T[n] + 1 for n >= 8 and 0
+    // (the sign of a positive entry) for n < 8. Their sum is T[n], and dp4a is linear, so two
+    // dp4a give the exact dot.
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const u32 q = raw.q[i], f = q ^ 0x88888888u;
+      lo = __dp4a((int)prmt(VNNI_IQ4_T0, VNNI_IQ4_T1, q), x.a[2 * i], lo);
+      lo = __dp4a((int)prmt(VNNI_IQ4_T2P, VNNI_IQ4_T3P, f), x.a[2 * i], lo);
+      lo = __dp4a((int)prmt(VNNI_IQ4_T0, VNNI_IQ4_T1, q >> 16), x.a[2 * i + 1], lo);
+      lo = __dp4a((int)prmt(VNNI_IQ4_T2P, VNNI_IQ4_T3P, f >> 16), x.a[2 * i + 1], lo);
+    }
+    return make_int2(lo, 0);
+  }
   int w[8];
   decode<CB>(raw, w);
-  int lo = 0, hi = 0;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     lo = __dp4a(w[i], x.a[i], lo);
     hi = __dp4a(w[4 + i], x.a[4 + i], hi);
   }
-  return block_contribution<Codebook<CB>::RULE>(x.d, s, second, lo, hi, x.sum);
+  return make_int2(lo, hi);
+}
+
+// Contribution of one packed block against activation block x.
+template <int CB>
+__device__ __forceinline__ float block_term(const Raw& raw, float s, float second, const ActBlock& x) {
+  const int2 d = block_dots<CB>(raw, x);
+  return block_contribution<Codebook<CB>::RULE>(x.d, s, second, d.x, d.y, x.sum);
 }
 
 }  // namespace vnni

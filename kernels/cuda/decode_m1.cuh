@@ -24,9 +24,11 @@ __device__ __forceinline__ float h2f(unsigned short bits) {
   return f;
 }
 
-// Loads in flight per thread: enough bytes per thread to cover HBM latency at the
-// occupancy these kernels reach (about 64 bytes of payload).
-template <int CB> struct Depth { static const int VALUE = Codebook<CB>::PB >= 32 ? 2 : 4; };
+// Blocks whose loads are in flight at once per thread: about 128 payload bytes, enough to
+// cover HBM latency at the occupancy these kernels reach, and short serial chains for
+// narrow shapes.
+// nl4 keeps 6 blocks: its lookup needs the registers that 8 would take (ptxas spills at 64).
+template <int CB> struct Depth { static const int VALUE = CB == CB_NL4 ? 6 : 128 / Codebook<CB>::PB; };
 
 // Fold blocks [b0, b1) of CPT columns, each from +0.0f in ascending block order. Loads of
 // D blocks x CPT columns are issued before any of them is used; the fold stays serial.
@@ -57,18 +59,38 @@ __device__ __forceinline__ void fold_columns(const DecodeArgs& a, const int (&co
     }
 #pragma unroll
     for (int u = 0; u < D; ++u) {
-      const ActBlock x = load_act(a.aq, a.ad, a.asum, b + u);
+      ActBlock x = load_act(a.aq, a.ad, a.asum, b + u);
+      prepare_act<CB>(x);
 #pragma unroll
       for (int j = 0; j < CPT; ++j) acc[j] = fold(acc[j], block_term<CB>(raw[u][j], s[u][j], s2[u][j], x));
     }
   }
-  for (; b < b1; ++b) {
-    const ActBlock x = load_act(a.aq, a.ad, a.asum, b);
+  // The tail (fewer than D blocks) goes in rounds of R = D/2 loads issued together, indices
+  // clamped to the partition (valid memory), folding only the blocks that exist, in order:
+  // a couple of memory latencies instead of one per block, in fewer registers than D.
+  const int R = D / 2 > 0 ? D / 2 : 1;
+  for (; b < b1; b += R) {
+    Raw raw[R][CPT];
+    float s[R][CPT], s2[R][CPT];
 #pragma unroll
-    for (int j = 0; j < CPT; ++j) {
-      const size_t blk = (size_t)b * a.n + n[j];
-      const float s2 = Codebook<CB>::SECOND ? h2f(__ldg(a.second + blk)) : 0.0f;
-      acc[j] = fold(acc[j], block_term<CB>(load_raw<CB>(a.payload, blk), h2f(__ldg(a.scale + blk)), s2, x));
+    for (int u = 0; u < R; ++u) {
+      const int bu = min(b + u, b1 - 1);
+#pragma unroll
+      for (int j = 0; j < CPT; ++j) {
+        const size_t blk = (size_t)bu * a.n + n[j];
+        raw[u][j] = load_raw<CB>(a.payload, blk);
+        s[u][j] = h2f(__ldg(a.scale + blk));
+        s2[u][j] = Codebook<CB>::SECOND ? h2f(__ldg(a.second + blk)) : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < R; ++u) {
+      if (b + u < b1) {
+        ActBlock x = load_act(a.aq, a.ad, a.asum, b + u);
+        prepare_act<CB>(x);
+#pragma unroll
+        for (int j = 0; j < CPT; ++j) acc[j] = fold(acc[j], block_term<CB>(raw[u][j], s[u][j], s2[u][j], x));
+      }
     }
   }
 }

@@ -188,8 +188,8 @@ pub fn decode_candidates() -> Vec<Candidate> {
     for tile in [32, 64] {
         out.push(candidate(Family::Direct, tile, 1, KbRule::Wide));
     }
-    for tile in [128, 256] {
-        for kb in [2, 4, 8, 16, 32] {
+    for tile in [64, 128, 256] {
+        for kb in [2, 3, 4, 6, 8, 12, 16, 32] {
             out.push(candidate(Family::Kpar, tile, 1, KbRule::Literal(kb)));
         }
         for waves in [1, 2, 4] {
@@ -197,7 +197,7 @@ pub fn decode_candidates() -> Vec<Candidate> {
         }
     }
     for columns in [16, 32] {
-        for kb in [4, 8, 16, 32] {
+        for kb in [4, 6, 8, 12, 16, 32] {
             out.push(candidate(Family::FusedKpar, columns, 1, KbRule::Literal(kb)));
         }
         for waves in [1, 2] {

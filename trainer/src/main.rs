@@ -32,6 +32,8 @@ enum Command {
     Preflight(commands::preflight::Args),
     /// Measure decode kernels against the copy roofline and cuBLAS on the GPU.
     Bench(commands::bench::Args),
+    /// Sweep every decode candidate over shapes on the GPU, cell by cell (resumable).
+    Sweep(commands::sweep::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -40,5 +42,6 @@ fn main() -> anyhow::Result<()> {
         Command::Candidates(args) => commands::candidates::run(&args),
         Command::Preflight(args) => commands::preflight::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
+        Command::Sweep(args) => commands::sweep::run(&args),
     }
 }

@@ -63,6 +63,25 @@ fn codebook_constant(cb: Codebook) -> &'static str {
     }
 }
 
+/// Registers per thread a tile kernel may use, so ptxas neither squeezes to 32 registers
+/// for full occupancy nor spills (the preflight proves none does): 64 with two columns per
+/// thread (half occupancy), 80 with one (its tail round needs them; 96 for one-warp CTAs,
+/// where ptxas rounds the budget down further), 128 with four, whose loads in flight need
+/// the room.
+pub fn tile_register_budget(threads: u32, cpt: u32) -> u32 {
+    match cpt {
+        1 if threads <= 32 => 96,
+        1 => 80,
+        2 => 64,
+        _ => 128,
+    }
+}
+
+/// `__launch_bounds__` minimum blocks per SM that yields the register budget.
+fn tile_min_blocks(threads: u32, cpt: u32) -> u32 {
+    (65536 / (tile_register_budget(threads, cpt) * threads)).max(1)
+}
+
 /// The generated entry point of one specialization.
 pub fn entry_point(spec: &KernelSpec) -> String {
     let name = spec.symbol();
@@ -70,8 +89,7 @@ pub fn entry_point(spec: &KernelSpec) -> String {
         KernelSpec::Tile { codebook, tile, cpt } => format!(
             "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {name}(const vnni::DecodeArgs a) {{\n  vnni::decode_tile<{cb}, {tile}, {cpt}>(a);\n}}\n",
             threads = tile / cpt,
-            // Allow 64 registers (half occupancy) so ptxas does not squeeze to 32 and spill.
-            min_blocks = (1024 / (tile / cpt)).max(1),
+            min_blocks = tile_min_blocks(tile / cpt, cpt),
             cb = codebook_constant(codebook),
         ),
         KernelSpec::Fused { codebook, columns } => format!(

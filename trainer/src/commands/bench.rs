@@ -44,18 +44,18 @@ pub struct Args {
     out: PathBuf,
 }
 
-fn baseline_row(
-    gpu: &Gpu,
+/// A baseline measurement to report beside the candidates.
+struct Baseline<'a> {
     mode: Mode,
-    name: &str,
+    name: &'a str,
     n: usize,
     k: usize,
-    t: &Timed,
     bytes: usize,
     copies: usize,
-    copy_gbps: f64,
-    p: &Protocol,
-) -> TimingRow {
+}
+
+fn baseline_row(gpu: &Gpu, b: &Baseline, t: &Timed, copy_gbps: f64, p: &Protocol) -> TimingRow {
+    let Baseline { mode, name, n, k, bytes, copies } = *b;
     let s = summarize(&t.measured()).expect("baseline has samples");
     let gbps = bytes as f64 / (s.median * 1e-6) / 1e9;
     TimingRow {
@@ -142,14 +142,16 @@ pub fn run(args: &Args) -> Result<()> {
     let mut samples: Vec<SampleRow> = Vec::new();
     let (copy_gbps, _, copy_t, copy_bytes) = copy_bandwidth(&gpu, &protocol)?;
     eprintln!("copy bandwidth {copy_gbps:.0} GB/s (read + write)");
-    rows.push(baseline_row(&gpu, Mode::Eager, "copy", 0, 0, &copy_t, 2 * copy_bytes, 1, copy_gbps, &protocol));
+    let copy = Baseline { mode: Mode::Eager, name: "copy", n: 0, k: 0, bytes: 2 * copy_bytes, copies: 1 };
+    rows.push(baseline_row(&gpu, &copy, &copy_t, copy_gbps, &protocol));
     samples.extend(samples_of(Mode::Eager, "copy", 0, 0, &copy_t));
 
     let candidates = decode_candidates();
     for &(n, k) in &shapes {
         for &mode in &modes {
             let (t, bytes, copies) = cublas_f16_gemv(&gpu, n, k, mode, &protocol)?;
-            rows.push(baseline_row(&gpu, mode, "cublas.f16.gemv", n, k, &t, bytes, copies, copy_gbps, &protocol));
+            let b = Baseline { mode, name: "cublas.f16.gemv", n, k, bytes, copies };
+            rows.push(baseline_row(&gpu, &b, &t, copy_gbps, &protocol));
             samples.extend(samples_of(mode, "cublas.f16.gemv", n, k, &t));
         }
         for &cb in &codebooks {

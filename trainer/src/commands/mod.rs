@@ -2,3 +2,4 @@ pub mod bench;
 pub mod candidates;
 pub mod formats;
 pub mod preflight;
+pub mod sweep;

@@ -1,0 +1,174 @@
+//! `vnni-dispatch sweep`: the decode (M = 1) sweep over a list of shapes, cell by cell.
+//! A cell (codebook x N x K, all candidates, all modes) is published atomically into
+//! `<out>/cells/`; a rerun of the same command skips published cells and ignores any
+//! `.inprogress` leftovers, so a killed sweep resumes where it stopped. When every cell is
+//! there, the aggregate CSVs are assembled in plan order.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use vnni_corpus::{SampleRow, TimingRow};
+use vnni_kernels::cuda::device::Gpu;
+use vnni_kernels::cuda::source::kernel_source_digest;
+use vnni_kernels::registry::{decode_candidates, registry_digest};
+use vnni_kernels::Codebook;
+
+use crate::baselines::copy_bandwidth;
+use crate::decode_cell::{run_decode_cell, CellInputs};
+use crate::preflight::{rejected, rows as preflight_rows};
+use crate::shapes::parse_shapes;
+use crate::timing::{Mode, Protocol};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long, value_parser = ["cuda"], default_value = "cuda")]
+    backend: String,
+    /// N x K shapes, comma-separated (the small built-in inventory by default).
+    #[arg(long, default_value = "4096x4096,4096x12288,12288x4096,24576x4096,151936x4096")]
+    shapes: String,
+    #[arg(long, value_delimiter = ',')]
+    codebooks: Vec<Codebook>,
+    #[arg(long, value_delimiter = ',', default_value = "eager,graph")]
+    modes: Vec<String>,
+    #[arg(long, default_value_t = 12)]
+    samples: usize,
+    #[arg(long, default_value_t = 2)]
+    warmups: usize,
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    #[arg(long)]
+    cache: Option<PathBuf>,
+    #[arg(long, default_value = "target/sweep")]
+    out: PathBuf,
+}
+
+#[derive(Serialize)]
+struct Plan<'a> {
+    surface: &'static str,
+    backend: &'a str,
+    arch: &'a str,
+    device: &'a str,
+    shapes: &'a [(usize, usize)],
+    codebooks: Vec<&'static str>,
+    modes: &'a [String],
+    warmups: usize,
+    samples: usize,
+    registry_digest: String,
+    kernel_source_digest: String,
+}
+
+fn cell_paths(out: &Path, cb: Codebook, n: usize, k: usize) -> (PathBuf, PathBuf) {
+    let dir = out.join("cells");
+    (dir.join(format!("decode_m1-{cb}-{n}x{k}.csv")), dir.join(format!("decode_m1-{cb}-{n}x{k}.timing.csv")))
+}
+
+fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    let mut r = csv::Reader::from_path(path).with_context(|| format!("reading {}", path.display()))?;
+    r.deserialize()
+        .enumerate()
+        .map(|(i, row)| row.with_context(|| format!("{}: data row {}", path.display(), i + 1)))
+        .collect()
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    let shapes = parse_shapes(&args.shapes)?;
+    let codebooks = if args.codebooks.is_empty() { Codebook::ALL.to_vec() } else { args.codebooks.clone() };
+    let modes: Vec<Mode> = args
+        .modes
+        .iter()
+        .map(|m| match m.as_str() {
+            "eager" => Ok(Mode::Eager),
+            "graph" => Ok(Mode::Graph),
+            other => bail!("unknown mode {other:?} (eager, graph)"),
+        })
+        .collect::<Result<_>>()?;
+    let protocol = Protocol { warmups: args.warmups, samples: args.samples, ..Protocol::default() };
+    let gpu = Gpu::open(args.device, args.cache.as_deref()).context("opening the CUDA device")?;
+    let plan = Plan {
+        surface: "decode_m1",
+        backend: &args.backend,
+        arch: &gpu.info.arch,
+        device: &gpu.info.name,
+        shapes: &shapes,
+        codebooks: codebooks.iter().map(|c| c.name()).collect(),
+        modes: &args.modes,
+        warmups: args.warmups,
+        samples: args.samples,
+        registry_digest: registry_digest(),
+        kernel_source_digest: kernel_source_digest(),
+    };
+    let plan_json = serde_json::to_string_pretty(&plan)?;
+    let plan_path = args.out.join("plan.json");
+    match std::fs::read_to_string(&plan_path) {
+        Ok(old) if old != plan_json => bail!(
+            "{} holds another plan (different shapes, candidates or kernels); use a new --out or delete it",
+            plan_path.display()
+        ),
+        Ok(_) => {}
+        Err(_) => {
+            std::fs::create_dir_all(&args.out)?;
+            let tmp = plan_path.with_extension("inprogress");
+            std::fs::write(&tmp, &plan_json)?;
+            std::fs::rename(&tmp, &plan_path)?;
+        }
+    }
+    let resources = preflight_rows(&gpu.info.arch, &gpu.static_resources, Some(&gpu))?;
+    vnni_corpus::write_csv(&args.out.join("resources.csv"), &resources)?;
+    let rejected = rejected(&resources);
+    let (copy_gbps, ..) = copy_bandwidth(&gpu, &protocol)?;
+    let candidates = decode_candidates();
+    let (mut done, mut skipped) = (0, 0);
+    for &(n, k) in &shapes {
+        for &cb in &codebooks {
+            let (rows_path, samples_path) = cell_paths(&args.out, cb, n, k);
+            if rows_path.exists() && samples_path.exists() {
+                skipped += 1;
+                continue;
+            }
+            let cell = run_decode_cell(
+                &gpu,
+                &CellInputs {
+                    codebook: cb,
+                    n,
+                    k,
+                    seed: 0xC0DA,
+                    candidates: &candidates,
+                    modes: &modes,
+                    protocol: &protocol,
+                    rejected: &rejected,
+                    copy_gbps,
+                },
+            )?;
+            // Samples first: a cell counts as published once its aggregate exists.
+            vnni_corpus::write_csv(&samples_path, &cell.samples)?;
+            vnni_corpus::write_csv(&rows_path, &cell.rows)?;
+            done += 1;
+            eprintln!("cell {cb} {n}x{k}: {} rows, {} samples", cell.rows.len(), cell.samples.len());
+        }
+    }
+    let mut rows: Vec<TimingRow> = Vec::new();
+    let mut samples: Vec<SampleRow> = Vec::new();
+    for &(n, k) in &shapes {
+        for &cb in &codebooks {
+            let (rows_path, samples_path) = cell_paths(&args.out, cb, n, k);
+            rows.extend(read_rows::<TimingRow>(&rows_path)?);
+            samples.extend(read_rows::<SampleRow>(&samples_path)?);
+        }
+    }
+    vnni_corpus::write_csv(&args.out.join("decode_m1.csv"), &rows)?;
+    vnni_corpus::write_csv(&args.out.join("decode_m1.timing.csv"), &samples)?;
+    let mismatched = rows.iter().filter(|r| r.mismatches > 0).count();
+    let eligible = rows.iter().filter(|r| r.eligible).count();
+    println!(
+        "sweep: {} cells ({done} run, {skipped} already published), {} rows ({eligible} eligible, {mismatched} mismatched), {} samples -> {}",
+        shapes.len() * codebooks.len(),
+        rows.len(),
+        samples.len(),
+        args.out.display()
+    );
+    if mismatched > 0 {
+        bail!("{mismatched} candidate rows differ from the CPU reference (see first_mismatch in decode_m1.csv)");
+    }
+    Ok(())
+}
