@@ -5,5 +5,5 @@
 pub mod schema;
 pub mod write;
 
-pub use schema::{ResourceRow, SampleRow, TimingRow};
+pub use schema::{Certificate, ResourceRow, SampleRow, TimingRow};
 pub use write::{write_csv, WriteError};

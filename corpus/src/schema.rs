@@ -40,6 +40,8 @@ pub struct TimingRow {
     pub k: usize,
     /// A registry candidate id, or a baseline (`copy`, `cublas.f16.gemv`).
     pub candidate: String,
+    /// Grouped rows: the M = 1 candidate whose bpp they inherit (empty for decode).
+    pub m1_candidate: String,
     pub bpp: usize,
     pub warmups: usize,
     pub samples: usize,
@@ -80,6 +82,32 @@ pub struct SampleRow {
     pub order: usize,
     pub warmup: bool,
     pub latency_us_hex: String,
+}
+
+/// One batch-invariance certificate (`certificates.jsonl`, one JSON object per line): the
+/// grouped candidate on M rows against M separate M = 1 launches of the inherited candidate,
+/// compared as raw f32 bit patterns, plus the grouped candidate against itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Certificate {
+    pub backend: String,
+    pub arch: String,
+    pub codebook: String,
+    pub source_format: String,
+    pub n: usize,
+    pub k: usize,
+    pub m: usize,
+    pub bpp: usize,
+    pub m1_candidate: String,
+    pub candidate: String,
+    /// Outputs (M x N) compared.
+    pub outputs: usize,
+    pub mismatches: usize,
+    pub repeat_mismatches: usize,
+    /// `row r col c: grouped 0x... serial 0x...`, or null.
+    pub first_mismatch: Option<String>,
+    /// sha256 of the grouped output's f32 bits (little-endian, row-major).
+    pub grouped_digest: String,
+    pub serial_digest: String,
 }
 
 /// `f64` as C99 hex-float text (`0x1.8p+1`), exact and locale-free.

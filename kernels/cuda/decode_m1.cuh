@@ -10,11 +10,12 @@ struct DecodeArgs {
   const u8* payload;        // [KBLK][N][PB]
   const unsigned short* scale;   // f16 bits [KBLK][N]
   const unsigned short* second;  // f16 bits [KBLK][N] or null
-  const signed char* aq;    // [K]
-  const float* ad;          // [KBLK]
-  const int* asum;          // [KBLK]
-  float* out;               // [KB][N] partials, or y[N] when KB == 1
+  const signed char* aq;    // [M][K]
+  const float* ad;          // [M][KBLK]
+  const int* asum;          // [M][KBLK]
+  float* out;               // [KB][M][N] partials, or y[M][N] when KB == 1
   int n, kblk, bpp;
+  int m;                    // activation rows (grouped kernels; 1 for decode)
 };
 
 // f16 bits to f32 (exact); PTX directly, so the module needs no cuda_fp16.h.

@@ -12,6 +12,8 @@ use crate::Codebook;
 pub enum Surface {
     /// M = 1.
     Decode,
+    /// M = 2..16 and 31 (speculative-decoding verifier rows); bpp inherited from M = 1.
+    Grouped,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -25,6 +27,11 @@ pub enum Family {
     Kpar,
     /// Columns x partitions threads in one CTA, CTA-local ordered fold, one launch.
     FusedKpar,
+    /// Grouped: each weight block decoded once, streamed against R rows with dp4a.
+    Rows,
+    /// Grouped: int8 `mma.sync m16n8k32` tiles (16 columns x 8 rows x one K-block, weights
+    /// as the 16-row operand) give the exact per-block dots, then the same per-block contract.
+    Mma16,
 }
 
 /// How a candidate derives its partition count, hence its bpp.
@@ -38,6 +45,8 @@ pub enum KbRule {
     /// `KB = clamp(ceil(waves * SMs / ceil(N / tile)), 1, min(KBLK, cap))`: about `waves`
     /// CTAs per SM. Legal for every shape, so generic leaves may use it.
     Waves(u32),
+    /// Grouped kernels never choose: the bpp of the M = 1 candidate for (codebook, N, K).
+    Inherited,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -49,6 +58,8 @@ pub struct Candidate {
     pub tile: u32,
     /// Columns per thread (tile families).
     pub cpt: u32,
+    /// Activation rows per CTA (1 for decode).
+    pub rows: u32,
     pub kb: KbRule,
 }
 
@@ -61,7 +72,12 @@ pub const MAX_THREADS: u32 = 1024;
 pub enum KernelSpec {
     Tile { codebook: Codebook, tile: u32, cpt: u32 },
     Fused { codebook: Codebook, columns: u32 },
+    GroupedRows { codebook: Codebook, rows: u32 },
+    GroupedMma16 { codebook: Codebook },
 }
+
+/// Threads per CTA of the grouped kernels.
+pub const GROUPED_THREADS: u32 = 128;
 
 impl KernelSpec {
     /// The extern "C" entry point name.
@@ -69,12 +85,17 @@ impl KernelSpec {
         match self {
             KernelSpec::Tile { codebook, tile, cpt } => format!("vnni_tile_{codebook}_tn{tile}_cpt{cpt}"),
             KernelSpec::Fused { codebook, columns } => format!("vnni_fused_{codebook}_c{columns}"),
+            KernelSpec::GroupedRows { codebook, rows } => format!("vnni_grouped_rows_{codebook}_r{rows}"),
+            KernelSpec::GroupedMma16 { codebook } => format!("vnni_grouped_mma16_{codebook}"),
         }
     }
 
     pub fn codebook(&self) -> Codebook {
         match *self {
-            KernelSpec::Tile { codebook, .. } | KernelSpec::Fused { codebook, .. } => codebook,
+            KernelSpec::Tile { codebook, .. }
+            | KernelSpec::Fused { codebook, .. }
+            | KernelSpec::GroupedRows { codebook, .. }
+            | KernelSpec::GroupedMma16 { codebook } => codebook,
         }
     }
 
@@ -83,6 +104,7 @@ impl KernelSpec {
         match *self {
             KernelSpec::Tile { tile, cpt, .. } => tile / cpt,
             KernelSpec::Fused { .. } => MAX_THREADS,
+            KernelSpec::GroupedRows { .. } | KernelSpec::GroupedMma16 { .. } => GROUPED_THREADS,
         }
     }
 }
@@ -95,6 +117,8 @@ pub struct Plan {
     /// Partitions actually launched: `ceil(KBLK / bpp)`.
     pub kb: usize,
     pub grid: (u32, u32),
+    /// Row slices (grouped kernels; 1 for decode).
+    pub z: u32,
     pub threads: u32,
     /// Dynamic shared memory bytes.
     pub shared: u32,
@@ -108,6 +132,30 @@ impl Candidate {
         !matches!(self.kb, KbRule::Literal(_))
     }
 
+    /// Launch geometry of a grouped candidate for M rows at the inherited `bpp`.
+    pub fn plan_grouped(&self, n: usize, k: usize, m: usize, bpp: usize) -> Option<Plan> {
+        if self.surface != Surface::Grouped || n == 0 || k == 0 || k % 32 != 0 || m == 0 || bpp == 0 {
+            return None;
+        }
+        let kblk = k / 32;
+        let bpp = bpp.min(kblk);
+        let kb = kblk.div_ceil(bpp);
+        let tiles = n.div_ceil(self.tile as usize);
+        let slices = m.div_ceil(self.rows as usize);
+        if tiles > u32::MAX as usize || slices > 65_535 || kb > 65_535 {
+            return None;
+        }
+        Some(Plan {
+            bpp,
+            kb,
+            grid: (tiles as u32, kb as u32),
+            z: slices as u32,
+            threads: GROUPED_THREADS,
+            shared: 0,
+            workspace: if kb > 1 { kb * m * n } else { 0 },
+        })
+    }
+
     /// Every codebook is supported by every decode candidate.
     pub fn supports(&self, _codebook: Codebook) -> bool {
         true
@@ -116,7 +164,11 @@ impl Candidate {
     pub fn kernel(&self, codebook: Codebook) -> KernelSpec {
         match self.family {
             Family::FusedKpar => KernelSpec::Fused { codebook, columns: self.tile },
-            _ => KernelSpec::Tile { codebook, tile: self.tile, cpt: self.cpt },
+            Family::Rows => KernelSpec::GroupedRows { codebook, rows: self.rows },
+            Family::Mma16 => KernelSpec::GroupedMma16 { codebook },
+            Family::Wide | Family::Direct | Family::Kpar => {
+                KernelSpec::Tile { codebook, tile: self.tile, cpt: self.cpt }
+            }
         }
     }
 
@@ -131,13 +183,14 @@ impl Candidate {
     /// Derive bpp and the launch geometry for N x K on a device with `sms` multiprocessors;
     /// `None` where the candidate is illegal for the shape.
     pub fn plan(&self, n: usize, k: usize, sms: u32) -> Option<Plan> {
-        if n == 0 || k == 0 || k % 32 != 0 {
+        if self.surface != Surface::Decode || n == 0 || k == 0 || k % 32 != 0 {
             return None;
         }
         let kblk = k / 32;
         let tiles = n.div_ceil(self.tile as usize);
         let requested = match self.kb {
             KbRule::Wide => 1,
+            KbRule::Inherited => return None,
             KbRule::Literal(kb) => {
                 if kb as usize > self.kb_cap(kblk) {
                     return None;
@@ -158,7 +211,7 @@ impl Candidate {
         if threads > MAX_THREADS || tiles > u32::MAX as usize {
             return None;
         }
-        Some(Plan { bpp, kb, grid, threads, shared, workspace })
+        Some(Plan { bpp, kb, grid, z: 1, threads, shared, workspace })
     }
 }
 
@@ -168,14 +221,45 @@ fn candidate(family: Family, tile: u32, cpt: u32, kb: KbRule) -> Candidate {
         Family::Direct => format!("decode.direct.tn{tile}.cpt{cpt}"),
         Family::Kpar => format!("decode.kpar.tn{tile}.cpt{cpt}"),
         Family::FusedKpar => format!("decode.fused.c{tile}"),
+        Family::Rows | Family::Mma16 => unreachable!("grouped candidates are built by grouped_candidates"),
     };
     let id = match kb {
         KbRule::Wide => base,
         KbRule::Literal(k) => format!("{base}.kb{k}"),
         KbRule::Waves(w) => format!("{base}.waves{w}"),
+        KbRule::Inherited => base,
     };
-    Candidate { id, surface: Surface::Decode, family, tile, cpt, kb }
+    Candidate { id, surface: Surface::Decode, family, tile, cpt, rows: 1, kb }
 }
+
+/// Every grouped (M = 2..16, 31) candidate, in registry order.
+pub fn grouped_candidates() -> Vec<Candidate> {
+    let mut out: Vec<Candidate> = [2, 4, 8, 16]
+        .into_iter()
+        .map(|r| Candidate {
+            id: format!("grouped.rows.r{r}"),
+            surface: Surface::Grouped,
+            family: Family::Rows,
+            tile: GROUPED_THREADS,
+            cpt: 1,
+            rows: r,
+            kb: KbRule::Inherited,
+        })
+        .collect();
+    out.push(Candidate {
+        id: "grouped.mma16".into(),
+        surface: Surface::Grouped,
+        family: Family::Mma16,
+        tile: GROUPED_THREADS / 32 * 16,
+        cpt: 1,
+        rows: 16,
+        kb: KbRule::Inherited,
+    });
+    out
+}
+
+/// The M values the grouped surface serves.
+pub const GROUPED_M: [usize; 16] = [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 31];
 
 /// Every decode (M = 1) candidate, in registry order (the deterministic tie-break order).
 pub fn decode_candidates() -> Vec<Candidate> {
@@ -209,7 +293,9 @@ pub fn decode_candidates() -> Vec<Candidate> {
 
 /// All candidates of every surface.
 pub fn all_candidates() -> Vec<Candidate> {
-    decode_candidates()
+    let mut all = decode_candidates();
+    all.extend(grouped_candidates());
+    all
 }
 
 pub fn find(id: &str) -> Option<Candidate> {

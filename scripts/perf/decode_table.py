@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Markdown tables for docs/PERF.md from a `vnni-dispatch bench` decode.csv (stdlib only).
+"""Markdown tables for docs/PERF.md from `vnni-dispatch bench` CSVs (stdlib only).
 
-    python3 scripts/perf/decode_table.py docs/perf/decode-h200.csv
+    python3 scripts/perf/decode_table.py docs/perf/decode-h200.csv [docs/perf/grouped-h200.csv]
 """
 import csv
 import sys
@@ -11,7 +11,7 @@ CODEBOOKS = ["s4", "nl4", "u4", "s5", "u5", "s6d", "s8"]
 
 
 def main(path):
-    rows = list(csv.DictReader(open(path)))
+    rows = [r for r in csv.DictReader(open(path)) if r["m"] == "1"]
     copy = next(r for r in rows if r["candidate"] == "copy")
     print(f"Copy bandwidth (device to device, read + write): **{float(copy['gbps']):.0f} GB/s**.\n")
     shapes = []
@@ -55,5 +55,42 @@ def main(path):
     print(f"\n{len(checked)} candidate rows (candidate x codebook x shape x mode), {len(bad)} with any output bit different from the CPU reference.")
 
 
+# llama.cpp M = 8 times on the same H200 (us), for the grouped comparison.
+LLAMA_M8 = {("s4", 151936, 4096): 318.9, ("s8", 151936, 4096): 416.0, ("u4", 151936, 4096): 698.5, ("u4", 24576, 4096): 119.1}
+
+
+def grouped(path):
+    rows = [r for r in csv.DictReader(open(path)) if r["mode"] == "graph"]
+    shapes = []
+    for r in rows:
+        key = (int(r["n"]), int(r["k"]))
+        if key not in shapes:
+            shapes.append(key)
+    ms = sorted({int(r["m"]) for r in rows})
+    print("### Grouped (graph mode): time(M) / time(M=1), best grouped candidate at the best M=1 candidate's bpp\n")
+    print("| shape | codebook | M=1 (us) | " + " | ".join(f"M={m}" for m in ms) + " |")
+    print("|---|---|---|" + "---|" * len(ms))
+    for n, k in shapes:
+        for cb in CODEBOOKS:
+            sel = {int(r["m"]): r for r in rows if int(r["n"]) == n and int(r["k"]) == k and r["codebook"] == cb}
+            if not sel:
+                continue
+            m1 = float(next(iter(sel.values()))["m1_median_us"])
+            cells = [f"{float(sel[m]['ratio_to_m1']):.2f} ({float(sel[m]['median_us']):.0f})" if m in sel else "-" for m in ms]
+            print(f"| {n}x{k} | {cb} | {m1:.1f} | " + " | ".join(cells) + " |")
+    print("\n### M = 8 against llama.cpp on the same H200\n")
+    print("| codebook (source) | shape | llama.cpp M=8 (us) | ours M=8 (us) | speed-up |")
+    print("|---|---|---|---|---|")
+    names = {"s4": "s4 (Q4_0)", "s8": "s8 (Q8_0)", "u4": "u4 (Q4_K)"}
+    for (cb, n, k), theirs in LLAMA_M8.items():
+        r = next((r for r in rows if r["codebook"] == cb and int(r["n"]) == n and int(r["k"]) == k and r["m"] == "8"), None)
+        if r:
+            ours = float(r["median_us"])
+            print(f"| {names[cb]} | {n}x{k} | {theirs} | {ours:.1f} | {theirs / ours:.2f}x |")
+
+
 if __name__ == "__main__":
     main(sys.argv[1])
+    if len(sys.argv) > 2:
+        print()
+        grouped(sys.argv[2])

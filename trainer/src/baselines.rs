@@ -9,7 +9,7 @@ use vnni_kernels::cuda::device::Gpu;
 use vnni_kernels::cuda::CudaError;
 use vnni_kernels::fixture::{derive_seed, splitmix64};
 
-use crate::decode_cell::copies_for;
+use crate::cell::copies_for;
 use crate::stats::{summarize, Summary};
 use crate::timing::{time_candidates, Mode, Protocol, Timed};
 

@@ -2,8 +2,10 @@
 //! only parses arguments and reports errors.
 
 mod baselines;
+mod cell;
+mod certify;
+mod certify_backends;
 mod commands;
-mod decode_cell;
 mod preflight;
 mod shapes;
 mod stats;
@@ -32,6 +34,8 @@ enum Command {
     Preflight(commands::preflight::Args),
     /// Measure decode kernels against the copy roofline and cuBLAS on the GPU.
     Bench(commands::bench::Args),
+    /// Certify that grouped rows are byte-identical to single-row decode.
+    Certify(commands::certify::Args),
     /// Sweep every decode candidate over shapes on the GPU, cell by cell (resumable).
     Sweep(commands::sweep::Args),
 }
@@ -43,5 +47,6 @@ fn main() -> anyhow::Result<()> {
         Command::Preflight(args) => commands::preflight::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Sweep(args) => commands::sweep::run(&args),
+        Command::Certify(args) => commands::certify::run(&args),
     }
 }

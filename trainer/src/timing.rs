@@ -28,6 +28,18 @@ impl Mode {
     }
 }
 
+/// `eager`/`graph` names from the command line.
+pub fn parse_modes(names: &[String]) -> anyhow::Result<Vec<Mode>> {
+    names
+        .iter()
+        .map(|m| match m.as_str() {
+            "eager" => Ok(Mode::Eager),
+            "graph" => Ok(Mode::Graph),
+            other => anyhow::bail!("unknown mode {other:?} (eager, graph)"),
+        })
+        .collect()
+}
+
 #[derive(Debug, Clone)]
 pub struct Protocol {
     pub warmups: usize,

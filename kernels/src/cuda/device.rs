@@ -92,6 +92,7 @@ struct DecodeArgs {
     n: i32,
     kblk: i32,
     bpp: i32,
+    m: i32,
 }
 // SAFETY: plain-old-data with the C layout of the CUDA struct.
 unsafe impl DeviceRepr for DecodeArgs {}
@@ -286,25 +287,58 @@ impl Gpu {
         y: &mut CudaSlice<f32>,
         workspace: &mut CudaSlice<f32>,
     ) -> Result<(), CudaError> {
+        let two_phase = cand.family == Family::Kpar && plan.kb > 1;
+        self.launch_rows(cand, plan, w, a, row, 1, two_phase, y, workspace)
+    }
+
+    /// Launch one grouped candidate over all `a.m` rows writing `y[M][N]`; `workspace` must
+    /// hold `plan.workspace` floats when the inherited bpp gives more than one partition.
+    pub fn launch_grouped(
+        &self,
+        cand: &Candidate,
+        plan: &Plan,
+        w: &DeviceMatrix,
+        a: &DeviceActivations,
+        y: &mut CudaSlice<f32>,
+        workspace: &mut CudaSlice<f32>,
+    ) -> Result<(), CudaError> {
+        self.launch_rows(cand, plan, w, a, 0, a.m, plan.kb > 1, y, workspace)
+    }
+
+    /// The shared launcher: rows `row0 .. row0 + m` of `a`; with `two_phase` the kernel writes
+    /// `[KB][m][N]` partials and the ordered reduce folds them into `y`.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_rows(
+        &self,
+        cand: &Candidate,
+        plan: &Plan,
+        w: &DeviceMatrix,
+        a: &DeviceActivations,
+        row0: usize,
+        m: usize,
+        two_phase: bool,
+        y: &mut CudaSlice<f32>,
+        workspace: &mut CudaSlice<f32>,
+    ) -> Result<(), CudaError> {
         let spec = cand.kernel(w.codebook);
         let f = self.function(&spec)?;
         let kblk = w.k / 32;
-        let two_phase = cand.family == Family::Kpar && plan.kb > 1;
         let out = if two_phase { self.ptr(workspace) } else { self.ptr(y) };
         let args = DecodeArgs {
             payload: self.ptr(&w.payload),
             scale: self.ptr(&w.scale),
             second: w.second.as_ref().map_or(0, |s| self.ptr(s)),
-            aq: self.ptr(&a.q) + (row * w.k) as u64,
-            ad: self.ptr(&a.d) + (row * kblk * 4) as u64,
-            asum: self.ptr(&a.sum) + (row * kblk * 4) as u64,
+            aq: self.ptr(&a.q) + (row0 * w.k) as u64,
+            ad: self.ptr(&a.d) + (row0 * kblk * 4) as u64,
+            asum: self.ptr(&a.sum) + (row0 * kblk * 4) as u64,
             out,
             n: w.n as i32,
             kblk: kblk as i32,
             bpp: plan.bpp as i32,
+            m: m as i32,
         };
         let cfg = LaunchConfig {
-            grid_dim: (plan.grid.0, plan.grid.1, 1),
+            grid_dim: (plan.grid.0, plan.grid.1, plan.z),
             block_dim: (plan.threads, 1, 1),
             shared_mem_bytes: plan.shared,
         };
@@ -318,15 +352,15 @@ impl Gpu {
         unsafe { b.launch(cfg) }.map_err(driver(format!("launching {}", cand.id)))?;
         if two_phase {
             let r = self.common_function("vnni_reduce_partials")?;
-            let n = w.n as i32;
+            let outputs = (m * w.n) as i32;
             let cfg = LaunchConfig {
-                grid_dim: ((w.n as u32).div_ceil(256), 1, 1),
+                grid_dim: ((outputs as u32).div_ceil(256), 1, 1),
                 block_dim: (256, 1, 1),
                 shared_mem_bytes: 0,
             };
             let mut b = self.stream.launch_builder(r);
-            b.arg(&*workspace).arg(&mut *y).arg(&n).arg(&kb);
-            // SAFETY: workspace holds kb * n partials, y holds n outputs.
+            b.arg(&*workspace).arg(&mut *y).arg(&outputs).arg(&kb);
+            // SAFETY: workspace holds kb * m * n partials, y holds m * n outputs.
             unsafe { b.launch(cfg) }.map_err(driver("launching the ordered reduce"))?;
         }
         Ok(())

@@ -4,14 +4,15 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::registry::{hex, KernelSpec};
+use crate::registry::{hex, KernelSpec, GROUPED_THREADS};
 use crate::Codebook;
 
 /// The CUDA files, by name. Their digest is part of every build identity.
-pub const FILES: [(&str, &str); 5] = [
+pub const FILES: [(&str, &str); 6] = [
     ("contract.cuh", include_str!("../../cuda/contract.cuh")),
     ("codebook.cuh", include_str!("../../cuda/codebook.cuh")),
     ("decode_m1.cuh", include_str!("../../cuda/decode_m1.cuh")),
+    ("grouped.cuh", include_str!("../../cuda/grouped.cuh")),
     ("activation.cu", include_str!("../../cuda/activation.cu")),
     ("reduce.cu", include_str!("../../cuda/reduce.cu")),
 ];
@@ -97,12 +98,28 @@ pub fn entry_point(spec: &KernelSpec) -> String {
             max = spec.max_threads(),
             cb = codebook_constant(codebook),
         ),
+        KernelSpec::GroupedRows { codebook, rows } => format!(
+            "extern \"C\" __global__ void __launch_bounds__({t}, {min}) {name}(const vnni::DecodeArgs a) {{\n  vnni::grouped_rows<{cb}, {rows}>(a);\n}}\n",
+            t = GROUPED_THREADS,
+            min = if rows >= 16 { GROUPED_MIN_BLOCKS - 1 } else { GROUPED_MIN_BLOCKS },
+            cb = codebook_constant(codebook),
+        ),
+        KernelSpec::GroupedMma16 { codebook } => format!(
+            "extern \"C\" __global__ void __launch_bounds__({t}, {min}) {name}(const vnni::DecodeArgs a) {{\n  vnni::grouped_mma16<{cb}>(a);\n}}\n",
+            t = GROUPED_THREADS,
+            min = GROUPED_MIN_BLOCKS,
+            cb = codebook_constant(codebook),
+        ),
     }
 }
 
+/// Grouped kernels get 128 registers per thread (4 CTAs of 128 threads per SM), 168 for
+/// 16 rows (3 CTAs): R accumulators and R activation blocks in flight need them.
+const GROUPED_MIN_BLOCKS: u32 = 4;
+
 /// Source of the module holding `specs` (decode kernels).
 pub fn decode_module(specs: &[KernelSpec]) -> String {
-    let mut src = assemble(&["decode_m1.cuh"]);
+    let mut src = assemble(&["grouped.cuh"]);
     src.push_str("\n// Generated entry points (registry specializations).\n");
     for spec in specs {
         src.push_str(&entry_point(spec));

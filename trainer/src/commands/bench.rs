@@ -8,15 +8,15 @@ use anyhow::{bail, Context, Result};
 use vnni_corpus::schema::hex_f64;
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::Gpu;
-use vnni_kernels::registry::decode_candidates;
+use vnni_kernels::registry::{decode_candidates, grouped_candidates};
 use vnni_kernels::Codebook;
 
 use crate::baselines::{copy_bandwidth, cublas_f16_gemv};
-use crate::decode_cell::{run_decode_cell, CellInputs};
+use crate::cell::{best_row, run_cell, CellFixture, CellInputs, Surface, FIXTURE_SEED};
 use crate::preflight::{rejected, rows as preflight_rows};
 use crate::shapes::parse_shapes;
 use crate::stats::summarize;
-use crate::timing::{Mode, Protocol, Timed};
+use crate::timing::{parse_modes, Mode, Protocol, Timed};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -39,7 +39,13 @@ pub struct Args {
     device: usize,
     #[arg(long)]
     cache: Option<PathBuf>,
-    /// Output directory for decode.csv, samples.csv, resources.csv, best.csv.
+    /// Shapes that also get grouped rows (M > 1) at the bpp of the best M = 1 candidate.
+    #[arg(long, default_value = "151936x4096,24576x4096,4096x12288")]
+    grouped_shapes: String,
+    /// Row counts for the grouped rows (empty: none).
+    #[arg(long, value_delimiter = ',', default_value = "2,4,8,16,31")]
+    grouped_m: Vec<usize>,
+    /// Output directory for decode.csv, samples.csv, resources.csv, best.csv, grouped.csv.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
 }
@@ -68,6 +74,7 @@ fn baseline_row(gpu: &Gpu, b: &Baseline, t: &Timed, copy_gbps: f64, p: &Protocol
         n,
         k,
         candidate: name.into(),
+        m1_candidate: String::new(),
         bpp: 0,
         warmups: p.warmups,
         samples: t.measured().len(),
@@ -113,15 +120,7 @@ fn samples_of(mode: Mode, name: &str, n: usize, k: usize, t: &Timed) -> Vec<Samp
 pub fn run(args: &Args) -> Result<()> {
     let shapes = parse_shapes(&args.shapes)?;
     let codebooks = if args.codebooks.is_empty() { Codebook::ALL.to_vec() } else { args.codebooks.clone() };
-    let modes: Vec<Mode> = args
-        .modes
-        .iter()
-        .map(|m| match m.as_str() {
-            "eager" => Ok(Mode::Eager),
-            "graph" => Ok(Mode::Graph),
-            other => bail!("unknown mode {other:?} (eager, graph)"),
-        })
-        .collect::<Result<_>>()?;
+    let modes = parse_modes(&args.modes)?;
     let protocol = Protocol { warmups: args.warmups, samples: args.samples, ..Protocol::default() };
     let gpu = Gpu::open(args.device, args.cache.as_deref()).context("opening the CUDA device")?;
     eprintln!(
@@ -147,6 +146,9 @@ pub fn run(args: &Args) -> Result<()> {
     samples.extend(samples_of(Mode::Eager, "copy", 0, 0, &copy_t));
 
     let candidates = decode_candidates();
+    let grouped = grouped_candidates();
+    let grouped_shapes = parse_shapes(&args.grouped_shapes)?;
+    let mut grouped_summary: Vec<GroupedBest> = Vec::new();
     for &(n, k) in &shapes {
         for &mode in &modes {
             let (t, bytes, copies) = cublas_f16_gemv(&gpu, n, k, mode, &protocol)?;
@@ -156,37 +158,42 @@ pub fn run(args: &Args) -> Result<()> {
         }
         for &cb in &codebooks {
             let started = std::time::Instant::now();
-            let cell = run_decode_cell(
-                &gpu,
-                &CellInputs {
-                    codebook: cb,
-                    n,
-                    k,
-                    seed: 0xC0DA,
-                    candidates: &candidates,
-                    modes: &modes,
-                    protocol: &protocol,
-                    rejected: &rejected,
-                    copy_gbps,
-                },
-            )?;
-            let bad: Vec<&TimingRow> = cell.rows.iter().filter(|r| r.mismatches > 0).collect();
-            for r in &bad {
+            let fx = CellFixture::new(&gpu, cb, n, k, FIXTURE_SEED)?;
+            let inputs = CellInputs::decode(&candidates, &modes, &protocol, &rejected, copy_gbps);
+            let cell = run_cell(&gpu, &fx, &inputs)?;
+            let mut cell_rows = cell.rows;
+            samples.extend(cell.samples);
+            if grouped_shapes.contains(&(n, k)) {
+                for &mode in &modes {
+                    let Some(m1) = best_row(&cell_rows, mode.name()).cloned() else { continue };
+                    for &m in &args.grouped_m {
+                        let surface = Surface::Grouped { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
+                        let one_mode = [mode];
+                        let g = run_cell(&gpu, &fx, &inputs.retarget(surface, &grouped, &one_mode))?;
+                        grouped_summary.extend(best_row(&g.rows, mode.name()).map(|b| GroupedBest::new(b, &m1)));
+                        cell_rows.extend(g.rows);
+                        samples.extend(g.samples);
+                    }
+                }
+            }
+            for r in cell_rows.iter().filter(|r| r.mismatches > 0) {
                 eprintln!(
-                    "MISMATCH {} {cb} {n}x{k}: {} of {} ({})",
-                    r.candidate, r.mismatches, r.checked, r.first_mismatch
+                    "MISMATCH {} {cb} M={} {n}x{k}: {} of {} ({})",
+                    r.candidate, r.m, r.mismatches, r.checked, r.first_mismatch
                 );
             }
-            eprintln!("{cb} {n}x{k}: {} rows in {:.1}s", cell.rows.len(), started.elapsed().as_secs_f64());
-            rows.extend(cell.rows);
-            samples.extend(cell.samples);
+            eprintln!("{cb} {n}x{k}: {} rows in {:.1}s", cell_rows.len(), started.elapsed().as_secs_f64());
+            rows.extend(cell_rows);
         }
     }
 
     // Best eligible candidate per (mode, shape, codebook).
     let mut best: Vec<TimingRow> = Vec::new();
     for r in rows.iter().filter(|r| r.eligible && !r.dropped && r.median_us.is_finite()) {
-        match best.iter_mut().find(|b| b.mode == r.mode && b.n == r.n && b.k == r.k && b.codebook == r.codebook) {
+        match best
+            .iter_mut()
+            .find(|b| b.mode == r.mode && b.m == r.m && b.n == r.n && b.k == r.k && b.codebook == r.codebook)
+        {
             Some(b) if b.median_us <= r.median_us => {}
             Some(b) => *b = r.clone(),
             None => best.push(r.clone()),
@@ -197,6 +204,7 @@ pub fn run(args: &Args) -> Result<()> {
     vnni_corpus::write_csv(&args.out.join("best.csv"), &best)?;
     vnni_corpus::write_csv(&args.out.join("samples.csv"), &samples)?;
     vnni_corpus::write_csv(&args.out.join("resources.csv"), &resources)?;
+    vnni_corpus::write_csv(&args.out.join("grouped.csv"), &grouped_summary)?;
     let mismatched = rows.iter().filter(|r| r.mismatches > 0).count();
     println!(
         "\n{} | copy {copy_gbps:.0} GB/s | {} candidate rows, {mismatched} with mismatches",
@@ -207,7 +215,7 @@ pub fn run(args: &Args) -> Result<()> {
         "{:<6} {:<14} {:<6} {:<34} {:>9} {:>8} {:>7}",
         "mode", "shape", "cb", "best candidate", "median_us", "GB/s", "%copy"
     );
-    for b in &best {
+    for b in best.iter().filter(|b| b.m == 1) {
         println!(
             "{:<6} {:<14} {:<6} {:<34} {:>9.2} {:>8.0} {:>6.1}%",
             b.mode,
@@ -219,8 +227,62 @@ pub fn run(args: &Args) -> Result<()> {
             b.pct_copy_bw
         );
     }
+    if !grouped_summary.is_empty() {
+        println!(
+            "\n{:<6} {:<14} {:<6} {:>3} {:<18} {:>9} {:>7}  inherits",
+            "mode", "shape", "cb", "M", "best grouped", "median_us", "xM=1"
+        );
+        for g in &grouped_summary {
+            println!(
+                "{:<6} {:<14} {:<6} {:>3} {:<18} {:>9.2} {:>7.2}  {} (bpp {})",
+                g.mode,
+                format!("{}x{}", g.n, g.k),
+                g.codebook,
+                g.m,
+                g.candidate,
+                g.median_us,
+                g.ratio_to_m1,
+                g.m1_candidate,
+                g.bpp
+            );
+        }
+    }
     if mismatched > 0 {
         bail!("{mismatched} candidate rows differ from the CPU reference");
     }
     Ok(())
+}
+
+/// The best grouped candidate for one (mode, shape, codebook, M) against the best M = 1.
+#[derive(serde::Serialize)]
+struct GroupedBest {
+    mode: String,
+    codebook: String,
+    n: usize,
+    k: usize,
+    m: usize,
+    candidate: String,
+    median_us: f64,
+    ratio_to_m1: f64,
+    m1_candidate: String,
+    m1_median_us: f64,
+    bpp: usize,
+}
+
+impl GroupedBest {
+    fn new(g: &TimingRow, m1: &TimingRow) -> Self {
+        GroupedBest {
+            mode: g.mode.clone(),
+            codebook: g.codebook.clone(),
+            n: g.n,
+            k: g.k,
+            m: g.m,
+            candidate: g.candidate.clone(),
+            median_us: g.median_us,
+            ratio_to_m1: g.median_us / m1.median_us,
+            m1_candidate: m1.candidate.clone(),
+            m1_median_us: m1.median_us,
+            bpp: g.bpp,
+        }
+    }
 }

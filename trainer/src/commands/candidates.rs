@@ -6,7 +6,7 @@ use vnni_kernels::registry::{all_candidates, registry_digest, Candidate, KbRule,
 #[derive(clap::Args)]
 pub struct Args {
     /// Only this surface.
-    #[arg(long, value_parser = ["decode"])]
+    #[arg(long, value_parser = ["decode", "grouped"])]
     surface: Option<String>,
     #[arg(long)]
     json: bool,
@@ -33,13 +33,18 @@ fn bpp_rule(c: &Candidate) -> String {
         KbRule::Waves(w) => {
             format!("KB = clamp(ceil({w} * SMs / ceil(N / {})), 1, KBLK); bpp = ceil(KBLK / KB)", c.tile)
         }
+        KbRule::Inherited => "inherited from the M = 1 candidate".into(),
     }
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let cands: Vec<Candidate> = all_candidates()
         .into_iter()
-        .filter(|c| args.surface.as_deref().is_none_or(|s| s == "decode" && c.surface == Surface::Decode))
+        .filter(|c| match args.surface.as_deref() {
+            None => true,
+            Some("decode") => c.surface == Surface::Decode,
+            Some(_) => c.surface == Surface::Grouped,
+        })
         .collect();
     if args.json {
         let listing = Listing {
@@ -57,7 +62,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         println!(
             "{:<36} {:<7} {:<10} {:>5} {:>4}  {:<8} {}",
             c.id,
-            "decode",
+            format!("{:?}", c.surface).to_lowercase(),
             format!("{:?}", c.family).to_lowercase(),
             c.tile,
             c.cpt,

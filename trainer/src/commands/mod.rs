@@ -1,5 +1,6 @@
 pub mod bench;
 pub mod candidates;
+pub mod certify;
 pub mod formats;
 pub mod preflight;
 pub mod sweep;

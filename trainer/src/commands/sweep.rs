@@ -11,14 +11,14 @@ use serde::Serialize;
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::Gpu;
 use vnni_kernels::cuda::source::kernel_source_digest;
-use vnni_kernels::registry::{decode_candidates, registry_digest};
+use vnni_kernels::registry::{decode_candidates, grouped_candidates, registry_digest, GROUPED_M};
 use vnni_kernels::Codebook;
 
 use crate::baselines::copy_bandwidth;
-use crate::decode_cell::{run_decode_cell, CellInputs};
+use crate::cell::{best_row, run_cell, CellFixture, CellInputs, Surface, FIXTURE_SEED};
 use crate::preflight::{rejected, rows as preflight_rows};
 use crate::shapes::parse_shapes;
-use crate::timing::{Mode, Protocol};
+use crate::timing::{parse_modes, Mode, Protocol};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -58,9 +58,11 @@ struct Plan<'a> {
     kernel_source_digest: String,
 }
 
+/// A cell's aggregate rows and raw samples. One cell = one (codebook, N, K): the M = 1
+/// candidates and the grouped rows (M = 2..16, 31) at the best M = 1 candidate's bpp.
 fn cell_paths(out: &Path, cb: Codebook, n: usize, k: usize) -> (PathBuf, PathBuf) {
     let dir = out.join("cells");
-    (dir.join(format!("decode_m1-{cb}-{n}x{k}.csv")), dir.join(format!("decode_m1-{cb}-{n}x{k}.timing.csv")))
+    (dir.join(format!("{cb}-{n}x{k}.csv")), dir.join(format!("{cb}-{n}x{k}.timing.csv")))
 }
 
 fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
@@ -74,19 +76,11 @@ fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
 pub fn run(args: &Args) -> Result<()> {
     let shapes = parse_shapes(&args.shapes)?;
     let codebooks = if args.codebooks.is_empty() { Codebook::ALL.to_vec() } else { args.codebooks.clone() };
-    let modes: Vec<Mode> = args
-        .modes
-        .iter()
-        .map(|m| match m.as_str() {
-            "eager" => Ok(Mode::Eager),
-            "graph" => Ok(Mode::Graph),
-            other => bail!("unknown mode {other:?} (eager, graph)"),
-        })
-        .collect::<Result<_>>()?;
+    let modes = parse_modes(&args.modes)?;
     let protocol = Protocol { warmups: args.warmups, samples: args.samples, ..Protocol::default() };
     let gpu = Gpu::open(args.device, args.cache.as_deref()).context("opening the CUDA device")?;
     let plan = Plan {
-        surface: "decode_m1",
+        surface: "decode_m1+grouped",
         backend: &args.backend,
         arch: &gpu.info.arch,
         device: &gpu.info.name,
@@ -118,6 +112,7 @@ pub fn run(args: &Args) -> Result<()> {
     let rejected = rejected(&resources);
     let (copy_gbps, ..) = copy_bandwidth(&gpu, &protocol)?;
     let candidates = decode_candidates();
+    let grouped = grouped_candidates();
     let (mut done, mut skipped) = (0, 0);
     for &(n, k) in &shapes {
         for &cb in &codebooks {
@@ -126,20 +121,21 @@ pub fn run(args: &Args) -> Result<()> {
                 skipped += 1;
                 continue;
             }
-            let cell = run_decode_cell(
-                &gpu,
-                &CellInputs {
-                    codebook: cb,
-                    n,
-                    k,
-                    seed: 0xC0DA,
-                    candidates: &candidates,
-                    modes: &modes,
-                    protocol: &protocol,
-                    rejected: &rejected,
-                    copy_gbps,
-                },
-            )?;
+            let fx = CellFixture::new(&gpu, cb, n, k, FIXTURE_SEED)?;
+            let inputs = CellInputs::decode(&candidates, &modes, &protocol, &rejected, copy_gbps);
+            let mut cell = run_cell(&gpu, &fx, &inputs)?;
+            // Grouped rows inherit the bpp of the best graph-mode M = 1 candidate (what the
+            // policy would pick), timed in every mode.
+            if let Some(m1) =
+                best_row(&cell.rows, Mode::Graph.name()).or_else(|| best_row(&cell.rows, Mode::Eager.name())).cloned()
+            {
+                for m in GROUPED_M {
+                    let surface = Surface::Grouped { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
+                    let g = run_cell(&gpu, &fx, &inputs.retarget(surface, &grouped, &modes))?;
+                    cell.rows.extend(g.rows);
+                    cell.samples.extend(g.samples);
+                }
+            }
             // Samples first: a cell counts as published once its aggregate exists.
             vnni_corpus::write_csv(&samples_path, &cell.samples)?;
             vnni_corpus::write_csv(&rows_path, &cell.rows)?;
@@ -156,8 +152,13 @@ pub fn run(args: &Args) -> Result<()> {
             samples.extend(read_rows::<SampleRow>(&samples_path)?);
         }
     }
-    vnni_corpus::write_csv(&args.out.join("decode_m1.csv"), &rows)?;
-    vnni_corpus::write_csv(&args.out.join("decode_m1.timing.csv"), &samples)?;
+    let (m1_rows, grouped_rows): (Vec<TimingRow>, Vec<TimingRow>) = rows.iter().cloned().partition(|r| r.m == 1);
+    let (m1_samples, grouped_samples): (Vec<SampleRow>, Vec<SampleRow>) =
+        samples.iter().cloned().partition(|r| r.m == 1);
+    vnni_corpus::write_csv(&args.out.join("decode_m1.csv"), &m1_rows)?;
+    vnni_corpus::write_csv(&args.out.join("decode_m1.timing.csv"), &m1_samples)?;
+    vnni_corpus::write_csv(&args.out.join("grouped.csv"), &grouped_rows)?;
+    vnni_corpus::write_csv(&args.out.join("grouped.timing.csv"), &grouped_samples)?;
     let mismatched = rows.iter().filter(|r| r.mismatches > 0).count();
     let eligible = rows.iter().filter(|r| r.eligible).count();
     println!(

@@ -1,0 +1,121 @@
+//! The two sides of a certificate on each backend.
+
+use anyhow::{Context, Result};
+use cudarc::driver::CudaSlice;
+use vnni_kernels::cuda::device::{DeviceActivations, DeviceMatrix, Gpu};
+use vnni_kernels::reference::gemm;
+use vnni_kernels::registry::find;
+use vnni_kernels::{PackedMatrix, QuantizedActivations};
+
+use crate::certify::Backend;
+
+/// The CPU's grouped implementation: the reference loop that decodes each weight block once
+/// and streams every row through it.
+pub const CPU_GROUPED: &str = "cpu.grouped.reference";
+
+pub struct CpuBackend<'w> {
+    w: &'w PackedMatrix,
+    a: QuantizedActivations,
+    sms: u32,
+}
+
+impl<'w> CpuBackend<'w> {
+    pub fn new(w: &'w PackedMatrix, a: QuantizedActivations, sms: u32) -> Self {
+        CpuBackend { w, a, sms }
+    }
+}
+
+/// The bpp a registry M = 1 candidate computes with for this matrix.
+fn m1_bpp(id: &str, w: &PackedMatrix, sms: u32) -> Result<usize> {
+    let c = find(id).with_context(|| format!("no candidate {id}"))?;
+    Ok(c.plan(w.n, w.k, sms).with_context(|| format!("{id} is illegal for {} x {}", w.n, w.k))?.bpp)
+}
+
+impl Backend for CpuBackend<'_> {
+    fn name(&self) -> &str {
+        "cpu"
+    }
+    fn arch(&self) -> &str {
+        std::env::consts::ARCH
+    }
+    fn grouped(&mut self, candidate: &str, bpp: usize) -> Result<Vec<f32>> {
+        anyhow::ensure!(candidate == CPU_GROUPED, "the CPU backend has no grouped candidate {candidate}");
+        Ok(gemm(self.w, &self.a, bpp)?)
+    }
+    fn serial(&mut self, m1_candidate: &str, row: usize) -> Result<Vec<f32>> {
+        Ok(gemm(self.w, &self.a.row(row), m1_bpp(m1_candidate, self.w, self.sms)?)?)
+    }
+}
+
+pub struct CudaBackend<'g> {
+    gpu: &'g Gpu,
+    w: DeviceMatrix,
+    a: Option<DeviceActivations>,
+    y: CudaSlice<f32>,
+    ws: CudaSlice<f32>,
+}
+
+impl<'g> CudaBackend<'g> {
+    pub fn new(gpu: &'g Gpu, w: &PackedMatrix) -> Result<Self> {
+        let dw = gpu.upload_matrix(w)?;
+        Ok(CudaBackend {
+            gpu,
+            w: dw,
+            a: None,
+            y: gpu.stream.alloc_zeros::<f32>(1).context("allocating outputs")?,
+            ws: gpu.stream.alloc_zeros::<f32>(1).context("allocating the workspace")?,
+        })
+    }
+
+    /// Upload and quantize M activation rows on the GPU.
+    pub fn set_activations(&mut self, x: &[f32], m: usize) -> Result<()> {
+        let mut a = self.gpu.upload_activations(x, m, self.w.k)?;
+        self.gpu.quantize(&mut a)?;
+        self.a = Some(a);
+        Ok(())
+    }
+
+    fn ensure(buf: &mut CudaSlice<f32>, gpu: &Gpu, len: usize) -> Result<()> {
+        if buf.len() < len {
+            *buf = gpu.stream.alloc_zeros::<f32>(len).context("allocating buffers")?;
+        }
+        Ok(())
+    }
+}
+
+impl Backend for CudaBackend<'_> {
+    fn name(&self) -> &str {
+        "cuda"
+    }
+    fn arch(&self) -> &str {
+        &self.gpu.info.arch
+    }
+    fn grouped(&mut self, candidate: &str, bpp: usize) -> Result<Vec<f32>> {
+        let a = self.a.as_ref().context("no activations")?;
+        let c = find(candidate).with_context(|| format!("no candidate {candidate}"))?;
+        let plan = c.plan_grouped(self.w.n, self.w.k, a.m, bpp).with_context(|| format!("{candidate}: no plan"))?;
+        Self::ensure(&mut self.y, self.gpu, a.m * self.w.n)?;
+        Self::ensure(&mut self.ws, self.gpu, plan.workspace.max(1))?;
+        self.gpu.poison(&mut self.y)?;
+        self.gpu.poison(&mut self.ws)?;
+        self.gpu.launch_grouped(&c, &plan, &self.w, a, &mut self.y, &mut self.ws)?;
+        self.gpu.synchronize()?;
+        let mut out = self.gpu.download(&self.y)?;
+        out.truncate(a.m * self.w.n);
+        Ok(out)
+    }
+    fn serial(&mut self, m1_candidate: &str, row: usize) -> Result<Vec<f32>> {
+        let a = self.a.as_ref().context("no activations")?;
+        let c = find(m1_candidate).with_context(|| format!("no candidate {m1_candidate}"))?;
+        let plan = c.plan(self.w.n, self.w.k, self.gpu.info.sms).with_context(|| format!("{m1_candidate}: no plan"))?;
+        Self::ensure(&mut self.y, self.gpu, self.w.n)?;
+        Self::ensure(&mut self.ws, self.gpu, plan.workspace.max(1))?;
+        self.gpu.poison(&mut self.y)?;
+        self.gpu.poison(&mut self.ws)?;
+        self.gpu.launch_decode(&c, &plan, &self.w, a, row, &mut self.y, &mut self.ws)?;
+        self.gpu.synchronize()?;
+        let mut out = self.gpu.download(&self.y)?;
+        out.truncate(self.w.n);
+        Ok(out)
+    }
+}
