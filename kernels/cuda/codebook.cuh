@@ -85,6 +85,14 @@ __device__ __forceinline__ void iq4_lookup8(u32 q, u32& out0, u32& out1) {
   out1 = __byte_perm(__byte_perm(VNNI_IQ4_T0, VNNI_IQ4_T1, s7h), __byte_perm(VNNI_IQ4_T2, VNNI_IQ4_T3, s7h), pick >> 16);
 }
 
+// nl4 decode in interleaved order: word 2i holds elements (4i, 4i+16, 4i+1, 4i+17) and word
+// 2i+1 holds (4i+2, 4i+18, 4i+3, 4i+19), straight from payload word i. The two sign-mode
+// lookups of block_dots<CB_NL4> are added bytewise (their sum per byte is the table value, in
+// range, so no carry crosses bytes). Activations must be permuted to match (prepare_act).
+__device__ __forceinline__ u32 iq4_word(u32 q) {
+  return __vadd4(prmt(VNNI_IQ4_T0, VNNI_IQ4_T1, q), prmt(VNNI_IQ4_T2P, VNNI_IQ4_T3P, q ^ 0x88888888u));
+}
+
 // IQ4 lookup of four nibbles held one per byte (values 0..15), element order preserved.
 __device__ __forceinline__ u32 iq4_lookup(u32 x) {
   u32 out0, out1;

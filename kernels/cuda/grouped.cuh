@@ -30,14 +30,23 @@ __device__ __forceinline__ void grouped_rows(const DecodeArgs& a) {
 #pragma unroll 1
   for (int bc = b0; bc < b1; bc += CHUNK) {
     __syncthreads();  // the previous chunk is consumed
-    for (int i = threadIdx.x; i < CHUNK * R * 2; i += blockDim.x) {
-      const int u = i / (R * 2), r = (i / 2) % R, h = i % 2;
+    for (int i = threadIdx.x; i < CHUNK * R; i += blockDim.x) {
+      const int u = i / R, r = i % R;
       const size_t off = (size_t)min(r0 + r, a.m - 1) * a.kblk + min(bc + u, b1 - 1);
-      sq[u][r][h] = __ldg(reinterpret_cast<const int4*>(a.aq + off * 32) + h);
-      if (h == 0) {
-        sd[u][r] = __ldg(a.ad + off);
-        ssum[u][r] = __ldg(a.asum + off);
+      const int4* src = reinterpret_cast<const int4*>(a.aq + off * 32);
+      int4 v0 = __ldg(src), v1 = __ldg(src + 1);
+      if (CB == CB_NL4) {  // the interleaved element order of decode_nl4 (prepare_act's)
+        const int4 p0 = make_int4(prmt(v0.x, v1.x, 0x5140), prmt(v0.x, v1.x, 0x7362), prmt(v0.y, v1.y, 0x5140),
+                                  prmt(v0.y, v1.y, 0x7362));
+        const int4 p1 = make_int4(prmt(v0.z, v1.z, 0x5140), prmt(v0.z, v1.z, 0x7362), prmt(v0.w, v1.w, 0x5140),
+                                  prmt(v0.w, v1.w, 0x7362));
+        v0 = p0;
+        v1 = p1;
       }
+      sq[u][r][0] = v0;
+      sq[u][r][1] = v1;
+      sd[u][r] = __ldg(a.ad + off);
+      ssum[u][r] = __ldg(a.asum + off);
     }
     __syncthreads();
     const int bn = min(bc + CHUNK, b1);
@@ -57,7 +66,15 @@ __device__ __forceinline__ void grouped_rows(const DecodeArgs& a) {
         if (b + u < bn) {
           const int su = b + u - bc;
           int w[8];
-          decode<CB>(raw[u], w);
+          if (CB == CB_NL4) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              w[2 * i] = (int)iq4_word(raw[u].q[i]);
+              w[2 * i + 1] = (int)iq4_word(raw[u].q[i] >> 16);
+            }
+          } else {
+            decode<CB>(raw[u], w);
+          }
 #pragma unroll
           for (int r = 0; r < R; ++r) {
             const int4 q0 = sq[su][r][0], q1 = sq[su][r][1];
@@ -89,6 +106,11 @@ __device__ __forceinline__ void decode_pair(const u8* __restrict__ p, int t, u32
     return;
   }
   const u32 q = __ldg(reinterpret_cast<const u32*>(p) + t);
+  if (CB == CB_NL4) {  // interleaved order: the caller permutes the B fragment to match
+    lo = iq4_word(q);
+    hi = iq4_word(q >> 16);
+    return;
+  }
   lo = q & 0x0F0F0F0Fu;
   hi = (q >> 4) & 0x0F0F0F0Fu;
   if (CB == CB_S5 || CB == CB_U5) {
@@ -103,7 +125,6 @@ __device__ __forceinline__ void decode_pair(const u8* __restrict__ p, int t, u32
   if (CB == CB_S4) { lo = __vsub4(lo, 0x08080808u); hi = __vsub4(hi, 0x08080808u); }
   if (CB == CB_S5) { lo = __vsub4(lo, 0x10101010u); hi = __vsub4(hi, 0x10101010u); }
   if (CB == CB_S6D) { lo = __vsub4(lo, 0x20202020u); hi = __vsub4(hi, 0x20202020u); }
-  if (CB == CB_NL4) { lo = iq4_lookup(lo); hi = iq4_lookup(hi); }
 }
 
 // Exact int8 tile product: C[16][8] = A[16][32] * B[32][8] (K = one K-block).
@@ -163,7 +184,12 @@ __device__ __forceinline__ void grouped_mma16(const DecodeArgs& a) {
           const int rbase = r0 + rg * 8;
           if (rbase >= a.m) break;  // uniform across the warp
           const u32* q = reinterpret_cast<const u32*>(a.aq + ((size_t)min(rbase + g, a.m - 1) * a.kblk + bb) * 32);
-          const u32 bf0 = __ldg(q + t), bf1 = __ldg(q + 4 + t);
+          u32 bf0 = __ldg(q + t), bf1 = __ldg(q + 4 + t);
+          if (CB == CB_NL4) {  // match decode_pair's interleaved order (elements 4t, 4t+16, ...)
+            const u32 x0 = bf0;
+            bf0 = prmt(x0, bf1, 0x5140);
+            bf1 = prmt(x0, bf1, 0x7362);
+          }
           float sa[2];
           int sum[2];
 #pragma unroll
