@@ -2,6 +2,8 @@
 //! the sweep and bench write (aggregate timing rows, raw samples, kernel resources) and
 //! atomic CSV publication. The inventory, cell store and sealing come with the corpus issue.
 
+pub mod gguf;
+pub mod inventory;
 pub mod schema;
 pub mod write;
 

@@ -28,6 +28,8 @@ struct Cli {
 enum Command {
     /// List the source formats, their codebooks and alias groups.
     Formats(commands::formats::Args),
+    /// The shape inventory: a profile's resolved plan and digest, or `import model.gguf`.
+    Inventory(commands::inventory::Args),
     /// List the candidate kernels of the registry.
     Candidates(commands::candidates::Args),
     /// Compile every kernel specialization and record registers, spills, shared memory, occupancy.
@@ -44,6 +46,7 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Formats(args) => commands::formats::run(&args),
         Command::Candidates(args) => commands::candidates::run(&args),
+        Command::Inventory(args) => commands::inventory::run(&args),
         Command::Preflight(args) => commands::preflight::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Sweep(args) => commands::sweep::run(&args),

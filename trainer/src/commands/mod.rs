@@ -2,5 +2,6 @@ pub mod bench;
 pub mod candidates;
 pub mod certify;
 pub mod formats;
+pub mod inventory;
 pub mod preflight;
 pub mod sweep;

@@ -1,0 +1,126 @@
+//! The shape inventory: the committed files load, profiles resolve deterministically, and
+//! every kind of bad input is rejected with its file and line.
+
+use std::path::{Path, PathBuf};
+
+use vnni_corpus::inventory::{glob, Inventory, InventoryError, Partition};
+use vnni_kernels::SourceFormat;
+
+fn committed() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("inventory")
+}
+
+fn temp_inventory(files: &[(&str, &str)]) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "vnni-inventory-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    dir
+}
+
+const SHAPE: &str = "[[shape]]\nname = \"a\"\nfamily = \"f\"\nrole = \"r\"\nn = 64\nk = 512\nexact_overlay = true\npartition = \"development\"\n";
+
+#[test]
+fn the_committed_inventory_has_models_lm_heads_mtp_and_the_grid() {
+    let inv = Inventory::load(&committed()).unwrap();
+    let has = |n, k| inv.shapes.iter().any(|s| s.n == n && s.k == k);
+    for (n, k) in [
+        (151_936, 896),
+        (152_064, 3584),
+        (128_256, 4096),
+        (248_320, 5120),
+        (14_336, 4096),
+        (4096, 14_336),
+        (5120, 10_240),
+    ] {
+        assert!(has(n, k), "missing {n} x {k}");
+    }
+    for fam in ["qwen2.5-0.5b", "qwen2.5-32b", "qwen3-8b", "qwen3-30b-a3b", "llama3-8b", "llama3-70b", "mistral-7b"] {
+        assert!(inv.shapes.iter().any(|s| s.family == fam && s.exact_overlay), "no {fam} shapes");
+    }
+    let grid: Vec<_> = inv.shapes.iter().filter(|s| s.family == "grid").collect();
+    assert!(grid.iter().any(|s| s.n == 256) && grid.iter().any(|s| s.n == 262_144));
+    assert!(grid.iter().any(|s| s.k == 256) && grid.iter().any(|s| s.k == 32_768));
+    assert!(grid.iter().any(|s| s.partition == Partition::Sealed));
+    assert!(inv.shapes.iter().all(|s| s.partition == Partition::Development || s.family == "grid"));
+    // K = 896 excludes the 256-value super-block formats automatically.
+    let small = inv.shapes.iter().find(|s| s.name == "qwen2.5-0.5b.attn_q").unwrap();
+    assert!(small.formats.contains(&SourceFormat::Q4_0) && !small.formats.contains(&SourceFormat::Q4_K));
+}
+
+#[test]
+fn profiles_resolve_to_stable_digests() {
+    let a = Inventory::load(&committed()).unwrap();
+    let b = Inventory::load(&committed()).unwrap();
+    for p in ["family-smoke", "core", "mtp-head", "all"] {
+        let (x, y) = (a.resolve(p).unwrap(), b.resolve(p).unwrap());
+        assert_eq!(x.canonical_json(), y.canonical_json());
+        assert_eq!(x.digest(), y.digest());
+        assert_eq!(x.digest().len(), 64);
+    }
+    let smoke = a.resolve("family-smoke").unwrap();
+    let formats: std::collections::BTreeSet<_> = smoke.shapes.iter().flat_map(|s| s.formats.iter().copied()).collect();
+    assert_eq!(formats.len(), 10, "family-smoke covers every source format");
+    let core = a.resolve("core").unwrap();
+    assert!(core.shapes.iter().all(|s| s.exact_overlay && s.partition == Partition::Development));
+    let all = a.resolve("all").unwrap();
+    assert!(all.shapes.iter().any(|s| s.partition == Partition::Sealed));
+    assert_ne!(core.digest(), all.digest());
+    // The digest does not depend on where the files are.
+    let copy = temp_inventory(&[]);
+    for e in std::fs::read_dir(committed()).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, copy.join(p.file_name().unwrap())).unwrap();
+    }
+    assert_eq!(Inventory::load(&copy).unwrap().resolve("core").unwrap().digest(), core.digest());
+    assert!(matches!(a.resolve("nope"), Err(InventoryError::UnknownProfile { .. })));
+}
+
+fn expect_invalid(files: &[(&str, &str)], file: &str, line: usize, needle: &str) {
+    let dir = temp_inventory(files);
+    let err = Inventory::load(&dir).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains(&format!("{file}:{line}")), "want {file}:{line} in {msg}");
+    assert!(msg.contains(needle), "want {needle:?} in {msg}");
+}
+
+#[test]
+fn bad_shapes_are_rejected_with_file_and_line() {
+    let with = |field: &str, value: &str| {
+        SHAPE.replace(&format!("{field} = {}", if field == "k" { "512" } else { "64" }), &format!("{field} = {value}"))
+    };
+    let two = |a: &str| format!("# first\n\n{SHAPE}\n{a}");
+    let b = with("k", "100").replace("name = \"a\"", "name = \"b\"");
+    expect_invalid(&[("x.toml", &two(&b))], "x.toml", 12, "not a multiple of 32");
+    expect_invalid(&[("x.toml", &with("n", "0"))], "x.toml", 1, "must be positive");
+    expect_invalid(&[("x.toml", &with("n", "4294967296"))], "x.toml", 1, "overflows");
+    let kq = SHAPE.replace("k = 512", "k = 896").replace("partition", "formats = [\"Q4_K\"]\npartition");
+    expect_invalid(&[("x.toml", &kq)], "x.toml", 1, "not a multiple of 256");
+    expect_invalid(
+        &[("x.toml", &SHAPE.replace("partition", "formats = [\"Q9_9\"]\npartition"))],
+        "x.toml",
+        1,
+        "unknown source format",
+    );
+    expect_invalid(&[("x.toml", SHAPE), ("y.toml", SHAPE)], "y.toml", 1, "also defined at");
+    let sealed = SHAPE.replace("name = \"a\"", "name = \"b\"").replace("development", "sealed");
+    expect_invalid(&[("x.toml", SHAPE), ("y.toml", &sealed)], "y.toml", 1, "both partitions");
+    expect_invalid(&[("x.toml", "[[shape]]\nname = \"a\"\nn = \"wide\"\n")], "x.toml", 3, "x.toml:3:");
+    expect_invalid(&[("x.toml", &SHAPE.replace("role", "colour = \"red\"\nrole"))], "x.toml", 4, "colour");
+}
+
+#[test]
+fn globs() {
+    assert!(glob("*", "anything"));
+    assert!(glob("smoke.*", "smoke.wide"));
+    assert!(glob("*.lm_head", "qwen3-8b.lm_head"));
+    assert!(!glob("*.lm_head", "qwen3-8b.lm_head.2"));
+    assert!(glob("a*b*c", "a-x-b-y-c"));
+    assert!(!glob("smoke.*", "grid.1x2"));
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""Write a small GGUF model with gguf-py's GGUFWriter (for the inventory import test).
+
+    write_gguf.py OUT.gguf
+Tensors: two layers of attn_q (64 x 256, Q4_K) and ffn_down (96 x 512, Q8_0), output
+(320 x 256, Q6_K), and an F32 token embedding that import must skip.
+"""
+import sys
+
+import numpy as np
+import gguf
+from gguf import GGMLQuantizationType as T
+
+
+def quantized(n, k, t):
+    block, size = gguf.GGML_QUANT_SIZES[t]
+    return np.zeros((n, k // block * size), dtype=np.uint8)
+
+
+w = gguf.GGUFWriter(sys.argv[1], "llama")
+w.add_name("tiny-model")
+w.add_block_count(2)
+w.add_array("tiny.list", [1, 2, 3])
+for i in range(2):
+    w.add_tensor(f"blk.{i}.attn_q.weight", quantized(64, 256, T.Q4_K), raw_dtype=T.Q4_K)
+    w.add_tensor(f"blk.{i}.ffn_down.weight", quantized(96, 512, T.Q8_0), raw_dtype=T.Q8_0)
+w.add_tensor("output.weight", quantized(320, 256, T.Q6_K), raw_dtype=T.Q6_K)
+w.add_tensor("token_embd.weight", np.zeros((320, 256), dtype=np.float32))
+w.write_header_to_file()
+w.write_kv_data_to_file()
+w.write_tensors_to_file()
+w.close()

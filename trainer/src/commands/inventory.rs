@@ -1,0 +1,97 @@
+//! `vnni-dispatch inventory`: the resolved plan of a profile and its digest, or
+//! `inventory import model.gguf` to add a model's projection shapes.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use vnni_corpus::inventory::{import_toml, Inventory};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Option<Action>,
+    /// The inventory directory.
+    #[arg(long, default_value = "corpus/inventory", global = true)]
+    dir: PathBuf,
+    #[arg(long, default_value = "core")]
+    profile: String,
+    /// Print the plan as canonical JSON (the digest's input).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Subcommand)]
+enum Action {
+    /// Add a GGUF model's 2-D weight shapes (and formats) as `imported-<family>.toml`.
+    Import {
+        model: PathBuf,
+        /// Family name (default: the file's general.name, else its file stem).
+        #[arg(long)]
+        family: Option<String>,
+    },
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    if let Some(Action::Import { model, family }) = &args.action {
+        return import(args, model, family.as_deref());
+    }
+    let inv = Inventory::load(&args.dir)?;
+    let plan = inv.resolve(&args.profile)?;
+    if args.json {
+        println!("{}", plan.canonical_json());
+        return Ok(());
+    }
+    println!("{:<14} {:<12} {:<7} formats / names", "shape", "partition", "overlay");
+    for s in &plan.shapes {
+        let formats: Vec<&str> = s.formats.iter().map(|f| f.name()).collect();
+        println!(
+            "{:<14} {:<12} {:<7} {} / {}",
+            format!("{}x{}", s.n, s.k),
+            format!("{:?}", s.partition).to_lowercase(),
+            if s.exact_overlay { "yes" } else { "no" },
+            formats.join(","),
+            s.names.join(",")
+        );
+    }
+    println!(
+        "\nprofile {}: {} geometries, M {:?}, modes {:?}, {} cells; inventory digest {}",
+        plan.profile,
+        plan.shapes.len(),
+        plan.m,
+        plan.modes,
+        plan.cell_count(),
+        plan.digest()
+    );
+    Ok(())
+}
+
+fn import(args: &Args, model: &std::path::Path, family: Option<&str>) -> Result<()> {
+    let gguf = vnni_corpus::gguf::read(model)?;
+    let family = match family {
+        Some(f) => f.to_string(),
+        None => gguf
+            .name
+            .clone()
+            .unwrap_or_else(|| model.file_stem().map_or("model".into(), |s| s.to_string_lossy().into_owned())),
+    };
+    let (text, count) = import_toml(&gguf, &family, &model.display().to_string())
+        .map_err(|e| anyhow::anyhow!("{}: {e}", model.display()))?;
+    let safe: String = family
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c.to_ascii_lowercase() } else { '-' })
+        .collect();
+    let out = args.dir.join(format!("imported-{safe}.toml"));
+    if out.exists() {
+        bail!("{} exists; delete it first to re-import", out.display());
+    }
+    let tmp = out.with_extension("inprogress");
+    std::fs::write(&tmp, &text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &out)?;
+    // The whole inventory must still load (unique names, partitions disjoint).
+    if let Err(e) = Inventory::load(&args.dir) {
+        let _ = std::fs::remove_file(&out);
+        bail!("importing {} would break the inventory: {e}", model.display());
+    }
+    println!("{count} shapes from {} ({} tensors) -> {}", model.display(), gguf.tensors.len(), out.display());
+    Ok(())
+}

@@ -1,0 +1,72 @@
+//! `vnni-dispatch inventory` as a user runs it, including `import` of a GGUF file written by
+//! gguf-py (the reader walks its real header, metadata and tensor table).
+
+use std::process::Command;
+
+use vnni_corpus::gguf;
+use vnni_corpus::inventory::Inventory;
+use vnni_kernels::SourceFormat;
+use vnni_tests::{python_with, run_python, workspace_root};
+
+fn vnni(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch")).args(args).env("RUST_BACKTRACE", "0").output().unwrap();
+    (out.status.success(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
+#[test]
+fn inventory_prints_plans_and_digests() {
+    let dir = workspace_root().join("corpus/inventory");
+    let (ok, out, err) = vnni(&["inventory", "--dir", dir.to_str().unwrap(), "--profile", "family-smoke"]);
+    assert!(ok, "{err}");
+    let digest = out.lines().last().unwrap().rsplit(' ').next().unwrap().to_string();
+    let plan = Inventory::load(&dir).unwrap().resolve("family-smoke").unwrap();
+    assert_eq!(digest, plan.digest());
+    let (ok, json, _) = vnni(&["inventory", "--dir", dir.to_str().unwrap(), "--profile", "family-smoke", "--json"]);
+    assert!(ok);
+    assert_eq!(json.trim(), plan.canonical_json());
+    let (ok, _, err) = vnni(&["inventory", "--dir", dir.to_str().unwrap(), "--profile", "nope"]);
+    assert!(!ok && err.contains("unknown profile \"nope\"") && err.contains("family-smoke"), "{err}");
+}
+
+#[test]
+fn a_model_written_by_gguf_py_imports_into_the_inventory() {
+    let Some(py) = python_with(&["gguf", "numpy"]) else { return };
+    let dir = std::env::temp_dir().join(format!("vnni-gguf-{}", std::process::id()));
+    let inv_dir = dir.join("inventory");
+    std::fs::create_dir_all(&inv_dir).unwrap();
+    let model = dir.join("tiny.gguf");
+    run_python(&py, &workspace_root().join("tests/oracle/write_gguf.py"), &[model.to_str().unwrap()], None);
+
+    let m = gguf::read(&model).unwrap();
+    assert_eq!(m.name.as_deref(), Some("tiny-model"));
+    assert_eq!(m.tensors.len(), 6);
+    let q = m.tensors.iter().find(|t| t.name == "blk.1.attn_q.weight").unwrap();
+    assert_eq!(q.weight(), Some((64, 256, SourceFormat::Q4_K)));
+    assert!(m.tensors.iter().find(|t| t.name == "token_embd.weight").unwrap().weight().is_none());
+
+    let (ok, out, err) = vnni(&["inventory", "--dir", inv_dir.to_str().unwrap(), "import", model.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("3 shapes"), "{out}");
+    let inv = Inventory::load(&inv_dir).unwrap();
+    let get = |name: &str| inv.shapes.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no {name}"));
+    let attn = get("tiny-model.attn_q");
+    assert_eq!((attn.n, attn.k, attn.formats.clone(), attn.exact_overlay), (64, 256, vec![SourceFormat::Q4_K], true));
+    let down = get("tiny-model.ffn_down");
+    assert_eq!((down.n, down.k, down.formats.clone()), (96, 512, vec![SourceFormat::Q8_0]));
+    let head = get("tiny-model.output");
+    assert_eq!((head.n, head.k, head.formats.clone()), (320, 256, vec![SourceFormat::Q6_K]));
+    assert_eq!(inv.shapes.len(), 3, "two layers of one role collapse to one shape; F32 is skipped");
+    // Importing again would overwrite: refused.
+    let (ok, _, err) = vnni(&["inventory", "--dir", inv_dir.to_str().unwrap(), "import", model.to_str().unwrap()]);
+    assert!(!ok && err.contains("exists"), "{err}");
+
+    // A truncated file is an error that names the file, never a panic.
+    let bytes = std::fs::read(&model).unwrap();
+    let cut = dir.join("cut.gguf");
+    std::fs::write(&cut, &bytes[..200]).unwrap();
+    let (ok, _, err) = vnni(&["inventory", "--dir", inv_dir.to_str().unwrap(), "import", cut.to_str().unwrap()]);
+    assert!(!ok && err.contains("cut.gguf") && err.contains("truncated"), "{err}");
+    std::fs::write(&cut, b"GGML0000").unwrap();
+    assert!(gguf::read(&cut).unwrap_err().to_string().contains("not a GGUF file"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
