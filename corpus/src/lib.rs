@@ -4,8 +4,9 @@
 
 pub mod gguf;
 pub mod inventory;
+pub mod read;
 pub mod schema;
 pub mod write;
 
 pub use schema::{Certificate, ResourceRow, SampleRow, TimingRow};
-pub use write::{write_csv, WriteError};
+pub use write::{write_bytes, write_csv, WriteError};

@@ -13,8 +13,18 @@ pub enum WriteError {
     Csv { path: PathBuf, source: csv::Error },
 }
 
-/// Write `rows` as CSV with a header to `path`, atomically.
+/// Write `rows` as CSV with a header to `path`, atomically; a `.zst` path is zstd-compressed.
 pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), WriteError> {
+    if path.extension().is_some_and(|e| e == "zst") {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        for row in rows {
+            w.serialize(row).map_err(|source| WriteError::Csv { path: path.to_path_buf(), source })?;
+        }
+        let plain = w.into_inner().map_err(|e| WriteError::Io { path: path.to_path_buf(), source: e.into_error() })?;
+        let packed = zstd::encode_all(plain.as_slice(), 9)
+            .map_err(|source| WriteError::Io { path: path.to_path_buf(), source })?;
+        return write_bytes(path, &packed);
+    }
     let io = |source| WriteError::Io { path: path.to_path_buf(), source };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(io)?;
@@ -39,4 +49,18 @@ pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), WriteError
     }
     let _ = std::io::stdout().flush();
     Ok(())
+}
+
+/// Write bytes to `path` atomically (temp file, fsync, rename).
+pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    let io = |source| WriteError::Io { path: path.to_path_buf(), source };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let tmp = path.with_extension("inprogress");
+    let mut f = std::fs::File::create(&tmp).map_err(io)?;
+    f.write_all(bytes).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(io)
 }

@@ -7,7 +7,7 @@
 #   $OUT/bench.tar.gz          decode.csv best.csv grouped.csv samples.csv resources.csv logs
 #   $OUT/certificates.jsonl    one certificate per line
 #   $OUT/sweep.tar.gz          the sweep directory and its log
-#   bash scripts/device/decode.sh [extra bench args]     (SWEEP=0 / CERTIFY=0 skip those steps)
+#   bash scripts/device/decode.sh [extra bench args]     (BENCH=0 / CERTIFY=0 / SWEEP=0 skip steps)
 set -euo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export RUST_BACKTRACE=1
@@ -19,8 +19,10 @@ mkdir -p "$OUT" "$WORK/bench"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$WORK/bench/gpu.txt"
 "$BIN" preflight --cache "$CACHE" --out "$WORK/bench/resources-preflight.csv" | tail -1
 "$BIN" bench --cache "$CACHE" --shapes 4096x4096,24576x4096 --grouped-shapes 4096x4096 --grouped-m 3,31 --modes eager --samples 3 --warmups 1 --out "$WORK/smoke" 2>&1 | tail -3
-"$BIN" bench --cache "$CACHE" --out "$WORK/bench" "$@" 2>"$WORK/bench/bench.log" | tee "$WORK/bench/bench.txt"
-tar -C "$WORK" -czf "$OUT/bench.tar.gz" bench
+if [ "${BENCH:-1}" = 1 ]; then
+  "$BIN" bench --cache "$CACHE" --out "$WORK/bench" "$@" 2>"$WORK/bench/bench.log" | tee "$WORK/bench/bench.txt"
+  tar -C "$WORK" -czf "$OUT/bench.tar.gz" bench
+fi
 if [ "${CERTIFY:-1}" = 1 ]; then
   "$BIN" certify --backend cuda --cache "$CACHE" --out "$OUT/certificates.jsonl" 2>"$WORK/certify.log" | tail -2
   tail -12 "$WORK/certify.log"

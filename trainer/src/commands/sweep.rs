@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
+use vnni_corpus::read::{read_samples, read_timing};
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::Gpu;
 use vnni_kernels::cuda::source::kernel_source_digest;
@@ -62,15 +63,7 @@ struct Plan<'a> {
 /// candidates and the grouped rows (M = 2..16, 31) at the best M = 1 candidate's bpp.
 fn cell_paths(out: &Path, cb: Codebook, n: usize, k: usize) -> (PathBuf, PathBuf) {
     let dir = out.join("cells");
-    (dir.join(format!("{cb}-{n}x{k}.csv")), dir.join(format!("{cb}-{n}x{k}.timing.csv")))
-}
-
-fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
-    let mut r = csv::Reader::from_path(path).with_context(|| format!("reading {}", path.display()))?;
-    r.deserialize()
-        .enumerate()
-        .map(|(i, row)| row.with_context(|| format!("{}: data row {}", path.display(), i + 1)))
-        .collect()
+    (dir.join(format!("{cb}-{n}x{k}.csv")), dir.join(format!("{cb}-{n}x{k}.timing.csv.zst")))
 }
 
 pub fn run(args: &Args) -> Result<()> {
@@ -148,17 +141,18 @@ pub fn run(args: &Args) -> Result<()> {
     for &(n, k) in &shapes {
         for &cb in &codebooks {
             let (rows_path, samples_path) = cell_paths(&args.out, cb, n, k);
-            rows.extend(read_rows::<TimingRow>(&rows_path)?);
-            samples.extend(read_rows::<SampleRow>(&samples_path)?);
+            // The validating readers: a torn or edited cell file stops the aggregate here.
+            rows.extend(read_timing(&rows_path)?);
+            samples.extend(read_samples(&samples_path)?);
         }
     }
     let (m1_rows, grouped_rows): (Vec<TimingRow>, Vec<TimingRow>) = rows.iter().cloned().partition(|r| r.m == 1);
     let (m1_samples, grouped_samples): (Vec<SampleRow>, Vec<SampleRow>) =
         samples.iter().cloned().partition(|r| r.m == 1);
     vnni_corpus::write_csv(&args.out.join("decode_m1.csv"), &m1_rows)?;
-    vnni_corpus::write_csv(&args.out.join("decode_m1.timing.csv"), &m1_samples)?;
+    vnni_corpus::write_csv(&args.out.join("decode_m1.timing.csv.zst"), &m1_samples)?;
     vnni_corpus::write_csv(&args.out.join("grouped.csv"), &grouped_rows)?;
-    vnni_corpus::write_csv(&args.out.join("grouped.timing.csv"), &grouped_samples)?;
+    vnni_corpus::write_csv(&args.out.join("grouped.timing.csv.zst"), &grouped_samples)?;
     let mismatched = rows.iter().filter(|r| r.mismatches > 0).count();
     let eligible = rows.iter().filter(|r| r.eligible).count();
     println!(

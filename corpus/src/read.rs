@@ -1,0 +1,156 @@
+//! Validating readers for the corpus files. Every row is checked; an error names the file,
+//! the line and the column (or JSON key) and says what is wrong: malformed numbers, NaN or
+//! non-positive times where a time is required, unknown candidates, duplicate keys.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+
+use crate::schema::{parse_hex_f64, Certificate, SampleRow, TimingRow};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{path}: {message}")]
+    Io { path: PathBuf, message: String },
+    #[error("{path}:{line}: column {column}: {message}")]
+    Row { path: PathBuf, line: u64, column: String, message: String },
+}
+
+/// Baseline rows the bench writes beside registry candidates.
+pub const BASELINES: [&str; 2] = ["copy", "cublas.f16.gemv"];
+
+/// Whether `id` names a registry candidate or a baseline.
+pub fn known_candidate(id: &str) -> bool {
+    BASELINES.contains(&id) || vnni_kernels::registry::find(id).is_some()
+}
+
+/// Open a file, transparently decompressing `.zst`.
+pub fn open(path: &Path) -> Result<Box<dyn Read>, ReadError> {
+    let io = |e: std::io::Error| ReadError::Io { path: path.to_path_buf(), message: e.to_string() };
+    let file = std::fs::File::open(path).map_err(io)?;
+    if path.extension().is_some_and(|e| e == "zst") {
+        Ok(Box::new(zstd::Decoder::new(file).map_err(io)?))
+    } else {
+        Ok(Box::new(std::io::BufReader::new(file)))
+    }
+}
+
+/// Deserialize every CSV row, mapping serde errors to (line, column name).
+fn rows<T: DeserializeOwned>(path: &Path) -> Result<Vec<(u64, T)>, ReadError> {
+    let mut r = csv::Reader::from_reader(open(path)?);
+    let headers = r.headers().map_err(|e| ReadError::Io { path: path.to_path_buf(), message: e.to_string() })?.clone();
+    let mut out = Vec::new();
+    for (i, rec) in r.deserialize::<T>().enumerate() {
+        let line = i as u64 + 2;
+        match rec {
+            Ok(v) => out.push((line, v)),
+            Err(e) => {
+                let line = e.position().map_or(line, |p| p.line());
+                let (column, message) = match e.kind() {
+                    csv::ErrorKind::Deserialize { err, .. } => (
+                        err.field().and_then(|f| headers.get(f as usize)).unwrap_or("?").to_string(),
+                        err.kind().to_string(),
+                    ),
+                    other => ("?".to_string(), format!("{other:?}")),
+                };
+                return Err(ReadError::Row { path: path.to_path_buf(), line, column, message });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn row_err(path: &Path, line: u64, column: &str, message: impl Into<String>) -> ReadError {
+    ReadError::Row { path: path.to_path_buf(), line, column: column.to_string(), message: message.into() }
+}
+
+/// The candidate must be known.
+fn check_candidate(path: &Path, line: u64, id: &str) -> Result<(), ReadError> {
+    if known_candidate(id) {
+        Ok(())
+    } else {
+        Err(row_err(path, line, "candidate", format!("unknown candidate {id:?} (not in the registry)")))
+    }
+}
+
+/// The key must not have appeared before.
+fn check_unique(
+    seen: &mut BTreeMap<String, u64>,
+    key: String,
+    path: &Path,
+    line: u64,
+    column: &str,
+    what: &str,
+) -> Result<(), ReadError> {
+    match seen.insert(key, line) {
+        Some(first) => Err(row_err(path, line, column, format!("duplicate {what} (first at line {first})"))),
+        None => Ok(()),
+    }
+}
+
+/// Aggregate timing rows: times of eligible rows finite and positive, candidates known, keys unique.
+pub fn read_timing(path: &Path) -> Result<Vec<TimingRow>, ReadError> {
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (line, r) in rows::<TimingRow>(path)? {
+        check_candidate(path, line, &r.candidate)?;
+        if r.eligible {
+            for (col, v) in [("median_us", r.median_us), ("min_us", r.min_us), ("p95_us", r.p95_us)] {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(row_err(path, line, col, format!("{v} is not a positive time")));
+                }
+            }
+        }
+        if r.mismatches > 0 && r.eligible {
+            return Err(row_err(path, line, "eligible", "a row with mismatches cannot be eligible"));
+        }
+        let key = format!("{}|{}|{}|{}|{}|{}|{}|{}", r.backend, r.arch, r.mode, r.codebook, r.m, r.n, r.k, r.candidate);
+        check_unique(&mut seen, key, path, line, "candidate", "key")?;
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// Raw samples: hex latencies finite and positive, candidates known, (key, round) unique.
+pub fn read_samples(path: &Path) -> Result<Vec<SampleRow>, ReadError> {
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (line, r) in rows::<SampleRow>(path)? {
+        check_candidate(path, line, &r.candidate)?;
+        match parse_hex_f64(&r.latency_us_hex) {
+            Some(v) if v.is_finite() && v > 0.0 => {}
+            Some(v) => return Err(row_err(path, line, "latency_us_hex", format!("{v} is not a positive time"))),
+            None => {
+                return Err(row_err(path, line, "latency_us_hex", format!("{:?} is not a hex float", r.latency_us_hex)))
+            }
+        }
+        let key = format!("{}|{}|{}|{}|{}|{}|{}", r.mode, r.codebook, r.m, r.n, r.k, r.candidate, r.round);
+        check_unique(&mut seen, key, path, line, "round", "sample")?;
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// Certificates, one JSON object per line, every key present and candidates known.
+pub fn read_certificates(path: &Path) -> Result<Vec<Certificate>, ReadError> {
+    let mut text = String::new();
+    open(path)?
+        .read_to_string(&mut text)
+        .map_err(|e| ReadError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+    let mut out = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        let line = i as u64 + 1;
+        if l.trim().is_empty() {
+            continue;
+        }
+        let c: Certificate =
+            serde_json::from_str(l).map_err(|e| row_err(path, line, &format!("char {}", e.column()), e.to_string()))?;
+        if !known_candidate(&c.m1_candidate) {
+            return Err(row_err(path, line, "m1_candidate", format!("unknown candidate {:?}", c.m1_candidate)));
+        }
+        out.push(c);
+    }
+    Ok(out)
+}

@@ -1,0 +1,171 @@
+//! Corpus file readers validate every row and name the file, line and column at fault.
+
+use std::path::PathBuf;
+
+use vnni_corpus::read::{read_certificates, read_samples, read_timing};
+use vnni_corpus::schema::hex_f64;
+use vnni_corpus::{write_csv, Certificate, SampleRow, TimingRow};
+
+fn tmp(name: &str) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "vnni-schema-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn timing(candidate: &str, n: usize, median: f64) -> TimingRow {
+    TimingRow {
+        backend: "cuda".into(),
+        arch: "sm_90".into(),
+        device: "NVIDIA H200".into(),
+        mode: "graph".into(),
+        codebook: "s4".into(),
+        m: 1,
+        n,
+        k: 4096,
+        candidate: candidate.into(),
+        m1_candidate: String::new(),
+        bpp: 128,
+        warmups: 2,
+        samples: 12,
+        replays: 2,
+        weight_copies: 1,
+        seed: 7,
+        min_us: median * 0.99,
+        median_us: median,
+        p95_us: median * 1.01,
+        mad_us: 0.1,
+        cv: 0.01,
+        weight_bytes: 1 << 20,
+        gbps: 4000.0,
+        pct_copy_bw: 95.0,
+        checked: 4096,
+        mismatches: 0,
+        first_mismatch: String::new(),
+        eligible: true,
+        dropped: false,
+        registers: 64,
+        occupancy_blocks_per_sm: 8,
+    }
+}
+
+fn sample(round: usize, v: f64) -> SampleRow {
+    SampleRow {
+        mode: "graph".into(),
+        codebook: "s4".into(),
+        m: 1,
+        n: 4096,
+        k: 4096,
+        candidate: "decode.wide.tn128.cpt2".into(),
+        round,
+        order: 0,
+        warmup: false,
+        latency_us_hex: hex_f64(v),
+    }
+}
+
+fn err_of(r: Result<impl std::fmt::Debug, vnni_corpus::read::ReadError>) -> String {
+    r.unwrap_err().to_string()
+}
+
+#[test]
+fn timing_rows_round_trip_and_bad_rows_are_named() {
+    let good = vec![
+        timing("decode.wide.tn128.cpt2", 4096, 85.0),
+        timing("decode.kpar.tn128.cpt1.kb8", 4096, 90.0),
+        timing("copy", 0, 1000.0),
+    ];
+    let p = tmp("decode.csv");
+    write_csv(&p, &good).unwrap();
+    assert_eq!(read_timing(&p).unwrap(), good);
+
+    let text = std::fs::read_to_string(&p).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[2] = lines[2].replacen("4096,4096", "40x6,4096", 1);
+    std::fs::write(&p, lines.join("\n")).unwrap();
+    let e = err_of(read_timing(&p));
+    assert!(e.contains("decode.csv:3: column n:"), "{e}");
+
+    let cases: Vec<(Vec<TimingRow>, &str)> = vec![
+        (vec![timing("decode.wide.tn128.cpt2", 4096, f64::NAN)], "decode.csv:2: column median_us: NaN"),
+        (vec![timing("decode.wide.tn128.cpt2", 4096, -3.0)], "decode.csv:2: column median_us: -3"),
+        (vec![timing("decode.warp.tn999", 4096, 3.0)], "column candidate: unknown candidate"),
+        (
+            vec![timing("decode.wide.tn128.cpt2", 4096, 3.0), timing("decode.wide.tn128.cpt2", 4096, 4.0)],
+            "decode.csv:3: column candidate: duplicate key (first at line 2)",
+        ),
+    ];
+    for (rows, want) in cases {
+        write_csv(&p, &rows).unwrap();
+        let e = err_of(read_timing(&p));
+        assert!(e.contains(want), "want {want:?} in {e}");
+    }
+    // An ineligible row may carry NaN times (never timed).
+    let mut skipped = timing("decode.wide.tn128.cpt2", 4096, f64::NAN);
+    skipped.eligible = false;
+    skipped.mismatches = 3;
+    write_csv(&p, &[skipped]).unwrap();
+    assert_eq!(read_timing(&p).unwrap().len(), 1);
+}
+
+#[test]
+fn zstd_sidecars_round_trip_and_validate_hex_samples() {
+    let p = tmp("x.timing.csv.zst");
+    let good: Vec<SampleRow> = (0..500).map(|i| sample(i, 80.0 + i as f64 / 7.0)).collect();
+    write_csv(&p, &good).unwrap();
+    assert_eq!(&std::fs::read(&p).unwrap()[..4], &[0x28, 0xB5, 0x2F, 0xFD], "zstd magic");
+    assert_eq!(read_samples(&p).unwrap(), good);
+    let mut bad = good.clone();
+    bad[7].latency_us_hex = "0x1.8q+1".into();
+    write_csv(&p, &bad).unwrap();
+    assert!(err_of(read_samples(&p)).contains("x.timing.csv.zst:9: column latency_us_hex"));
+    bad[7] = sample(7, -1.0);
+    write_csv(&p, &bad).unwrap();
+    assert!(err_of(read_samples(&p)).contains("not a positive time"));
+    bad[7] = sample(6, 1.0);
+    write_csv(&p, &bad).unwrap();
+    assert!(err_of(read_samples(&p)).contains("duplicate sample (first at line 8)"));
+}
+
+#[test]
+fn certificates_read_back_and_name_the_bad_line() {
+    let c = Certificate {
+        backend: "cuda".into(),
+        arch: "sm_90".into(),
+        codebook: "s4".into(),
+        source_format: "Q4_0".into(),
+        n: 8,
+        k: 64,
+        m: 2,
+        bpp: 2,
+        m1_candidate: "decode.wide.tn128.cpt2".into(),
+        candidate: "grouped.rows.r2".into(),
+        outputs: 16,
+        mismatches: 0,
+        repeat_mismatches: 0,
+        first_mismatch: None,
+        grouped_digest: "a".into(),
+        serial_digest: "a".into(),
+    };
+    let p = tmp("certificates.jsonl");
+    let line = serde_json::to_string(&c).unwrap();
+    std::fs::write(&p, format!("{line}\n{line}\n")).unwrap();
+    assert_eq!(read_certificates(&p).unwrap(), vec![c.clone(), c]);
+    std::fs::write(&p, format!("{line}\n{}\n", line.replace("\"m\":2,", ""))).unwrap();
+    let e = err_of(read_certificates(&p));
+    assert!(e.contains("certificates.jsonl:2:") && e.contains("missing field `m`"), "{e}");
+}
+
+#[test]
+fn committed_certificates_and_bench_rows_validate() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let certs = read_certificates(&root.join("lfs-data/certificates/sm_90/grouped.jsonl")).unwrap();
+    assert!(certs.len() >= 14_400);
+    assert!(certs.iter().all(|c| c.mismatches == 0 && c.repeat_mismatches == 0 && c.grouped_digest == c.serial_digest));
+    let rows = read_timing(&root.join("docs/perf/decode-h200.csv")).unwrap();
+    assert!(rows.iter().all(|r| r.mismatches == 0));
+}
