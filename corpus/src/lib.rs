@@ -4,8 +4,10 @@
 
 pub mod gguf;
 pub mod inventory;
+pub mod provenance;
 pub mod read;
 pub mod schema;
+pub mod seal;
 pub mod write;
 
 pub use schema::{Certificate, ResourceRow, SampleRow, TimingRow};

@@ -36,6 +36,10 @@ enum Command {
     Preflight(commands::preflight::Args),
     /// Measure decode kernels against the copy roofline and cuBLAS on the GPU.
     Bench(commands::bench::Args),
+    /// Seal a finished corpus directory into corpus.manifest.json.
+    Seal(commands::seal::SealArgs),
+    /// Verify sealed corpora (all committed ones by default) against this checkout.
+    Verify(commands::seal::VerifyArgs),
     /// Certify that grouped rows are byte-identical to single-row decode.
     Certify(commands::certify::Args),
     /// Sweep every decode candidate over shapes on the GPU, cell by cell (resumable).
@@ -51,5 +55,7 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(args) => commands::bench::run(&args),
         Command::Sweep(args) => commands::sweep::run(&args),
         Command::Certify(args) => commands::certify::run(&args),
+        Command::Seal(args) => commands::seal::run_seal(&args),
+        Command::Verify(args) => commands::seal::run_verify(&args),
     }
 }

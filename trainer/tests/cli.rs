@@ -48,3 +48,29 @@ fn unknown_commands_fail_with_usage() {
     assert!(!ok);
     assert!(err.contains("Usage"), "{err}");
 }
+
+#[test]
+fn seal_and_verify_a_corpus_directory() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let inv = root.join("corpus/inventory");
+    let dir = std::env::temp_dir().join(format!("vnni-cli-seal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("cells")).unwrap();
+    std::fs::write(dir.join("decode_m1.csv"), "a\n1\n").unwrap();
+    std::fs::write(dir.join("cells/c.csv"), "b\n2\n").unwrap();
+    let (d, i) = (dir.to_str().unwrap(), inv.to_str().unwrap());
+    let (ok, out, err) = vnni(&["seal", d, "--profile", "family-smoke", "--backend", "cpu", "--inventory", i]);
+    assert!(ok, "{err}");
+    assert!(out.contains("sealed 2 payloads"), "{out}");
+    let (ok, out, err) = vnni(&["verify", "--corpus", d, "--inventory", i]);
+    assert!(ok && out.starts_with("ok "), "{out}{err}");
+    std::fs::write(dir.join("cells/c.csv"), "b\n3\n").unwrap();
+    let (ok, out, _) = vnni(&["verify", "--corpus", d, "--inventory", i]);
+    assert!(!ok && out.contains("FAIL") && out.contains("cells/c.csv") && out.contains("sha256"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+    // No committed corpus yet: verify says so and succeeds.
+    let empty = std::env::temp_dir().join(format!("vnni-cli-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let (ok, out, _) = vnni(&["verify", "--root", empty.to_str().unwrap(), "--inventory", i]);
+    assert!(ok && out.contains("no sealed corpus"), "{out}");
+}

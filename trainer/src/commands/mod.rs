@@ -4,4 +4,5 @@ pub mod certify;
 pub mod formats;
 pub mod inventory;
 pub mod preflight;
+pub mod seal;
 pub mod sweep;
