@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
-use crate::schema::{parse_hex_f64, Certificate, SampleRow, TimingRow};
+use crate::schema::{parse_hex_f64, Certificate, ResourceRow, SampleRow, TimingRow};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -151,6 +151,34 @@ pub fn read_certificates(path: &Path) -> Result<Vec<Certificate>, ReadError> {
             return Err(row_err(path, line, "m1_candidate", format!("unknown candidate {:?}", c.m1_candidate)));
         }
         out.push(c);
+    }
+    Ok(out)
+}
+
+/// Kernel resources: one row per kernel, verdicts consistent with the numbers (a kernel with
+/// local memory or zero occupancy must be rejected).
+pub fn read_resources(path: &Path) -> Result<Vec<ResourceRow>, ReadError> {
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (line, r) in rows::<ResourceRow>(path)? {
+        let local = r.stack_bytes > 0
+            || r.spill_store_bytes > 0
+            || r.spill_load_bytes > 0
+            || r.device_local_bytes.is_some_and(|b| b > 0)
+            || r.device_occupancy_blocks_per_sm == Some(0);
+        if local && r.verdict == "ok" {
+            return Err(row_err(path, line, "verdict", "uses local memory or has zero occupancy but is marked ok"));
+        }
+        if r.verdict != "ok" && !r.verdict.starts_with("rejected: ") {
+            return Err(row_err(path, line, "verdict", format!("{:?} is neither `ok` nor `rejected: <why>`", r.verdict)));
+        }
+        for id in r.candidates.split(';').filter(|s| !s.is_empty()) {
+            if !known_candidate(id) {
+                return Err(row_err(path, line, "candidates", format!("unknown candidate {id:?}")));
+            }
+        }
+        check_unique(&mut seen, format!("{}|{}", r.arch, r.kernel), path, line, "kernel", "kernel")?;
+        out.push(r);
     }
     Ok(out)
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use vnni_corpus::read::{read_certificates, read_samples, read_timing};
+use vnni_corpus::read::{read_certificates, read_resources, read_samples, read_timing};
 use vnni_corpus::schema::hex_f64;
 use vnni_corpus::{write_csv, Certificate, SampleRow, TimingRow};
 
@@ -168,4 +168,24 @@ fn committed_certificates_and_bench_rows_validate() {
     assert!(certs.iter().all(|c| c.mismatches == 0 && c.repeat_mismatches == 0 && c.grouped_digest == c.serial_digest));
     let rows = read_timing(&root.join("docs/perf/decode-h200.csv")).unwrap();
     assert!(rows.iter().all(|r| r.mismatches == 0));
+    let res = read_resources(&root.join("docs/perf/resources-h200.csv")).unwrap();
+    assert_eq!(res.len(), vnni_kernels::registry::kernel_specs().len());
+    assert!(res.iter().all(|r| r.verdict == "ok" && r.device_occupancy_blocks_per_sm.unwrap_or(0) > 0));
+}
+
+#[test]
+fn resource_rows_must_agree_with_their_verdicts() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let mut rows = read_resources(&root.join("docs/perf/resources-h200.csv")).unwrap();
+    rows[3].spill_store_bytes = 8;
+    let p = tmp("resources.csv");
+    write_csv(&p, &rows).unwrap();
+    let e = err_of(read_resources(&p));
+    assert!(e.contains("resources.csv:5: column verdict"), "{e}");
+    rows[3].verdict = "rejected: local memory".into();
+    write_csv(&p, &rows).unwrap();
+    assert_eq!(read_resources(&p).unwrap().len(), rows.len());
+    rows[4].candidates = "decode.nope".into();
+    write_csv(&p, &rows).unwrap();
+    assert!(err_of(read_resources(&p)).contains("resources.csv:6: column candidates: unknown candidate"));
 }

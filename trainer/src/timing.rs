@@ -28,6 +28,41 @@ impl Mode {
     }
 }
 
+/// Command-line options shared by every GPU timing command (bench, sweep).
+#[derive(clap::Args, Debug, Clone)]
+pub struct GpuTimingArgs {
+    /// Codebooks (default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub codebooks: Vec<vnni_kernels::Codebook>,
+    /// Timing modes.
+    #[arg(long, value_delimiter = ',', default_value = "eager,graph")]
+    pub modes: Vec<String>,
+    #[arg(long, default_value_t = 12)]
+    pub samples: usize,
+    #[arg(long, default_value_t = 2)]
+    pub warmups: usize,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+    /// Cubin cache directory.
+    #[arg(long)]
+    pub cache: Option<std::path::PathBuf>,
+}
+
+impl GpuTimingArgs {
+    pub fn codebooks(&self) -> Vec<vnni_kernels::Codebook> {
+        if self.codebooks.is_empty() {
+            vnni_kernels::Codebook::ALL.to_vec()
+        } else {
+            self.codebooks.clone()
+        }
+    }
+
+    pub fn protocol(&self) -> Protocol {
+        Protocol { warmups: self.warmups, samples: self.samples, ..Protocol::default() }
+    }
+}
+
 /// `eager`/`graph` names from the command line.
 pub fn parse_modes(names: &[String]) -> anyhow::Result<Vec<Mode>> {
     names

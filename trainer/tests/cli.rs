@@ -1,11 +1,7 @@
 //! The binary's commands, run as a user runs them.
 
-use std::process::Command;
-
-fn vnni(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch")).args(args).output().unwrap();
-    (out.status.success(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
-}
+mod common;
+use common::vnni;
 
 #[test]
 fn formats_json_lists_ten_formats_seven_codebooks_three_alias_groups() {

@@ -1,17 +1,13 @@
 //! `vnni-dispatch inventory` as a user runs it, including `import` of a GGUF file written by
 //! gguf-py (the reader walks its real header, metadata and tensor table).
 
-use std::process::Command;
+mod common;
+use common::vnni;
 
 use vnni_corpus::gguf;
 use vnni_corpus::inventory::Inventory;
 use vnni_kernels::SourceFormat;
 use vnni_tests::{python_with, run_python, workspace_root};
-
-fn vnni(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch")).args(args).env("RUST_BACKTRACE", "0").output().unwrap();
-    (out.status.success(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
-}
 
 #[test]
 fn inventory_prints_plans_and_digests() {

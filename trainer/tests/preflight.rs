@@ -2,12 +2,8 @@
 //! without a GPU, and none uses local memory (stack or spills). Needs libnvrtc (the
 //! nvidia-cuda-nvrtc wheel that scripts/test.sh installs); under CI its absence fails.
 
-use std::process::Command;
-
-fn vnni(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch")).args(args).env("RUST_BACKTRACE", "0").output().unwrap();
-    (out.status.success(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
-}
+mod common;
+use common::vnni;
 
 fn in_ci() -> bool {
     std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0")

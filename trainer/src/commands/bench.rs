@@ -9,14 +9,13 @@ use vnni_corpus::schema::hex_f64;
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::Gpu;
 use vnni_kernels::registry::{decode_candidates, grouped_candidates};
-use vnni_kernels::Codebook;
 
 use crate::baselines::{copy_bandwidth, cublas_f16_gemv};
 use crate::cell::{best_row, run_cell, CellFixture, CellInputs, Surface, FIXTURE_SEED};
 use crate::preflight::{rejected, rows as preflight_rows};
 use crate::shapes::parse_shapes;
 use crate::stats::summarize;
-use crate::timing::{parse_modes, Mode, Protocol, Timed};
+use crate::timing::{parse_modes, GpuTimingArgs, Mode, Protocol, Timed};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -25,20 +24,8 @@ pub struct Args {
     /// N x K shapes, comma-separated.
     #[arg(long, default_value = "151936x4096,248320x5120,24576x4096,4096x12288,4096x4096")]
     shapes: String,
-    /// Codebooks (default: all).
-    #[arg(long, value_delimiter = ',')]
-    codebooks: Vec<Codebook>,
-    /// Timing modes.
-    #[arg(long, value_delimiter = ',', default_value = "eager,graph")]
-    modes: Vec<String>,
-    #[arg(long, default_value_t = 12)]
-    samples: usize,
-    #[arg(long, default_value_t = 2)]
-    warmups: usize,
-    #[arg(long, default_value_t = 0)]
-    device: usize,
-    #[arg(long)]
-    cache: Option<PathBuf>,
+    #[command(flatten)]
+    gpu: GpuTimingArgs,
     /// Shapes that also get grouped rows (M > 1) at the bpp of the best M = 1 candidate.
     #[arg(long, default_value = "151936x4096,24576x4096,4096x12288")]
     grouped_shapes: String,
@@ -119,10 +106,10 @@ fn samples_of(mode: Mode, name: &str, n: usize, k: usize, t: &Timed) -> Vec<Samp
 
 pub fn run(args: &Args) -> Result<()> {
     let shapes = parse_shapes(&args.shapes)?;
-    let codebooks = if args.codebooks.is_empty() { Codebook::ALL.to_vec() } else { args.codebooks.clone() };
-    let modes = parse_modes(&args.modes)?;
-    let protocol = Protocol { warmups: args.warmups, samples: args.samples, ..Protocol::default() };
-    let gpu = Gpu::open(args.device, args.cache.as_deref()).context("opening the CUDA device")?;
+    let codebooks = args.gpu.codebooks();
+    let modes = parse_modes(&args.gpu.modes)?;
+    let protocol = args.gpu.protocol();
+    let gpu = Gpu::open(args.gpu.device, args.gpu.cache.as_deref()).context("opening the CUDA device")?;
     eprintln!(
         "device {} ({}, {} SMs, L2 {} MiB, driver {})",
         gpu.info.name,

@@ -19,7 +19,7 @@ use crate::baselines::copy_bandwidth;
 use crate::cell::{best_row, run_cell, CellFixture, CellInputs, Surface, FIXTURE_SEED};
 use crate::preflight::{rejected, rows as preflight_rows};
 use crate::shapes::parse_shapes;
-use crate::timing::{parse_modes, Mode, Protocol};
+use crate::timing::{parse_modes, GpuTimingArgs, Mode};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -28,18 +28,8 @@ pub struct Args {
     /// N x K shapes, comma-separated (the small built-in inventory by default).
     #[arg(long, default_value = "4096x4096,4096x12288,12288x4096,24576x4096,151936x4096")]
     shapes: String,
-    #[arg(long, value_delimiter = ',')]
-    codebooks: Vec<Codebook>,
-    #[arg(long, value_delimiter = ',', default_value = "eager,graph")]
-    modes: Vec<String>,
-    #[arg(long, default_value_t = 12)]
-    samples: usize,
-    #[arg(long, default_value_t = 2)]
-    warmups: usize,
-    #[arg(long, default_value_t = 0)]
-    device: usize,
-    #[arg(long)]
-    cache: Option<PathBuf>,
+    #[command(flatten)]
+    gpu: GpuTimingArgs,
     #[arg(long, default_value = "target/sweep")]
     out: PathBuf,
 }
@@ -68,10 +58,10 @@ fn cell_paths(out: &Path, cb: Codebook, n: usize, k: usize) -> (PathBuf, PathBuf
 
 pub fn run(args: &Args) -> Result<()> {
     let shapes = parse_shapes(&args.shapes)?;
-    let codebooks = if args.codebooks.is_empty() { Codebook::ALL.to_vec() } else { args.codebooks.clone() };
-    let modes = parse_modes(&args.modes)?;
-    let protocol = Protocol { warmups: args.warmups, samples: args.samples, ..Protocol::default() };
-    let gpu = Gpu::open(args.device, args.cache.as_deref()).context("opening the CUDA device")?;
+    let codebooks = args.gpu.codebooks();
+    let modes = parse_modes(&args.gpu.modes)?;
+    let protocol = args.gpu.protocol();
+    let gpu = Gpu::open(args.gpu.device, args.gpu.cache.as_deref()).context("opening the CUDA device")?;
     let plan = Plan {
         surface: "decode_m1+grouped",
         backend: &args.backend,
@@ -79,9 +69,9 @@ pub fn run(args: &Args) -> Result<()> {
         device: &gpu.info.name,
         shapes: &shapes,
         codebooks: codebooks.iter().map(|c| c.name()).collect(),
-        modes: &args.modes,
-        warmups: args.warmups,
-        samples: args.samples,
+        modes: &args.gpu.modes,
+        warmups: args.gpu.warmups,
+        samples: args.gpu.samples,
         registry_digest: registry_digest(),
         kernel_source_digest: kernel_source_digest(),
     };
