@@ -170,7 +170,12 @@ pub fn read_resources(path: &Path) -> Result<Vec<ResourceRow>, ReadError> {
             return Err(row_err(path, line, "verdict", "uses local memory or has zero occupancy but is marked ok"));
         }
         if r.verdict != "ok" && !r.verdict.starts_with("rejected: ") {
-            return Err(row_err(path, line, "verdict", format!("{:?} is neither `ok` nor `rejected: <why>`", r.verdict)));
+            return Err(row_err(
+                path,
+                line,
+                "verdict",
+                format!("{:?} is neither `ok` nor `rejected: <why>`", r.verdict),
+            ));
         }
         for id in r.candidates.split(';').filter(|s| !s.is_empty()) {
             if !known_candidate(id) {

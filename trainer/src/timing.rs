@@ -63,6 +63,34 @@ impl GpuTimingArgs {
     }
 }
 
+/// What every GPU timing command starts from: the device, its preflight verdicts and the
+/// parsed timing options.
+pub struct GpuSession {
+    pub gpu: Gpu,
+    pub codebooks: Vec<vnni_kernels::Codebook>,
+    pub modes: Vec<Mode>,
+    pub protocol: Protocol,
+    /// On-device preflight rows of every registry kernel.
+    pub resources: Vec<vnni_corpus::ResourceRow>,
+    /// Kernels preflight rejected (symbol -> why): never timed.
+    pub rejected: std::collections::BTreeMap<String, String>,
+}
+
+impl GpuTimingArgs {
+    /// Open the device and run the on-device preflight once.
+    pub fn open(&self) -> anyhow::Result<GpuSession> {
+        use anyhow::Context;
+        let modes = parse_modes(&self.modes)?;
+        let gpu = Gpu::open(self.device, self.cache.as_deref()).context("opening the CUDA device")?;
+        let resources = crate::preflight::rows(&gpu.info.arch, &gpu.static_resources, Some(&gpu))?;
+        let rejected = crate::preflight::rejected(&resources);
+        for (k, why) in &rejected {
+            eprintln!("preflight rejected {k}: {why}");
+        }
+        Ok(GpuSession { codebooks: self.codebooks(), modes, protocol: self.protocol(), gpu, resources, rejected })
+    }
+}
+
 /// `eager`/`graph` names from the command line.
 pub fn parse_modes(names: &[String]) -> anyhow::Result<Vec<Mode>> {
     names

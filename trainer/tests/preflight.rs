@@ -13,16 +13,9 @@ fn in_ci() -> bool {
 fn static_preflight_compiles_every_kernel_for_sm90_without_spills() {
     let dir = std::env::temp_dir().join(format!("vnni-preflight-{}", std::process::id()));
     let out = dir.join("resources.csv");
-    let (ok, stdout, stderr) = vnni(&[
-        "preflight",
-        "--static",
-        "--arch",
-        "sm_90",
-        "--out",
-        out.to_str().unwrap(),
-        "--cache",
-        dir.join("cache").to_str().unwrap(),
-    ]);
+    let (out_s, cache_s) = (out.to_str().unwrap().to_string(), dir.join("cache").to_str().unwrap().to_string());
+    let args = ["preflight", "--static", "--arch", "sm_90", "--out", out_s.as_str(), "--cache", cache_s.as_str()];
+    let (ok, stdout, stderr) = vnni(&args);
     if !ok && stderr.contains("libnvrtc (NVRTC) is not available") {
         assert!(
             !in_ci(),
@@ -32,29 +25,17 @@ fn static_preflight_compiles_every_kernel_for_sm90_without_spills() {
         return;
     }
     assert!(ok, "static preflight failed:\n{stdout}\n{stderr}");
-    let text = std::fs::read_to_string(&out).unwrap();
-    let mut rows = csv::Reader::from_reader(text.as_bytes());
-    let headers = rows.headers().unwrap().clone();
-    let col = |name: &str| headers.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name}"));
-    let (kernel, verdict, regs, spills) = (col("kernel"), col("verdict"), col("registers"), col("spill_store_bytes"));
-    let records: Vec<csv::StringRecord> = rows.records().map(Result::unwrap).collect();
-    assert_eq!(records.len(), vnni_kernels::registry::kernel_specs().len(), "one row per registry kernel");
-    for r in &records {
-        assert_eq!(&r[verdict], "ok", "{} rejected", &r[kernel]);
-        assert_eq!(&r[spills], "0", "{} spills", &r[kernel]);
-        assert!(r[regs].parse::<u32>().unwrap() > 0, "{}: no ptxas register line", &r[kernel]);
+    // The validating reader also checks verdicts against the numbers and candidate ids.
+    let rows = vnni_corpus::read::read_resources(&out).unwrap();
+    assert_eq!(rows.len(), vnni_kernels::registry::kernel_specs().len(), "one row per registry kernel");
+    for r in &rows {
+        assert_eq!(r.verdict, "ok", "{} rejected", r.kernel);
+        assert_eq!(r.spill_store_bytes, 0, "{} spills", r.kernel);
+        assert!(r.registers > 0, "{}: no ptxas register line", r.kernel);
     }
+    let text = std::fs::read_to_string(&out).unwrap();
     // The second run comes from the cubin cache and must describe the same kernels.
-    let (ok, again, _) = vnni(&[
-        "preflight",
-        "--static",
-        "--arch",
-        "sm_90",
-        "--out",
-        out.to_str().unwrap(),
-        "--cache",
-        dir.join("cache").to_str().unwrap(),
-    ]);
+    let (ok, again, _) = vnni(&args);
     assert!(ok);
     assert_eq!(again, stdout);
     assert_eq!(std::fs::read_to_string(&out).unwrap(), text);

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use vnni_corpus::schema::hex_f64;
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::Gpu;
@@ -12,10 +12,9 @@ use vnni_kernels::registry::{decode_candidates, grouped_candidates};
 
 use crate::baselines::{copy_bandwidth, cublas_f16_gemv};
 use crate::cell::{best_row, run_cell, CellFixture, CellInputs, Surface, FIXTURE_SEED};
-use crate::preflight::{rejected, rows as preflight_rows};
 use crate::shapes::parse_shapes;
 use crate::stats::summarize;
-use crate::timing::{parse_modes, GpuTimingArgs, Mode, Protocol, Timed};
+use crate::timing::{GpuSession, GpuTimingArgs, Mode, Protocol, Timed};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -106,10 +105,7 @@ fn samples_of(mode: Mode, name: &str, n: usize, k: usize, t: &Timed) -> Vec<Samp
 
 pub fn run(args: &Args) -> Result<()> {
     let shapes = parse_shapes(&args.shapes)?;
-    let codebooks = args.gpu.codebooks();
-    let modes = parse_modes(&args.gpu.modes)?;
-    let protocol = args.gpu.protocol();
-    let gpu = Gpu::open(args.gpu.device, args.gpu.cache.as_deref()).context("opening the CUDA device")?;
+    let GpuSession { gpu, codebooks, modes, protocol, resources, rejected } = args.gpu.open()?;
     eprintln!(
         "device {} ({}, {} SMs, L2 {} MiB, driver {})",
         gpu.info.name,
@@ -118,11 +114,6 @@ pub fn run(args: &Args) -> Result<()> {
         gpu.info.l2_bytes >> 20,
         gpu.info.driver_version
     );
-    let resources = preflight_rows(&gpu.info.arch, &gpu.static_resources, Some(&gpu))?;
-    let rejected = rejected(&resources);
-    for (k, why) in &rejected {
-        eprintln!("preflight rejected {k}: {why}");
-    }
 
     let mut rows: Vec<TimingRow> = Vec::new();
     let mut samples: Vec<SampleRow> = Vec::new();

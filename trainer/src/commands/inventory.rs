@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use vnni_corpus::inventory::{import_toml, Inventory};
 
 #[derive(clap::Args)]
@@ -84,9 +84,7 @@ fn import(args: &Args, model: &std::path::Path, family: Option<&str>) -> Result<
     if out.exists() {
         bail!("{} exists; delete it first to re-import", out.display());
     }
-    let tmp = out.with_extension("inprogress");
-    std::fs::write(&tmp, &text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &out)?;
+    vnni_corpus::write_bytes(&out, text.as_bytes())?;
     // The whole inventory must still load (unique names, partitions disjoint).
     if let Err(e) = Inventory::load(&args.dir) {
         let _ = std::fs::remove_file(&out);

@@ -6,20 +6,18 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use serde::Serialize;
 use vnni_corpus::read::{read_samples, read_timing};
 use vnni_corpus::{SampleRow, TimingRow};
-use vnni_kernels::cuda::device::Gpu;
 use vnni_kernels::cuda::source::kernel_source_digest;
 use vnni_kernels::registry::{decode_candidates, grouped_candidates, registry_digest, GROUPED_M};
 use vnni_kernels::Codebook;
 
 use crate::baselines::copy_bandwidth;
 use crate::cell::{best_row, run_cell, CellFixture, CellInputs, Surface, FIXTURE_SEED};
-use crate::preflight::{rejected, rows as preflight_rows};
 use crate::shapes::parse_shapes;
-use crate::timing::{parse_modes, GpuTimingArgs, Mode};
+use crate::timing::{GpuSession, GpuTimingArgs, Mode};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -58,10 +56,7 @@ fn cell_paths(out: &Path, cb: Codebook, n: usize, k: usize) -> (PathBuf, PathBuf
 
 pub fn run(args: &Args) -> Result<()> {
     let shapes = parse_shapes(&args.shapes)?;
-    let codebooks = args.gpu.codebooks();
-    let modes = parse_modes(&args.gpu.modes)?;
-    let protocol = args.gpu.protocol();
-    let gpu = Gpu::open(args.gpu.device, args.gpu.cache.as_deref()).context("opening the CUDA device")?;
+    let GpuSession { gpu, codebooks, modes, protocol, resources, rejected } = args.gpu.open()?;
     let plan = Plan {
         surface: "decode_m1+grouped",
         backend: &args.backend,
@@ -83,16 +78,9 @@ pub fn run(args: &Args) -> Result<()> {
             plan_path.display()
         ),
         Ok(_) => {}
-        Err(_) => {
-            std::fs::create_dir_all(&args.out)?;
-            let tmp = plan_path.with_extension("inprogress");
-            std::fs::write(&tmp, &plan_json)?;
-            std::fs::rename(&tmp, &plan_path)?;
-        }
+        Err(_) => vnni_corpus::write_bytes(&plan_path, plan_json.as_bytes())?,
     }
-    let resources = preflight_rows(&gpu.info.arch, &gpu.static_resources, Some(&gpu))?;
     vnni_corpus::write_csv(&args.out.join("resources.csv"), &resources)?;
-    let rejected = rejected(&resources);
     let (copy_gbps, ..) = copy_bandwidth(&gpu, &protocol)?;
     let candidates = decode_candidates();
     let grouped = grouped_candidates();
