@@ -362,7 +362,7 @@ pub fn glob(pattern: &str, name: &str) -> bool {
 }
 
 /// One geometry of a plan: every format and name that maps to it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanShape {
     pub n: usize,
     pub k: usize,
@@ -374,7 +374,7 @@ pub struct PlanShape {
 
 /// A resolved profile. Its canonical JSON (field order fixed, shapes sorted by (N, K), formats
 /// in registry order) is the same on every machine, and so is its digest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
     pub profile: String,
     pub m: Vec<usize>,

@@ -1,7 +1,8 @@
-//! vnni-corpus: the owner of every file format of the project. Today: the row schemas
-//! the sweep and bench write (aggregate timing rows, raw samples, kernel resources) and
-//! atomic CSV publication. The inventory, cell store and sealing come with the corpus issue.
+//! vnni-corpus: the owner of every file format of the project: the shape inventory and
+//! profiles, GGUF tensor tables, row schemas and their validating readers, atomic
+//! publication, the collection plan and cell store, and sealed corpus bundles.
 
+pub mod collection;
 pub mod gguf;
 pub mod inventory;
 pub mod provenance;

@@ -106,7 +106,10 @@ pub fn read_timing(path: &Path) -> Result<Vec<TimingRow>, ReadError> {
         if r.mismatches > 0 && r.eligible {
             return Err(row_err(path, line, "eligible", "a row with mismatches cannot be eligible"));
         }
-        let key = format!("{}|{}|{}|{}|{}|{}|{}|{}", r.backend, r.arch, r.mode, r.codebook, r.m, r.n, r.k, r.candidate);
+        let key = format!(
+            "{}|{}|{}|{}|{}|{}|{}|{}|{}",
+            r.backend, r.arch, r.mode, r.source_format, r.codebook, r.m, r.n, r.k, r.candidate
+        );
         check_unique(&mut seen, key, path, line, "candidate", "key")?;
         out.push(r);
     }
@@ -126,7 +129,8 @@ pub fn read_samples(path: &Path) -> Result<Vec<SampleRow>, ReadError> {
                 return Err(row_err(path, line, "latency_us_hex", format!("{:?} is not a hex float", r.latency_us_hex)))
             }
         }
-        let key = format!("{}|{}|{}|{}|{}|{}|{}", r.mode, r.codebook, r.m, r.n, r.k, r.candidate, r.round);
+        let key =
+            format!("{}|{}|{}|{}|{}|{}|{}|{}", r.mode, r.source_format, r.codebook, r.m, r.n, r.k, r.candidate, r.round);
         check_unique(&mut seen, key, path, line, "round", "sample")?;
         out.push(r);
     }

@@ -34,6 +34,8 @@ pub struct TimingRow {
     pub device: String,
     /// `eager` or `graph`.
     pub mode: String,
+    /// The GGUF source format whose packed weights were measured (aliases share a codebook).
+    pub source_format: String,
     pub codebook: String,
     pub m: usize,
     pub n: usize,
@@ -72,6 +74,7 @@ pub struct TimingRow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SampleRow {
     pub mode: String,
+    pub source_format: String,
     pub codebook: String,
     pub m: usize,
     pub n: usize,

@@ -142,6 +142,13 @@ impl Identity {
     }
 }
 
+/// One inventory source file and its digest (so a corpus says which inventory text made it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceFile {
+    pub path: String,
+    pub sha256: String,
+}
+
 /// What a seal records besides the payloads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SealInputs {
@@ -149,6 +156,8 @@ pub struct SealInputs {
     pub arch: String,
     pub profile: String,
     pub inventory_digest: String,
+    /// The inventory files the profile was resolved from.
+    pub inventory_sources: Vec<SourceFile>,
     pub registry_digest: String,
     pub arguments_digest: String,
     pub build: BuildIdentity,

@@ -29,7 +29,7 @@ pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), WriteError
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
-    let tmp = path.with_extension("inprogress");
+    let tmp = in_progress(path);
     {
         let file = std::fs::File::create(&tmp).map_err(io)?;
         let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
@@ -51,13 +51,21 @@ pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), WriteError
     Ok(())
 }
 
+/// The temporary name of `path` while it is written: the whole name plus `.inprogress`, so
+/// two payloads never share one and sealing recognizes leftovers.
+pub fn in_progress(path: &Path) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".inprogress");
+    path.with_file_name(name)
+}
+
 /// Write bytes to `path` atomically (temp file, fsync, rename).
 pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let io = |source| WriteError::Io { path: path.to_path_buf(), source };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
-    let tmp = path.with_extension("inprogress");
+    let tmp = in_progress(path);
     let mut f = std::fs::File::create(&tmp).map_err(io)?;
     f.write_all(bytes).map_err(io)?;
     f.sync_all().map_err(io)?;

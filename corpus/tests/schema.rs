@@ -19,6 +19,7 @@ fn tmp(name: &str) -> PathBuf {
 
 fn timing(candidate: &str, n: usize, median: f64) -> TimingRow {
     TimingRow {
+        source_format: "Q4_0".into(),
         backend: "cuda".into(),
         arch: "sm_90".into(),
         device: "NVIDIA H200".into(),
@@ -55,6 +56,7 @@ fn timing(candidate: &str, n: usize, median: f64) -> TimingRow {
 
 fn sample(round: usize, v: f64) -> SampleRow {
     SampleRow {
+        source_format: "Q4_0".into(),
         mode: "graph".into(),
         codebook: "s4".into(),
         m: 1,

@@ -24,6 +24,7 @@ fn inputs() -> SealInputs {
         arch: "x86_64".into(),
         profile: "family-smoke".into(),
         inventory_digest: "inv1".into(),
+        inventory_sources: vec![vnni_corpus::seal::SourceFile { path: "models.toml".into(), sha256: "00".into() }],
         registry_digest: "reg1".into(),
         arguments_digest: "args1".into(),
         build: BuildIdentity {

@@ -37,6 +37,8 @@ pub enum ShapeError {
     NonFiniteActivation { row: usize, col: usize, value: f32 },
     #[error("column {col} is out of range for N = {n}")]
     ColumnOutOfRange { col: usize, n: usize },
+    #[error("candidate {candidate} cannot run {n} x {k} here: {why}")]
+    Illegal { candidate: String, n: usize, k: usize, why: &'static str },
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -7,12 +7,14 @@
 //! - [`contract`]: the canonical arithmetic contract (the one Rust copy).
 //! - [`activation`]: activation quantization.
 //! - [`reference`]: the canonical CPU reference GEMV/GEMM for any bpp.
+//! - [`cpu`]: the CPU backend's kernels (row tiles, K partitions, grouped rows).
 //! - [`fixture`]: deterministic O(bytes) fixtures.
 
 pub mod activation;
 pub mod codebook;
 pub mod codec;
 pub mod contract;
+pub mod cpu;
 pub mod cuda;
 mod error;
 pub mod fixture;

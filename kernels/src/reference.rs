@@ -12,7 +12,7 @@ use crate::packed::PackedMatrix;
 use crate::{Codebook, ShapeError};
 
 /// Columns per parallel task.
-const TILE: usize = 64;
+pub const TILE: usize = 64;
 
 /// The full product, `f32 [M][N]`.
 pub fn gemm(w: &PackedMatrix, a: &QuantizedActivations, bpp: usize) -> Result<Vec<f32>, ShapeError> {
@@ -28,6 +28,18 @@ pub fn gemm_columns(
     bpp: usize,
     columns: &[usize],
 ) -> Result<Vec<f32>, ShapeError> {
+    gemm_tiled(w, a, bpp, columns, TILE)
+}
+
+/// [`gemm_columns`] with `tile` columns per parallel task (the CPU backend's row-tile
+/// families differ only in this).
+pub fn gemm_tiled(
+    w: &PackedMatrix,
+    a: &QuantizedActivations,
+    bpp: usize,
+    columns: &[usize],
+    tile_width: usize,
+) -> Result<Vec<f32>, ShapeError> {
     if bpp == 0 {
         return Err(ShapeError::ZeroBpp);
     }
@@ -38,24 +50,25 @@ pub fn gemm_columns(
         return Err(ShapeError::ColumnOutOfRange { col, n: w.n });
     }
     let m = a.m;
+    let tile_width = tile_width.max(1);
     // Column-major while computing ([cols][M]) so each task owns a contiguous slice.
     let mut by_column = vec![0f32; columns.len() * m];
-    by_column.par_chunks_mut(TILE * m).zip(columns.par_chunks(TILE)).for_each(|(out, cols)| {
-        macro_rules! run {
-            ($decode:expr) => {
-                tile(w, a, bpp, cols, out, $decode)
-            };
-        }
-        match w.codebook {
-            Codebook::S4 => run!(decode_s4),
-            Codebook::Nl4 => run!(decode_nl4),
-            Codebook::U4 => run!(decode_u4),
-            Codebook::S5 => run!(decode_s5),
-            Codebook::U5 => run!(decode_u5),
-            Codebook::S6d => run!(decode_s6d),
-            Codebook::S8 => run!(decode_s8),
+    by_column.par_chunks_mut(tile_width * m).zip(columns.par_chunks(tile_width)).for_each(|(out, cols)| {
+        let kblk = w.kblk();
+        let mut acc = vec![0f32; out.len()];
+        for p in 0..partition_count(kblk, bpp) {
+            partition_sums(w, a, partition_range(kblk, bpp, p), cols, &mut acc);
+            // Partitions fold in ascending order starting from the first (not from 0.0).
+            if p == 0 {
+                out.copy_from_slice(&acc);
+            } else {
+                out.iter_mut().zip(&acc).for_each(|(y, &part)| *y += part);
+            }
         }
     });
+    if m == 1 {
+        return Ok(by_column);
+    }
     let mut y = vec![0f32; m * columns.len()];
     for (c, col) in by_column.chunks_exact(m.max(1)).enumerate() {
         for (r, &v) in col.iter().enumerate() {
@@ -65,39 +78,54 @@ pub fn gemm_columns(
     Ok(y)
 }
 
-/// One tile of columns; `out` is `[cols][M]`. Generic over the decode function so each
-/// codebook gets its own inlined loop.
-fn tile(
+/// One partition's sums for a tile of columns: `acc[cols][M]`, each folded from +0.0 over
+/// `blocks` in ascending order.
+pub fn partition_sums(
     w: &PackedMatrix,
     a: &QuantizedActivations,
-    bpp: usize,
+    blocks: std::ops::Range<usize>,
     cols: &[usize],
-    out: &mut [f32],
+    acc: &mut [f32],
+) {
+    macro_rules! run {
+        ($decode:expr) => {
+            partition_sums_with(w, a, blocks, cols, acc, $decode)
+        };
+    }
+    match w.codebook {
+        Codebook::S4 => run!(decode_s4),
+        Codebook::Nl4 => run!(decode_nl4),
+        Codebook::U4 => run!(decode_u4),
+        Codebook::S5 => run!(decode_s5),
+        Codebook::U5 => run!(decode_u5),
+        Codebook::S6d => run!(decode_s6d),
+        Codebook::S8 => run!(decode_s8),
+    }
+}
+
+/// Generic over the decode function so each codebook gets its own inlined loop.
+fn partition_sums_with(
+    w: &PackedMatrix,
+    a: &QuantizedActivations,
+    blocks: std::ops::Range<usize>,
+    cols: &[usize],
+    acc: &mut [f32],
     decode: impl Fn(&[u8]) -> [i8; 32],
 ) {
     let (m, kblk) = (a.m, w.kblk());
     let rule: ScaleRule = w.codebook.scale_rule();
-    let mut acc = vec![0f32; out.len()];
-    for p in 0..partition_count(kblk, bpp) {
-        acc.fill(0.0);
-        for b in partition_range(kblk, bpp, p) {
-            for (ci, &n) in cols.iter().enumerate() {
-                let values = decode(w.payload_at(b, n));
-                let (scale, second) = w.scales_at(b, n);
-                for r in 0..m {
-                    let ab = r * kblk + b;
-                    let dots = BlockDots::compute(&values, &a.q[ab * 32..ab * 32 + 32], a.sum[ab]);
-                    let c = block_contribution(rule, a.d[ab], scale, second, dots);
-                    let slot = &mut acc[ci * m + r];
-                    *slot = fold_partition(*slot, c);
-                }
+    acc.fill(0.0);
+    for b in blocks {
+        for (ci, &n) in cols.iter().enumerate() {
+            let values = decode(w.payload_at(b, n));
+            let (scale, second) = w.scales_at(b, n);
+            for r in 0..m {
+                let ab = r * kblk + b;
+                let dots = BlockDots::compute(&values, &a.q[ab * 32..ab * 32 + 32], a.sum[ab]);
+                let c = block_contribution(rule, a.d[ab], scale, second, dots);
+                let slot = &mut acc[ci * m + r];
+                *slot = fold_partition(*slot, c);
             }
-        }
-        // Partitions fold in ascending order starting from the first (not from 0.0).
-        if p == 0 {
-            out.copy_from_slice(&acc);
-        } else {
-            out.iter_mut().zip(&acc).for_each(|(y, &part)| *y += part);
         }
     }
 }

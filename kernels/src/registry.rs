@@ -7,6 +7,25 @@ use sha2::{Digest, Sha256};
 
 use crate::Codebook;
 
+/// Where a candidate runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// CUDA kernels compiled by NVRTC (`kernels/cuda/`).
+    Cuda,
+    /// rayon kernels on the host (`cpu.rs`), the same contract.
+    Cpu,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Cuda => "cuda",
+            Backend::Cpu => "cpu",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Surface {
@@ -20,14 +39,17 @@ pub enum Surface {
 #[serde(rename_all = "snake_case")]
 pub enum Family {
     /// One CTA column tile walks all of K (bpp = KBLK); tiles 128..512, 1-4 columns per thread.
+    /// CPU: one task per column tile, all of K.
     Wide,
     /// The wide arithmetic with small tiles (32, 64 columns) for narrow N.
     Direct,
     /// Grid of N-tiles x KB partitions writing partials, then an ordered reduce kernel.
+    /// CPU: one task per (tile, partition), then the ordered fold.
     Kpar,
     /// Columns x partitions threads in one CTA, CTA-local ordered fold, one launch.
     FusedKpar,
     /// Grouped: each weight block decoded once, streamed against R rows with dp4a.
+    /// CPU: one task per column tile, every block decoded once for all M rows.
     Rows,
     /// Grouped: int8 `mma.sync m16n8k32` tiles (16 columns x 8 rows x one K-block, weights
     /// as the 16-row operand) give the exact per-block dots, then the same per-block contract.
@@ -52,6 +74,7 @@ pub enum KbRule {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Candidate {
     pub id: String,
+    pub backend: Backend,
     pub surface: Surface,
     pub family: Family,
     /// Columns per CTA.
@@ -161,7 +184,9 @@ impl Candidate {
         true
     }
 
+    /// The CUDA kernel this candidate launches for `codebook` (CPU candidates have none).
     pub fn kernel(&self, codebook: Codebook) -> KernelSpec {
+        debug_assert_eq!(self.backend, Backend::Cuda, "{} is not a CUDA candidate", self.id);
         match self.family {
             Family::FusedKpar => KernelSpec::Fused { codebook, columns: self.tile },
             Family::Rows => KernelSpec::GroupedRows { codebook, rows: self.rows },
@@ -172,12 +197,17 @@ impl Candidate {
         }
     }
 
+    /// The partition cap besides KBLK (fused kernels: one thread column per partition).
+    pub fn max_kb(&self) -> Option<usize> {
+        match self.family {
+            Family::FusedKpar => Some((MAX_THREADS / self.tile) as usize),
+            _ => None,
+        }
+    }
+
     /// The partition cap of this candidate for `kblk` K-blocks.
     fn kb_cap(&self, kblk: usize) -> usize {
-        match self.family {
-            Family::FusedKpar => kblk.min((MAX_THREADS / self.tile) as usize),
-            _ => kblk,
-        }
+        self.max_kb().map_or(kblk, |c| c.min(kblk))
     }
 
     /// Derive bpp and the launch geometry for N x K on a device with `sms` multiprocessors;
@@ -229,7 +259,7 @@ fn candidate(family: Family, tile: u32, cpt: u32, kb: KbRule) -> Candidate {
         KbRule::Waves(w) => format!("{base}.waves{w}"),
         KbRule::Inherited => base,
     };
-    Candidate { id, surface: Surface::Decode, family, tile, cpt, rows: 1, kb }
+    Candidate { id, backend: Backend::Cuda, surface: Surface::Decode, family, tile, cpt, rows: 1, kb }
 }
 
 /// Every grouped (M = 2..16, 31) candidate, in registry order.
@@ -238,6 +268,7 @@ pub fn grouped_candidates() -> Vec<Candidate> {
         .into_iter()
         .map(|r| Candidate {
             id: format!("grouped.rows.r{r}"),
+            backend: Backend::Cuda,
             surface: Surface::Grouped,
             family: Family::Rows,
             tile: GROUPED_THREADS,
@@ -248,6 +279,7 @@ pub fn grouped_candidates() -> Vec<Candidate> {
         .collect();
     out.push(Candidate {
         id: "grouped.mma16".into(),
+        backend: Backend::Cuda,
         surface: Surface::Grouped,
         family: Family::Mma16,
         tile: GROUPED_THREADS / 32 * 16,
@@ -291,10 +323,68 @@ pub fn decode_candidates() -> Vec<Candidate> {
     out
 }
 
-/// All candidates of every surface.
+/// The CPU backend's decode candidates: row tiles over N with all of K (`wide`), and K
+/// partitions with an ordered fold (`kpar`, literal KB or the waves formula with
+/// units = worker threads). Tiles are columns per rayon task.
+pub fn cpu_decode_candidates() -> Vec<Candidate> {
+    let cpu = |family: Family, tile: u32, kb: KbRule| {
+        let base = match family {
+            Family::Wide => format!("cpu.decode.wide.t{tile}"),
+            _ => format!("cpu.decode.kpar.t{tile}"),
+        };
+        let id = match kb {
+            KbRule::Literal(k) => format!("{base}.kb{k}"),
+            KbRule::Waves(w) => format!("{base}.waves{w}"),
+            _ => base,
+        };
+        Candidate { id, backend: Backend::Cpu, surface: Surface::Decode, family, tile, cpt: 1, rows: 1, kb }
+    };
+    let mut out = Vec::new();
+    for tile in [16, 64, 256] {
+        out.push(cpu(Family::Wide, tile, KbRule::Wide));
+    }
+    for kb in [2, 4] {
+        out.push(cpu(Family::Kpar, 64, KbRule::Literal(kb)));
+    }
+    for (tile, waves) in [(16, 1), (64, 1), (64, 2)] {
+        out.push(cpu(Family::Kpar, tile, KbRule::Waves(waves)));
+    }
+    out
+}
+
+/// The CPU backend's grouped candidates: column tiles, each weight block decoded once for all rows.
+pub fn cpu_grouped_candidates() -> Vec<Candidate> {
+    [16, 64]
+        .into_iter()
+        .map(|tile| Candidate {
+            id: format!("cpu.grouped.rows.t{tile}"),
+            backend: Backend::Cpu,
+            surface: Surface::Grouped,
+            family: Family::Rows,
+            tile,
+            cpt: 1,
+            rows: u32::MAX,
+            kb: KbRule::Inherited,
+        })
+        .collect()
+}
+
+/// The candidates of one backend and surface, in registry order.
+pub fn candidates(backend: Backend, surface: Surface) -> Vec<Candidate> {
+    match (backend, surface) {
+        (Backend::Cuda, Surface::Decode) => decode_candidates(),
+        (Backend::Cuda, Surface::Grouped) => grouped_candidates(),
+        (Backend::Cpu, Surface::Decode) => cpu_decode_candidates(),
+        (Backend::Cpu, Surface::Grouped) => cpu_grouped_candidates(),
+    }
+}
+
+/// All candidates of every backend and surface.
 pub fn all_candidates() -> Vec<Candidate> {
     let mut all = decode_candidates();
     all.extend(grouped_candidates());
+    all.extend(cpu_decode_candidates());
+    all.extend(cpu_grouped_candidates());
     all
 }
 
@@ -304,8 +394,11 @@ pub fn find(id: &str) -> Option<Candidate> {
 
 /// Every distinct kernel specialization the registry needs, sorted.
 pub fn kernel_specs() -> Vec<KernelSpec> {
-    let mut specs: Vec<KernelSpec> =
-        all_candidates().iter().flat_map(|c| Codebook::ALL.map(|cb| c.kernel(cb))).collect();
+    let mut specs: Vec<KernelSpec> = all_candidates()
+        .iter()
+        .filter(|c| c.backend == Backend::Cuda)
+        .flat_map(|c| Codebook::ALL.map(|cb| c.kernel(cb)))
+        .collect();
     specs.sort();
     specs.dedup();
     specs

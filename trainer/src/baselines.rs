@@ -11,7 +11,8 @@ use vnni_kernels::fixture::{derive_seed, splitmix64};
 
 use crate::cell::copies_for;
 use crate::stats::{summarize, Summary};
-use crate::timing::{time_candidates, Mode, Protocol, Timed};
+use crate::gpu_timing::time_candidates;
+use crate::timing::{Mode, Protocol, Timed};
 
 /// Copy bandwidth in GB/s counting bytes read plus bytes written, and its summary (us per copy).
 pub fn copy_bandwidth(gpu: &Gpu, protocol: &Protocol) -> Result<(f64, Summary, Timed, usize)> {

@@ -6,16 +6,16 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
 use cudarc::driver::CudaSlice;
-use vnni_corpus::schema::hex_f64;
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::{DeviceMatrix, Gpu};
 use vnni_kernels::fixture::{self, derive_seed, splitmix64};
 use vnni_kernels::reference::gemm_columns;
 use vnni_kernels::registry::{Candidate, Plan};
-use vnni_kernels::{quantize_activations, Codebook, PackedMatrix};
+use vnni_kernels::{quantize_activations, PackedMatrix, SourceFormat};
 
-use crate::stats::summarize;
-use crate::timing::{time_candidates, Mode, Protocol};
+use crate::gpu_timing::time_candidates;
+use crate::rows::{compare, mode_rows, CellContext, Checked};
+use crate::timing::{Mode, Protocol};
 
 /// Columns compared with the CPU reference: all of them up to this N, else a seeded sample this large.
 pub const FULL_CHECK_MAX_N: usize = 8192;
@@ -50,23 +50,31 @@ pub fn copies_for(bytes: usize, l2: usize) -> usize {
     }
 }
 
-/// Weights of one (codebook, N, K): the host matrix (for the CPU reference) and rotated
+/// The packed weights of one (source format, N, K) cell: the format's codebook, seeded by
+/// the format so aliases are measured on their own bytes.
+pub fn cell_weights(format: SourceFormat, n: usize, k: usize, seed: u64) -> Result<PackedMatrix> {
+    fixture::packed_matrix(format.codebook(), n, k, derive_seed(seed, format.name()))
+        .with_context(|| format!("fixture {format} {n}x{k}"))
+}
+
+/// Weights of one (source format, N, K): the host matrix (for the CPU reference) and rotated
 /// device copies (more than 3 x L2 touched between two uses of one copy).
 pub struct CellFixture {
+    pub format: SourceFormat,
     pub w: PackedMatrix,
     pub mats: Vec<DeviceMatrix>,
 }
 
 impl CellFixture {
-    pub fn new(gpu: &Gpu, codebook: Codebook, n: usize, k: usize, seed: u64) -> Result<Self> {
-        let w = fixture::packed_matrix(codebook, n, k, seed).with_context(|| format!("fixture {codebook} {n}x{k}"))?;
+    pub fn new(gpu: &Gpu, format: SourceFormat, n: usize, k: usize, seed: u64) -> Result<Self> {
+        let w = cell_weights(format, n, k, seed)?;
         let first = gpu.upload_matrix(&w)?;
         let copies = copies_for(first.bytes(), gpu.info.l2_bytes);
         let mut mats = vec![first];
         for _ in 1..copies {
             mats.push(gpu.duplicate_matrix(&mats[0])?);
         }
-        Ok(CellFixture { w, mats })
+        Ok(CellFixture { format, w, mats })
     }
 }
 
@@ -146,15 +154,8 @@ pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResul
     let cols = check_columns(n, derive_seed(c.seed, "columns"));
     let mut reference: BTreeMap<usize, Vec<f32>> = BTreeMap::new();
     let mut y = gpu.stream.alloc_zeros::<f32>(m * n).context("allocating outputs")?;
-    struct Run<'c> {
-        cand: &'c Candidate,
-        plan: Plan,
-        mismatches: usize,
-        first: String,
-        registers: u32,
-        occupancy: u32,
-    }
-    let mut runs: Vec<Run> = Vec::new();
+    let mut cands: Vec<(&Candidate, Plan)> = Vec::new();
+    let mut runs: Vec<Checked> = Vec::new();
     let max_ws = c.candidates.iter().filter_map(&plan_of).map(|p| p.workspace).max().unwrap_or(0);
     let mut ws = gpu.stream.alloc_zeros::<f32>(max_ws.max(1)).context("allocating the workspace")?;
     for cand in c.candidates {
@@ -179,98 +180,47 @@ pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResul
                 reference.entry(plan.bpp).or_insert(r)
             }
         };
-        let mut mismatches = 0;
-        let mut first = String::new();
-        for r in 0..m {
-            for (i, &col) in cols.iter().enumerate() {
-                let (g, want) = (got[r * n + col], want[r * cols.len() + i]);
-                if g.to_bits() != want.to_bits() {
-                    if mismatches == 0 {
-                        first = format!("row {r} col {col}: got {:#010x} want {:#010x}", g.to_bits(), want.to_bits());
-                    }
-                    mismatches += 1;
-                }
-            }
-        }
-        runs.push(Run {
-            cand,
-            plan,
+        let (mismatches, first_mismatch) = compare(&got, want, &cols, m, n);
+        runs.push(Checked {
+            id: cand.id.clone(),
+            bpp: plan.bpp,
             mismatches,
-            first,
+            first_mismatch,
             registers: res.registers as u32,
             occupancy: res.occupancy_blocks_per_sm,
         });
+        cands.push((cand, plan));
     }
 
     let mut rows = Vec::new();
     let mut samples = Vec::new();
     let eligible: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].mismatches == 0).collect();
+    let ctx = CellContext {
+        backend: "cuda",
+        arch: &gpu.info.arch,
+        device: &gpu.info.name,
+        format: fx.format,
+        m,
+        n,
+        k,
+        m1_candidate: &m1_candidate,
+        weight_bytes: mats[0].bytes(),
+        weight_copies: copies,
+        checked: cols.len(),
+        copy_gbps: c.copy_gbps,
+    };
     for &mode in c.modes {
         let protocol = Protocol { seed: derive_seed(c.seed, &format!("{cb} {m} {n} {k}")), ..c.protocol.clone() };
         let timed = if eligible.is_empty() {
             Vec::new()
         } else {
             let mut timed_launch = |i: usize, copy: usize| {
-                let r = &runs[eligible[i]];
-                launch(r.cand, &r.plan, &mats[copy], &mut y, &mut ws)
+                let (cand, plan) = &cands[eligible[i]];
+                launch(cand, plan, &mats[copy], &mut y, &mut ws)
             };
             time_candidates(gpu, mode, &protocol, eligible.len(), copies, &mut timed_launch)?
         };
-        for (ri, run) in runs.iter().enumerate() {
-            let t = eligible.iter().position(|&e| e == ri).map(|p| &timed[p]);
-            let measured = t.map(|t| t.measured()).unwrap_or_default();
-            let s = summarize(&measured);
-            let median = s.map_or(f64::NAN, |s| s.median);
-            let bytes = mats[0].bytes();
-            let gbps = bytes as f64 / (median * 1e-6) / 1e9;
-            rows.push(TimingRow {
-                backend: "cuda".into(),
-                arch: gpu.info.arch.clone(),
-                device: gpu.info.name.clone(),
-                mode: mode.name().into(),
-                codebook: cb.name().into(),
-                m,
-                n,
-                k,
-                candidate: run.cand.id.clone(),
-                m1_candidate: m1_candidate.clone(),
-                bpp: run.plan.bpp,
-                warmups: protocol.warmups,
-                samples: measured.len(),
-                replays: t.map_or(0, |t| t.replays),
-                weight_copies: copies,
-                seed: protocol.seed,
-                min_us: s.map_or(f64::NAN, |s| s.min),
-                median_us: median,
-                p95_us: s.map_or(f64::NAN, |s| s.p95),
-                mad_us: s.map_or(f64::NAN, |s| s.mad),
-                cv: s.map_or(f64::NAN, |s| s.cv),
-                weight_bytes: bytes,
-                gbps,
-                pct_copy_bw: 100.0 * gbps / c.copy_gbps,
-                checked: cols.len(),
-                mismatches: run.mismatches,
-                first_mismatch: run.first.clone(),
-                eligible: run.mismatches == 0,
-                dropped: t.is_some_and(|t| t.dropped),
-                registers: run.registers,
-                occupancy_blocks_per_sm: run.occupancy,
-            });
-            if let Some(t) = t {
-                samples.extend(t.samples.iter().map(|s| SampleRow {
-                    mode: mode.name().into(),
-                    codebook: cb.name().into(),
-                    m,
-                    n,
-                    k,
-                    candidate: run.cand.id.clone(),
-                    round: s.round,
-                    order: s.order,
-                    warmup: s.warmup,
-                    latency_us_hex: hex_f64(s.latency_us),
-                }));
-            }
-        }
+        mode_rows(&ctx, mode, &protocol, &runs, &eligible, &timed, &mut rows, &mut samples);
     }
     Ok(CellResult { rows, samples })
 }
@@ -285,4 +235,27 @@ pub fn best_row<'r>(rows: &'r [TimingRow], mode: &str) -> Option<&'r TimingRow> 
             _ => Some(r),
         },
     )
+}
+
+/// One sweep cell on the GPU: every decode candidate at M = 1, then the grouped candidates at
+/// each M >= 2 of `m_values` with the bpp of the fastest eligible graph-mode (else eager)
+/// decode candidate (what the policy would pick), in every mode.
+pub fn sweep_cell(
+    gpu: &Gpu,
+    fx: &CellFixture,
+    inputs: &CellInputs,
+    grouped: &[Candidate],
+    m_values: &[usize],
+) -> Result<CellResult> {
+    let mut cell = run_cell(gpu, fx, inputs)?;
+    let best = best_row(&cell.rows, Mode::Graph.name()).or_else(|| best_row(&cell.rows, Mode::Eager.name())).cloned();
+    if let Some(m1) = best {
+        for &m in m_values.iter().filter(|&&m| m >= 2) {
+            let surface = Surface::Grouped { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
+            let g = run_cell(gpu, fx, &inputs.retarget(surface, grouped, inputs.modes))?;
+            cell.rows.extend(g.rows);
+            cell.samples.extend(g.samples);
+        }
+    }
+    Ok(cell)
 }

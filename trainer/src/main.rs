@@ -1,12 +1,16 @@
 //! `vnni-dispatch`: the command line. Each subcommand lives in `commands/`; this file
 //! only parses arguments and reports errors.
 
+mod backend;
 mod baselines;
 mod cell;
 mod certify;
 mod certify_backends;
 mod commands;
+mod cpu_backend;
+mod gpu_timing;
 mod preflight;
+mod rows;
 mod shapes;
 mod stats;
 mod timing;
@@ -42,8 +46,10 @@ enum Command {
     Verify(commands::seal::VerifyArgs),
     /// Certify that grouped rows are byte-identical to single-row decode.
     Certify(commands::certify::Args),
-    /// Sweep every decode candidate over shapes on the GPU, cell by cell (resumable).
+    /// Collect a profile's cells on a backend, cell by cell (resumable, shardable), and seal the corpus.
     Sweep(commands::sweep::Args),
+    /// Combine shard work directories of one collection and seal the corpus when complete.
+    Merge(commands::merge::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -54,6 +60,7 @@ fn main() -> anyhow::Result<()> {
         Command::Preflight(args) => commands::preflight::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Sweep(args) => commands::sweep::run(&args),
+        Command::Merge(args) => commands::merge::run(&args),
         Command::Certify(args) => commands::certify::run(&args),
         Command::Seal(args) => commands::seal::run_seal(&args),
         Command::Verify(args) => commands::seal::run_verify(&args),

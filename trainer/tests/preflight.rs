@@ -47,8 +47,10 @@ fn gpu_commands_explain_a_missing_gpu() {
     if std::path::Path::new("/dev/nvidia0").exists() {
         return; // a GPU machine: the device script exercises these commands.
     }
-    for cmd in ["bench", "sweep"] {
-        let (ok, _, stderr) = vnni(&[cmd, "--shapes", "64x64"]);
+    let sweep = ["sweep", "--backend", "cuda", "--inventory", "../corpus/inventory", "--out", "../target/no-gpu-sweep"];
+    for args in [&["bench", "--shapes", "64x64"][..], &sweep[..]] {
+        let cmd = args[0];
+        let (ok, _, stderr) = vnni(args);
         assert!(!ok, "{cmd} succeeded without a GPU");
         assert!(
             stderr.contains("is not available") || stderr.contains("no CUDA device"),
@@ -59,7 +61,7 @@ fn gpu_commands_explain_a_missing_gpu() {
 
 #[test]
 fn candidates_lists_the_registry() {
-    let (ok, out, err) = vnni(&["candidates", "--surface", "decode", "--json"]);
+    let (ok, out, err) = vnni(&["candidates", "--surface", "decode", "--backend", "cuda", "--json"]);
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["registry_digest"].as_str().unwrap(), vnni_kernels::registry::registry_digest());
@@ -69,4 +71,6 @@ fn candidates_lists_the_registry() {
     assert_eq!(kpar["generic_legal"], false);
     let waves = c.iter().find(|c| c["id"] == "decode.kpar.tn128.cpt1.waves2").unwrap();
     assert_eq!(waves["generic_legal"], true);
+    let (ok, out, _) = vnni(&["candidates", "--backend", "cpu"]);
+    assert!(ok && out.contains("cpu.decode.kpar.t64.waves2") && !out.contains("decode.wide.tn128"), "{out}");
 }

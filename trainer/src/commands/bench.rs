@@ -9,12 +9,14 @@ use vnni_corpus::schema::hex_f64;
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::Gpu;
 use vnni_kernels::registry::{decode_candidates, grouped_candidates};
+use vnni_kernels::SourceFormat;
 
 use crate::baselines::{copy_bandwidth, cublas_f16_gemv};
 use crate::cell::{best_row, run_cell, CellFixture, CellInputs, Surface, FIXTURE_SEED};
 use crate::shapes::parse_shapes;
+use crate::gpu_timing::{GpuSession, GpuTimingArgs};
 use crate::stats::summarize;
-use crate::timing::{GpuSession, GpuTimingArgs, Mode, Protocol, Timed};
+use crate::timing::{Mode, Protocol, Timed};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -55,6 +57,7 @@ fn baseline_row(gpu: &Gpu, b: &Baseline, t: &Timed, copy_gbps: f64, p: &Protocol
         arch: gpu.info.arch.clone(),
         device: gpu.info.name.clone(),
         mode: mode.name().into(),
+        source_format: "-".into(),
         codebook: "-".into(),
         m: 1,
         n,
@@ -90,6 +93,7 @@ fn samples_of(mode: Mode, name: &str, n: usize, k: usize, t: &Timed) -> Vec<Samp
         .iter()
         .map(|s| SampleRow {
             mode: mode.name().into(),
+            source_format: "-".into(),
             codebook: "-".into(),
             m: 1,
             n,
@@ -136,7 +140,8 @@ pub fn run(args: &Args) -> Result<()> {
         }
         for &cb in &codebooks {
             let started = std::time::Instant::now();
-            let fx = CellFixture::new(&gpu, cb, n, k, FIXTURE_SEED)?;
+            // The codebook's first source format stands for it (aliases share the kernels).
+            let fx = CellFixture::new(&gpu, SourceFormat::aliases_of(cb)[0], n, k, FIXTURE_SEED)?;
             let inputs = CellInputs::decode(&candidates, &modes, &protocol, &rejected, copy_gbps);
             let cell = run_cell(&gpu, &fx, &inputs)?;
             let mut cell_rows = cell.rows;

@@ -8,6 +8,9 @@ pub struct Args {
     /// Only this surface.
     #[arg(long, value_parser = ["decode", "grouped"])]
     surface: Option<String>,
+    /// Only this backend.
+    #[arg(long, value_parser = ["cuda", "cpu"])]
+    backend: Option<String>,
     #[arg(long)]
     json: bool,
 }
@@ -31,7 +34,7 @@ fn bpp_rule(c: &Candidate) -> String {
         KbRule::Wide => "bpp = KBLK".into(),
         KbRule::Literal(kb) => format!("KB = {kb} (overlay only; illegal if KB > KBLK); bpp = ceil(KBLK / KB)"),
         KbRule::Waves(w) => {
-            format!("KB = clamp(ceil({w} * SMs / ceil(N / {})), 1, KBLK); bpp = ceil(KBLK / KB)", c.tile)
+            format!("KB = clamp(ceil({w} * units / ceil(N / {})), 1, KBLK); bpp = ceil(KBLK / KB) (units: SMs or CPU threads)", c.tile)
         }
         KbRule::Inherited => "inherited from the M = 1 candidate".into(),
     }
@@ -45,6 +48,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             Some("decode") => c.surface == Surface::Decode,
             Some(_) => c.surface == Surface::Grouped,
         })
+        .filter(|c| args.backend.as_deref().is_none_or(|b| b == c.backend.name()))
         .collect();
     if args.json {
         let listing = Listing {
@@ -57,11 +61,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&listing)?);
         return Ok(());
     }
-    println!("{:<36} {:<7} {:<10} {:>5} {:>4}  {:<8} bpp", "id", "surface", "family", "tile", "cpt", "generic");
+    println!("{:<36} {:<7} {:<7} {:<10} {:>5} {:>4}  {:<8} bpp", "id", "backend", "surface", "family", "tile", "cpt", "generic");
     for c in &cands {
         println!(
-            "{:<36} {:<7} {:<10} {:>5} {:>4}  {:<8} {}",
+            "{:<36} {:<7} {:<7} {:<10} {:>5} {:>4}  {:<8} {}",
             c.id,
+            c.backend.name(),
             format!("{:?}", c.surface).to_lowercase(),
             format!("{:?}", c.family).to_lowercase(),
             c.tile,

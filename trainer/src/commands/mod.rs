@@ -3,6 +3,7 @@ pub mod candidates;
 pub mod certify;
 pub mod formats;
 pub mod inventory;
+pub mod merge;
 pub mod preflight;
 pub mod seal;
 pub mod sweep;

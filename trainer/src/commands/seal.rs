@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
+use vnni_corpus::collection::{inventory_sources, CollectionPlan, PLAN_FILE};
 use vnni_corpus::inventory::Inventory;
 use vnni_corpus::provenance::{git_state, toolchain};
 use vnni_corpus::seal::{seal, verify, BuildIdentity, Expected, SealInputs, MANIFEST};
@@ -14,12 +15,16 @@ use vnni_kernels::registry::registry_digest;
 
 #[derive(clap::Args)]
 pub struct SealArgs {
-    /// The corpus directory (every cell published, nothing in progress).
+    /// The corpus directory (every cell published, nothing in progress). When it holds a
+    /// sweep's plan.json, backend, arch, profile and build identity come from there.
     dir: PathBuf,
+    #[arg(long, required_unless_present = "from_plan")]
+    profile: Option<String>,
+    #[arg(long, value_parser = ["cuda", "cpu"], required_unless_present = "from_plan")]
+    backend: Option<String>,
+    /// Take everything from DIR/plan.json (the default when it exists).
     #[arg(long)]
-    profile: String,
-    #[arg(long, value_parser = ["cuda", "cpu"])]
-    backend: String,
+    from_plan: bool,
     #[arg(long, default_value = "sm_90")]
     arch: String,
     #[arg(long, default_value = "corpus/inventory")]
@@ -50,26 +55,43 @@ fn hex(b: &[u8]) -> String {
 
 pub fn run_seal(a: &SealArgs) -> Result<()> {
     let inv = Inventory::load(&a.inventory)?;
-    let plan = inv.resolve(&a.profile)?;
-    // The collection arguments: the sweep's plan.json when there is one, else the seal flags.
-    let args_text = std::fs::read(a.dir.join("plan.json"))
-        .unwrap_or_else(|_| format!("{} {} {} {}", a.backend, a.arch, a.profile, plan.digest()).into_bytes());
-    let (git_commit, git_dirty) = git_state(Path::new("."));
-    let inputs = SealInputs {
-        backend: a.backend.clone(),
-        arch: a.arch.clone(),
-        profile: a.profile.clone(),
-        inventory_digest: plan.digest(),
-        registry_digest: registry_digest(),
-        arguments_digest: hex(&Sha256::digest(&args_text)),
-        build: BuildIdentity {
-            kernel_source_digest: kernel_source_digest(),
-            nvrtc: a.nvrtc.clone(),
-            driver: a.driver.clone(),
-            device: format!("{} ({})", a.device, toolchain()),
-            git_commit,
-            git_dirty,
-        },
+    let plan_path = a.dir.join(PLAN_FILE);
+    let inputs = if a.from_plan || plan_path.is_file() {
+        let plan = CollectionPlan::read(&plan_path)?;
+        let current = inv.resolve(&plan.inventory.profile)?.digest();
+        if current != plan.inventory_digest {
+            bail!(
+                "{}: collected for inventory digest {} but {} resolves profile {} to {current}: the inventory changed; collect again",
+                plan_path.display(),
+                plan.inventory_digest,
+                a.inventory.display(),
+                plan.inventory.profile
+            );
+        }
+        plan.seal_inputs()
+    } else {
+        // A directory assembled by hand: the flags say what it is.
+        let profile = a.profile.clone().expect("clap requires --profile");
+        let plan = inv.resolve(&profile)?;
+        let (git_commit, git_dirty) = git_state(Path::new("."));
+        let args_text = format!("{:?} {} {} {}", a.backend, a.arch, profile, plan.digest());
+        SealInputs {
+            backend: a.backend.clone().expect("clap requires --backend"),
+            arch: a.arch.clone(),
+            profile,
+            inventory_digest: plan.digest(),
+            inventory_sources: inventory_sources(&a.inventory)?,
+            registry_digest: registry_digest(),
+            arguments_digest: hex(&Sha256::digest(args_text.as_bytes())),
+            build: BuildIdentity {
+                kernel_source_digest: kernel_source_digest(),
+                nvrtc: a.nvrtc.clone(),
+                driver: a.driver.clone(),
+                device: format!("{} ({})", a.device, toolchain()),
+                git_commit,
+                git_dirty,
+            },
+        }
     };
     let m = seal(&a.dir, &inputs)?;
     println!("sealed {} payloads in {}: corpus id {}", m.identity.payloads.len(), a.dir.display(), m.corpus_id);

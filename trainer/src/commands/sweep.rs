@@ -1,147 +1,255 @@
-//! `vnni-dispatch sweep`: the decode (M = 1) sweep over a list of shapes, cell by cell.
-//! A cell (codebook x N x K, all candidates, all modes) is published atomically into
-//! `<out>/cells/`; a rerun of the same command skips published cells and ignores any
-//! `.inprogress` leftovers, so a killed sweep resumes where it stopped. When every cell is
-//! there, the aggregate CSVs are assembled in plan order.
+//! `vnni-dispatch sweep`: collect a profile's cells on a backend into a work directory
+//! (`plan.json`, `cells/`, `locks/`). Every cell (source format x N x K, all candidates, the
+//! profile's M values and modes) is claimed with a lock file, measured, and published
+//! atomically, so a killed sweep resumes where it stopped and several workers (`--devices`)
+//! or hosts (`--shard i/n`, also from SLURM array variables) share the plan. When every
+//! planned cell is published, the corpus is assembled into `<out>/corpus` and sealed.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
-use serde::Serialize;
-use vnni_corpus::read::{read_samples, read_timing};
-use vnni_corpus::{SampleRow, TimingRow};
+use anyhow::{bail, Context, Result};
+use vnni_corpus::collection::{
+    assemble, inventory_sources, CellProvenance, CellStore, Claim, CollectionPlan, Shard, COLLECTION_SCHEMA,
+};
+use vnni_corpus::inventory::Inventory;
+use vnni_corpus::provenance::git_state;
+use vnni_corpus::seal::{seal, verify, Expected, MANIFEST};
 use vnni_kernels::cuda::source::kernel_source_digest;
-use vnni_kernels::registry::{decode_candidates, grouped_candidates, registry_digest, GROUPED_M};
-use vnni_kernels::Codebook;
+use vnni_kernels::registry::registry_digest;
 
-use crate::baselines::copy_bandwidth;
-use crate::cell::{best_row, run_cell, CellFixture, CellInputs, Surface, FIXTURE_SEED};
-use crate::shapes::parse_shapes;
-use crate::timing::{GpuSession, GpuTimingArgs, Mode};
+use crate::backend::SweepBackend;
+use crate::gpu_timing::GpuTimingArgs;
+use crate::timing::{Mode, Protocol};
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub struct Args {
-    #[arg(long, value_parser = ["cuda"], default_value = "cuda")]
-    backend: String,
-    /// N x K shapes, comma-separated (the small built-in inventory by default).
-    #[arg(long, default_value = "4096x4096,4096x12288,12288x4096,24576x4096,151936x4096")]
-    shapes: String,
-    #[command(flatten)]
-    gpu: GpuTimingArgs,
+    /// `cuda`, `cpu`, or `auto` (cuda when a GPU opens, else cpu).
+    #[arg(long, default_value = "auto", value_parser = ["cuda", "cpu", "auto"])]
+    pub backend: String,
+    /// The inventory profile to collect (family-smoke, core, mtp-head, all).
+    #[arg(long, default_value = "family-smoke")]
+    pub profile: String,
+    #[arg(long, default_value = "corpus/inventory")]
+    pub inventory: PathBuf,
+    /// The work directory (plan.json, cells/, locks/; the sealed corpus lands in corpus/).
     #[arg(long, default_value = "target/sweep")]
-    out: PathBuf,
+    pub out: PathBuf,
+    /// One worker process per device (CUDA ordinals; for cpu, worker indices).
+    #[arg(long, value_delimiter = ',')]
+    pub devices: Vec<usize>,
+    /// Collect only cells i, i + n, ... of the plan (`i/n`); default from SLURM_ARRAY_TASK_ID/COUNT.
+    #[arg(long)]
+    pub shard: Option<Shard>,
+    /// CPU worker threads per process (0: every core, shared among --devices workers).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// CUDA device ordinal (single-process runs).
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+    /// Cubin cache directory.
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
+    /// Internal: this process is worker i of --devices.
+    #[arg(long, hide = true)]
+    pub worker: Option<usize>,
 }
 
-#[derive(Serialize)]
-struct Plan<'a> {
-    surface: &'static str,
-    backend: &'a str,
-    arch: &'a str,
-    device: &'a str,
-    shapes: &'a [(usize, usize)],
-    codebooks: Vec<&'static str>,
-    modes: &'a [String],
-    warmups: usize,
-    samples: usize,
-    registry_digest: String,
-    kernel_source_digest: String,
-}
+impl Args {
+    fn shard(&self) -> Result<Option<Shard>> {
+        match self.shard {
+            Some(s) => Ok(Some(s)),
+            None => Shard::from_slurm(|k| std::env::var(k).ok()).map_err(anyhow::Error::msg),
+        }
+    }
 
-/// A cell's aggregate rows and raw samples. One cell = one (codebook, N, K): the M = 1
-/// candidates and the grouped rows (M = 2..16, 31) at the best M = 1 candidate's bpp.
-fn cell_paths(out: &Path, cb: Codebook, n: usize, k: usize) -> (PathBuf, PathBuf) {
-    let dir = out.join("cells");
-    (dir.join(format!("{cb}-{n}x{k}.csv")), dir.join(format!("{cb}-{n}x{k}.timing.csv.zst")))
+    /// The CPU threads of one process: explicit, or the cores split among the workers.
+    fn threads(&self) -> usize {
+        if self.threads > 0 {
+            return self.threads;
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (cores / self.devices.len().max(1)).max(1)
+    }
 }
 
 pub fn run(args: &Args) -> Result<()> {
-    let shapes = parse_shapes(&args.shapes)?;
-    let GpuSession { gpu, codebooks, modes, protocol, resources, rejected } = args.gpu.open()?;
-    let plan = Plan {
-        surface: "decode_m1+grouped",
-        backend: &args.backend,
-        arch: &gpu.info.arch,
-        device: &gpu.info.name,
-        shapes: &shapes,
-        codebooks: codebooks.iter().map(|c| c.name()).collect(),
-        modes: &args.gpu.modes,
-        warmups: args.gpu.warmups,
-        samples: args.gpu.samples,
+    if !args.devices.is_empty() && args.worker.is_none() {
+        return coordinate(args);
+    }
+    let store = CellStore::new(&args.out);
+    let (plan, backend, modes) = bind(args, &store)?;
+    let shard = args.shard()?;
+    let protocol = Protocol { warmups: plan.inventory.warmups, samples: plan.inventory.samples, ..Protocol::default() };
+    let device = args.worker.map_or(args.device, |w| args.devices[w]);
+    let shard_name = shard.map_or("-".to_string(), |s| format!("{}/{}", s.index, s.count));
+    let (mut done, mut skipped, mut busy) = (0, 0, 0);
+    let cells = plan.shard_cells(shard);
+    for key in &cells {
+        match store.claim(key)? {
+            Claim::Published => skipped += 1,
+            Claim::Busy => busy += 1,
+            Claim::Claimed => {
+                let cell = backend
+                    .run_cell(key, &plan.inventory.m, &modes, &protocol)
+                    .with_context(|| format!("cell {}", key.stem()))?;
+                let prov = CellProvenance {
+                    cell: key.stem(),
+                    host: vnni_corpus::collection::host(),
+                    pid: std::process::id(),
+                    device,
+                    device_name: plan.device.clone(),
+                    shard: shard_name.clone(),
+                };
+                store.publish(key, &cell.rows, &cell.samples, &prov)?;
+                store.release(key)?;
+                done += 1;
+                eprintln!("cell {}: {} rows, {} samples", key.stem(), cell.rows.len(), cell.samples.len());
+            }
+        }
+    }
+    let who = args.worker.map_or(String::new(), |w| format!("worker {w} (device {device}): "));
+    println!(
+        "{who}sweep {}: {} cells in this {} ({done} measured, {skipped} already published, {busy} held by other workers)",
+        plan.inventory.profile,
+        cells.len(),
+        if shard.is_some() { "shard" } else { "plan" },
+    );
+    if args.worker.is_some() {
+        return Ok(());
+    }
+    finish(&store, &plan)
+}
+
+/// Open the backend and bind the work directory to this collection plan.
+fn bind(args: &Args, store: &CellStore) -> Result<(CollectionPlan, SweepBackend, Vec<Mode>)> {
+    let inv = Inventory::load(&args.inventory)?;
+    let iplan = inv.resolve(&args.profile)?;
+    let device = args.worker.map_or(args.device, |w| args.devices[w]);
+    let gpu = GpuTimingArgs {
+        codebooks: Vec::new(),
+        modes: iplan.modes.clone(),
+        samples: iplan.samples,
+        warmups: iplan.warmups,
+        device,
+        cache: args.cache.clone(),
+    };
+    let backend = SweepBackend::open(&args.backend, &gpu, args.threads())?;
+    let info = backend.info();
+    let modes: Vec<Mode> = info.modes.iter().copied().filter(|m| iplan.modes.iter().any(|p| p == m.name())).collect();
+    if modes.is_empty() {
+        bail!(
+            "profile {} asks for modes {:?}, none of which the {} backend measures ({:?})",
+            args.profile,
+            iplan.modes,
+            info.backend.name(),
+            info.modes.iter().map(|m| m.name()).collect::<Vec<_>>()
+        );
+    }
+    let (git_commit, git_dirty) = git_state(Path::new("."));
+    let plan = CollectionPlan {
+        schema: COLLECTION_SCHEMA.into(),
+        backend: info.backend.name().into(),
+        arch: info.arch,
+        device: info.device,
+        driver: info.driver,
+        nvrtc: info.nvrtc,
+        units: info.units,
         registry_digest: registry_digest(),
         kernel_source_digest: kernel_source_digest(),
+        version: format!("vnni-dispatch {}", env!("CARGO_PKG_VERSION")),
+        git_commit,
+        git_dirty,
+        inventory_digest: iplan.digest(),
+        inventory_sources: inventory_sources(&args.inventory)?,
+        modes: modes.iter().map(|m| m.name().to_string()).collect(),
+        inventory: iplan,
     };
-    let plan_json = serde_json::to_string_pretty(&plan)?;
-    let plan_path = args.out.join("plan.json");
-    match std::fs::read_to_string(&plan_path) {
-        Ok(old) if old != plan_json => bail!(
-            "{} holds another plan (different shapes, candidates or kernels); use a new --out or delete it",
-            plan_path.display()
-        ),
-        Ok(_) => {}
-        Err(_) => vnni_corpus::write_bytes(&plan_path, plan_json.as_bytes())?,
+    store.bind_plan(&plan)?;
+    if !backend.resources().is_empty() {
+        vnni_corpus::write_csv(&args.out.join("resources.csv"), backend.resources())?;
     }
-    vnni_corpus::write_csv(&args.out.join("resources.csv"), &resources)?;
-    let (copy_gbps, ..) = copy_bandwidth(&gpu, &protocol)?;
-    let candidates = decode_candidates();
-    let grouped = grouped_candidates();
-    let (mut done, mut skipped) = (0, 0);
-    for &(n, k) in &shapes {
-        for &cb in &codebooks {
-            let (rows_path, samples_path) = cell_paths(&args.out, cb, n, k);
-            if rows_path.exists() && samples_path.exists() {
-                skipped += 1;
-                continue;
-            }
-            let fx = CellFixture::new(&gpu, cb, n, k, FIXTURE_SEED)?;
-            let inputs = CellInputs::decode(&candidates, &modes, &protocol, &rejected, copy_gbps);
-            let mut cell = run_cell(&gpu, &fx, &inputs)?;
-            // Grouped rows inherit the bpp of the best graph-mode M = 1 candidate (what the
-            // policy would pick), timed in every mode.
-            if let Some(m1) =
-                best_row(&cell.rows, Mode::Graph.name()).or_else(|| best_row(&cell.rows, Mode::Eager.name())).cloned()
-            {
-                for m in GROUPED_M {
-                    let surface = Surface::Grouped { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
-                    let g = run_cell(&gpu, &fx, &inputs.retarget(surface, &grouped, &modes))?;
-                    cell.rows.extend(g.rows);
-                    cell.samples.extend(g.samples);
-                }
-            }
-            // Samples first: a cell counts as published once its aggregate exists.
-            vnni_corpus::write_csv(&samples_path, &cell.samples)?;
-            vnni_corpus::write_csv(&rows_path, &cell.rows)?;
-            done += 1;
-            eprintln!("cell {cb} {n}x{k}: {} rows, {} samples", cell.rows.len(), cell.samples.len());
+    Ok((plan, backend, modes))
+}
+
+/// `--devices`: one worker process per device over the same work directory, then finish.
+fn coordinate(args: &Args) -> Result<()> {
+    let exe = std::env::current_exe().context("locating the vnni-dispatch binary")?;
+    let devices = args.devices.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",");
+    let threads = args.threads().to_string();
+    let mut children = Vec::new();
+    for (w, d) in args.devices.iter().enumerate() {
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.args(["sweep", "--backend", &args.backend, "--profile", &args.profile])
+            .arg("--inventory")
+            .arg(&args.inventory)
+            .arg("--out")
+            .arg(&args.out)
+            .args(["--devices", &devices, "--threads", &threads, "--worker", &w.to_string()]);
+        if let Some(s) = args.shard {
+            cmd.args(["--shard", &format!("{}/{}", s.index, s.count)]);
+        }
+        if let Some(c) = &args.cache {
+            cmd.arg("--cache").arg(c);
+        }
+        let child = cmd.spawn().with_context(|| format!("starting the worker for device {d}"))?;
+        children.push((w, *d, child));
+    }
+    let mut failed = Vec::new();
+    for (w, d, mut child) in children {
+        let status = child.wait().with_context(|| format!("waiting for worker {w}"))?;
+        if !status.success() {
+            failed.push(format!("worker {w} (device {d}): {status}"));
         }
     }
-    let mut rows: Vec<TimingRow> = Vec::new();
-    let mut samples: Vec<SampleRow> = Vec::new();
-    for &(n, k) in &shapes {
-        for &cb in &codebooks {
-            let (rows_path, samples_path) = cell_paths(&args.out, cb, n, k);
-            // The validating readers: a torn or edited cell file stops the aggregate here.
-            rows.extend(read_timing(&rows_path)?);
-            samples.extend(read_samples(&samples_path)?);
-        }
+    if !failed.is_empty() {
+        bail!("{}; rerun the same command to resume (published cells are kept)", failed.join("; "));
     }
-    let (m1_rows, grouped_rows): (Vec<TimingRow>, Vec<TimingRow>) = rows.iter().cloned().partition(|r| r.m == 1);
-    let (m1_samples, grouped_samples): (Vec<SampleRow>, Vec<SampleRow>) =
-        samples.iter().cloned().partition(|r| r.m == 1);
-    vnni_corpus::write_csv(&args.out.join("decode_m1.csv"), &m1_rows)?;
-    vnni_corpus::write_csv(&args.out.join("decode_m1.timing.csv.zst"), &m1_samples)?;
-    vnni_corpus::write_csv(&args.out.join("grouped.csv"), &grouped_rows)?;
-    vnni_corpus::write_csv(&args.out.join("grouped.timing.csv.zst"), &grouped_samples)?;
-    let mismatched = rows.iter().filter(|r| r.mismatches > 0).count();
-    let eligible = rows.iter().filter(|r| r.eligible).count();
+    let store = CellStore::new(&args.out);
+    let plan = CollectionPlan::read(&store.plan_path())?;
+    finish(&store, &plan)
+}
+
+/// When every planned cell is published: assemble `<out>/corpus`, seal it and verify it.
+pub fn finish(store: &CellStore, plan: &CollectionPlan) -> Result<()> {
+    let missing = store.missing(&plan.cells());
+    if !missing.is_empty() {
+        println!(
+            "{} of {} cells still to collect (first: {}); run the remaining shards, or `vnni-dispatch merge` their work directories",
+            missing.len(),
+            plan.cells().len(),
+            missing[0].stem()
+        );
+        return Ok(());
+    }
+    let corpus = store.root.join("corpus");
+    let expected = Expected {
+        registry_digest: Some(plan.registry_digest.clone()),
+        inventory_digests: [(plan.inventory.profile.clone(), plan.inventory_digest.clone())].into(),
+    };
+    if corpus.join(MANIFEST).is_file() && verify(&corpus, &expected).is_ok() {
+        println!("corpus already sealed: {}", corpus.display());
+        return Ok(());
+    }
+    if corpus.exists() {
+        std::fs::remove_dir_all(&corpus).with_context(|| format!("clearing {}", corpus.display()))?;
+    }
+    let rows = assemble(store, plan, &corpus)?;
+    let resources = store.root.join("resources.csv");
+    if resources.is_file() {
+        std::fs::copy(&resources, corpus.join("resources.csv")).context("copying resources.csv")?;
+    }
+    let manifest = seal(&corpus, &plan.seal_inputs())?;
+    verify(&corpus, &expected)?;
+    let mismatched = vnni_corpus::collection::read_corpus_rows(&corpus)?.iter().filter(|r| r.mismatches > 0).count();
     println!(
-        "sweep: {} cells ({done} run, {skipped} already published), {} rows ({eligible} eligible, {mismatched} mismatched), {} samples -> {}",
-        shapes.len() * codebooks.len(),
-        rows.len(),
-        samples.len(),
-        args.out.display()
+        "corpus sealed: {} ({} cells, {rows} rows, {} payloads, corpus id {})",
+        corpus.display(),
+        plan.cells().len(),
+        manifest.identity.payloads.len(),
+        manifest.corpus_id
     );
     if mismatched > 0 {
-        bail!("{mismatched} candidate rows differ from the CPU reference (see first_mismatch in decode_m1.csv)");
+        bail!("{mismatched} candidate rows differ from the CPU reference (see first_mismatch in the corpus CSVs)");
     }
     Ok(())
 }

@@ -1,0 +1,457 @@
+//! A collection: the plan of a sweep (`plan.json`) and its cell store. One cell = every
+//! candidate of one (source format, N, K) over the plan's M values and modes. Cells are
+//! published atomically into `<work>/cells/`; a rerun skips published cells and ignores
+//! `.inprogress` leftovers; workers claim cells with lock files; shards split the cell list;
+//! `assemble` turns a complete cell set into the corpus files in plan order.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use vnni_kernels::SourceFormat;
+
+use crate::inventory::{Partition, Plan};
+use crate::read::{read_samples, read_timing, ReadError};
+use crate::schema::{SampleRow, TimingRow};
+use crate::seal::{BuildIdentity, SealInputs, SourceFile};
+use crate::write::{write_bytes, write_csv, WriteError};
+
+pub const COLLECTION_SCHEMA: &str = "vnni-collection-v1";
+pub const PLAN_FILE: &str = "plan.json";
+/// The corpus phases (aggregate CSV stems), in file order.
+pub const PHASES: [&str; 4] = ["decode_m1.development", "decode_m1.sealed", "grouped.development", "grouped.sealed"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum CollectionError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    #[error("{path}: {message}")]
+    Io { path: PathBuf, message: String },
+    #[error("{path}: {message}")]
+    Mismatch { path: PathBuf, message: String },
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> CollectionError + '_ {
+    move |e| CollectionError::Io { path: path.to_path_buf(), message: e.to_string() }
+}
+
+/// Everything that decides what a sweep measures and on what. Two workers or shards may
+/// combine their cells only when their plans are byte-identical.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CollectionPlan {
+    pub schema: String,
+    /// `cuda` or `cpu`.
+    pub backend: String,
+    pub arch: String,
+    pub device: String,
+    pub driver: String,
+    pub nvrtc: String,
+    /// SMs (CUDA) or worker threads per process (CPU): the bpp formulas' `units`.
+    pub units: u32,
+    pub registry_digest: String,
+    pub kernel_source_digest: String,
+    /// Binary version, git commit and dirty flag of the build that collects.
+    pub version: String,
+    pub git_commit: String,
+    pub git_dirty: bool,
+    pub inventory_digest: String,
+    pub inventory_sources: Vec<SourceFile>,
+    /// The modes this backend measures of the profile's (CPU: eager only).
+    pub modes: Vec<String>,
+    pub inventory: Plan,
+}
+
+/// One cell key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CellKey {
+    pub format: SourceFormat,
+    pub n: usize,
+    pub k: usize,
+    pub partition: Partition,
+}
+
+impl CellKey {
+    /// The file stem: `Q4_0-4096x4096`.
+    pub fn stem(&self) -> String {
+        format!("{}-{}x{}", self.format.name(), self.n, self.k)
+    }
+}
+
+/// `i/n` with i < n.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (i, n) = s.split_once('/').ok_or_else(|| format!("shard {s:?} is not i/n"))?;
+        let index: usize = i.trim().parse().map_err(|_| format!("shard index {i:?} is not a number"))?;
+        let count: usize = n.trim().parse().map_err(|_| format!("shard count {n:?} is not a number"))?;
+        if count == 0 || index >= count {
+            return Err(format!("shard {index}/{count}: the index must be below the count"));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// `SLURM_ARRAY_TASK_ID` (minus `SLURM_ARRAY_TASK_MIN`, default 0) over
+    /// `SLURM_ARRAY_TASK_COUNT`, when both are set.
+    pub fn from_slurm(get: impl Fn(&str) -> Option<String>) -> Result<Option<Shard>, String> {
+        let (Some(id), Some(count)) = (get("SLURM_ARRAY_TASK_ID"), get("SLURM_ARRAY_TASK_COUNT")) else {
+            return Ok(None);
+        };
+        let num = |name: &str, v: &str| v.trim().parse::<usize>().map_err(|_| format!("{name}={v:?} is not a number"));
+        let id = num("SLURM_ARRAY_TASK_ID", &id)?;
+        let min = get("SLURM_ARRAY_TASK_MIN").map(|v| num("SLURM_ARRAY_TASK_MIN", &v)).transpose()?.unwrap_or(0);
+        let count = num("SLURM_ARRAY_TASK_COUNT", &count)?;
+        let index = id.checked_sub(min).ok_or_else(|| format!("SLURM_ARRAY_TASK_ID {id} is below SLURM_ARRAY_TASK_MIN {min}"))?;
+        format!("{index}/{count}").parse().map(Some)
+    }
+
+    pub fn owns(&self, cell_index: usize) -> bool {
+        cell_index % self.count == self.index
+    }
+}
+
+impl CollectionPlan {
+    /// Every cell, in plan order (shapes by (N, K), formats in registry order).
+    pub fn cells(&self) -> Vec<CellKey> {
+        self.inventory
+            .shapes
+            .iter()
+            .flat_map(|s| s.formats.iter().map(|&format| CellKey { format, n: s.n, k: s.k, partition: s.partition }))
+            .collect()
+    }
+
+    /// The cells of one shard (all of them without one).
+    pub fn shard_cells(&self, shard: Option<Shard>) -> Vec<CellKey> {
+        self.cells().into_iter().enumerate().filter(|(i, _)| shard.is_none_or(|s| s.owns(*i))).map(|(_, c)| c).collect()
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = serde_json::to_vec_pretty(self).expect("plans serialize");
+        v.push(b'\n');
+        v
+    }
+
+    pub fn digest(&self) -> String {
+        hex(&Sha256::digest(self.to_bytes()))
+    }
+
+    /// What sealing this collection's corpus records.
+    pub fn seal_inputs(&self) -> SealInputs {
+        SealInputs {
+            backend: self.backend.clone(),
+            arch: self.arch.clone(),
+            profile: self.inventory.profile.clone(),
+            inventory_digest: self.inventory_digest.clone(),
+            inventory_sources: self.inventory_sources.clone(),
+            registry_digest: self.registry_digest.clone(),
+            arguments_digest: self.digest(),
+            build: BuildIdentity {
+                kernel_source_digest: self.kernel_source_digest.clone(),
+                nvrtc: self.nvrtc.clone(),
+                driver: self.driver.clone(),
+                device: self.device.clone(),
+                git_commit: self.git_commit.clone(),
+                git_dirty: self.git_dirty,
+            },
+        }
+    }
+
+    pub fn read(path: &Path) -> Result<CollectionPlan, CollectionError> {
+        let bytes = std::fs::read(path).map_err(io(path))?;
+        let plan: CollectionPlan = serde_json::from_slice(&bytes)
+            .map_err(|e| CollectionError::Mismatch { path: path.into(), message: format!("not a collection plan: {e}") })?;
+        if plan.schema != COLLECTION_SCHEMA {
+            return Err(CollectionError::Mismatch {
+                path: path.into(),
+                message: format!("schema {:?} is not {COLLECTION_SCHEMA:?}", plan.schema),
+            });
+        }
+        Ok(plan)
+    }
+}
+
+pub(crate) fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Who measured a cell (per-device provenance).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CellProvenance {
+    pub cell: String,
+    pub host: String,
+    pub pid: u32,
+    /// Device ordinal (CUDA) or worker index (CPU).
+    pub device: usize,
+    pub device_name: String,
+    pub shard: String,
+}
+
+/// A work directory: `plan.json`, `cells/`, `locks/`.
+#[derive(Debug, Clone)]
+pub struct CellStore {
+    pub root: PathBuf,
+}
+
+/// The outcome of trying to claim a cell.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// This process holds the lock; publish, then release.
+    Claimed,
+    /// Already published.
+    Published,
+    /// A live process holds it.
+    Busy,
+}
+
+impl CellStore {
+    pub fn new(root: &Path) -> CellStore {
+        CellStore { root: root.to_path_buf() }
+    }
+
+    pub fn plan_path(&self) -> PathBuf {
+        self.root.join(PLAN_FILE)
+    }
+
+    /// Write `plan` on first use; afterwards it must be byte-identical.
+    pub fn bind_plan(&self, plan: &CollectionPlan) -> Result<(), CollectionError> {
+        let path = self.plan_path();
+        let bytes = plan.to_bytes();
+        match std::fs::read(&path) {
+            Ok(old) if old == bytes => Ok(()),
+            Ok(old) => Err(CollectionError::Mismatch {
+                path,
+                message: format!(
+                    "holds another collection plan ({}): use a new --out, or delete the directory to start over",
+                    plan_difference(&old, &bytes)
+                ),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(write_bytes(&path, &bytes)?),
+            Err(e) => Err(io(&path)(e)),
+        }
+    }
+
+    fn cell_path(&self, key: &CellKey, suffix: &str) -> PathBuf {
+        self.root.join("cells").join(format!("{}{suffix}", key.stem()))
+    }
+
+    pub fn rows_path(&self, key: &CellKey) -> PathBuf {
+        self.cell_path(key, ".csv")
+    }
+
+    pub fn samples_path(&self, key: &CellKey) -> PathBuf {
+        self.cell_path(key, ".timing.csv.zst")
+    }
+
+    pub fn provenance_path(&self, key: &CellKey) -> PathBuf {
+        self.cell_path(key, ".prov.json")
+    }
+
+    fn lock_path(&self, key: &CellKey) -> PathBuf {
+        self.root.join("locks").join(format!("{}.lock", key.stem()))
+    }
+
+    /// A cell counts as published once its aggregate rows exist (written last).
+    pub fn is_published(&self, key: &CellKey) -> bool {
+        self.rows_path(key).is_file()
+    }
+
+    /// Claim `key` with an exclusive lock file holding `host pid`. A lock left by a dead
+    /// process of this host (a killed worker) is taken over.
+    pub fn claim(&self, key: &CellKey) -> Result<Claim, CollectionError> {
+        if self.is_published(key) {
+            return Ok(Claim::Published);
+        }
+        let path = self.lock_path(key);
+        std::fs::create_dir_all(path.parent().expect("locks dir")).map_err(io(&path))?;
+        let me = format!("{} {}\n", host(), std::process::id());
+        for _ in 0..2 {
+            match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut f) => {
+                    use std::io::Write;
+                    f.write_all(me.as_bytes()).map_err(io(&path))?;
+                    f.sync_all().map_err(io(&path))?;
+                    // Another worker may have published between our check and the lock.
+                    if self.is_published(key) {
+                        self.release(key)?;
+                        return Ok(Claim::Published);
+                    }
+                    return Ok(Claim::Claimed);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                    if holder_alive(&holder) {
+                        return Ok(Claim::Busy);
+                    }
+                    // Stale: its process is gone. Remove and try once more (a racing worker
+                    // may win the new lock; then we see Busy).
+                    let _ = std::fs::remove_file(&path);
+                }
+                Err(e) => return Err(io(&path)(e)),
+            }
+        }
+        Ok(Claim::Busy)
+    }
+
+    pub fn release(&self, key: &CellKey) -> Result<(), CollectionError> {
+        let path = self.lock_path(key);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io(&path)(e)),
+        }
+    }
+
+    /// Publish a cell: samples and provenance first, the aggregate rows last (the commit point).
+    pub fn publish(
+        &self,
+        key: &CellKey,
+        rows: &[TimingRow],
+        samples: &[SampleRow],
+        prov: &CellProvenance,
+    ) -> Result<(), CollectionError> {
+        write_csv(&self.samples_path(key), samples)?;
+        let mut p = serde_json::to_vec_pretty(prov).expect("provenance serializes");
+        p.push(b'\n');
+        write_bytes(&self.provenance_path(key), &p)?;
+        write_csv(&self.rows_path(key), rows)?;
+        Ok(())
+    }
+
+    /// Cells of `cells` not yet published.
+    pub fn missing(&self, cells: &[CellKey]) -> Vec<CellKey> {
+        cells.iter().filter(|c| !self.is_published(c)).copied().collect()
+    }
+
+    /// Read one published cell through the validating readers.
+    pub fn read_cell(&self, key: &CellKey) -> Result<(Vec<TimingRow>, Vec<SampleRow>, CellProvenance), CollectionError> {
+        let rows = read_timing(&self.rows_path(key))?;
+        let samples = read_samples(&self.samples_path(key))?;
+        let pp = self.provenance_path(key);
+        let text = std::fs::read(&pp).map_err(io(&pp))?;
+        let prov = serde_json::from_slice(&text)
+            .map_err(|e| CollectionError::Mismatch { path: pp.clone(), message: format!("not cell provenance: {e}") })?;
+        Ok((rows, samples, prov))
+    }
+}
+
+/// The first top-level field where two plan texts differ.
+pub fn plan_difference(a: &[u8], b: &[u8]) -> String {
+    let (Ok(a), Ok(b)) = (serde_json::from_slice::<serde_json::Value>(a), serde_json::from_slice::<serde_json::Value>(b))
+    else {
+        return "unreadable plan".into();
+    };
+    if let (Some(a), Some(b)) = (a.as_object(), b.as_object()) {
+        for (k, v) in a {
+            if b.get(k) != Some(v) {
+                return format!("field {k:?} differs");
+            }
+        }
+        for k in b.keys() {
+            if !a.contains_key(k) {
+                return format!("field {k:?} differs");
+            }
+        }
+    }
+    "the text differs".into()
+}
+
+pub fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Whether the `host pid` in a lock names a live process. Locks of other hosts are assumed
+/// live (shards on a shared filesystem claim disjoint cells anyway).
+fn holder_alive(holder: &str) -> bool {
+    let mut it = holder.split_whitespace();
+    let (Some(h), Some(pid)) = (it.next(), it.next()) else {
+        return false;
+    };
+    if h != host() {
+        return true;
+    }
+    let Ok(pid) = pid.parse::<u32>() else { return false };
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // A zombie (state Z) has exited: its lock is stale.
+        Ok(stat) => !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Assemble a complete cell set into corpus files under `out` (plan order, one file per phase
+/// plus its sidecar, `cells.csv` with per-cell provenance, `plan.json`). Returns the row count.
+pub fn assemble(store: &CellStore, plan: &CollectionPlan, out: &Path) -> Result<usize, CollectionError> {
+    let mut phases: BTreeMap<&str, (Vec<TimingRow>, Vec<SampleRow>)> = BTreeMap::new();
+    for p in PHASES {
+        phases.insert(p, Default::default());
+    }
+    let mut provenance = Vec::new();
+    let mut total = 0;
+    for key in plan.cells() {
+        if !store.is_published(&key) {
+            return Err(CollectionError::Mismatch {
+                path: store.rows_path(&key),
+                message: "cell not published: the collection is incomplete (rerun the sweep)".into(),
+            });
+        }
+        let (rows, samples, prov) = store.read_cell(&key)?;
+        let part = match key.partition {
+            Partition::Development => "development",
+            Partition::Sealed => "sealed",
+        };
+        for r in rows {
+            let phase = if r.m == 1 { "decode_m1" } else { "grouped" };
+            phases.get_mut(format!("{phase}.{part}").as_str()).expect("known phase").0.push(r);
+            total += 1;
+        }
+        for s in samples {
+            let phase = if s.m == 1 { "decode_m1" } else { "grouped" };
+            phases.get_mut(format!("{phase}.{part}").as_str()).expect("known phase").1.push(s);
+        }
+        provenance.push(prov);
+    }
+    for (name, (rows, samples)) in &phases {
+        write_csv(&out.join(format!("{name}.csv")), rows)?;
+        write_csv(&out.join(format!("{name}.timing.csv.zst")), samples)?;
+    }
+    write_csv(&out.join("cells.csv"), &provenance)?;
+    write_bytes(&out.join(PLAN_FILE), &plan.to_bytes())?;
+    Ok(total)
+}
+
+/// The `*.toml` files of an inventory directory with their sha256, sorted by name.
+pub fn inventory_sources(dir: &Path) -> Result<Vec<SourceFile>, CollectionError> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(io(dir))? {
+        let p = e.map_err(io(dir))?.path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            let bytes = std::fs::read(&p).map_err(io(&p))?;
+            let name = p.file_name().expect("a file").to_string_lossy().into_owned();
+            out.push(SourceFile { path: name, sha256: hex(&Sha256::digest(&bytes)) });
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// The corpus rows of every phase in `dir` (an assembled or sealed corpus).
+pub fn read_corpus_rows(dir: &Path) -> Result<Vec<TimingRow>, CollectionError> {
+    let mut out = Vec::new();
+    for p in PHASES {
+        out.extend(read_timing(&dir.join(format!("{p}.csv")))?);
+    }
+    Ok(out)
+}

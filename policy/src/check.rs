@@ -1,0 +1,173 @@
+//! Totality: every positive M reaches exactly one bucket, every legal (N, K) exactly one
+//! leaf of its domain, every codebook owns every domain, every id names a registry candidate
+//! of the right surface. A policy that fails here is never generated or installed.
+
+use std::collections::BTreeSet;
+
+use crate::eval::MAX_DIM;
+use crate::ir::{Feature, KbFormula, Node, Policy, Surface, SCHEMA};
+use crate::PolicyError;
+
+fn bad(what: String) -> PolicyError {
+    PolicyError::NotTotal { what }
+}
+
+impl Policy {
+    /// Check structure and totality; the error names the first violation.
+    pub fn check(&self) -> Result<(), PolicyError> {
+        if self.schema != SCHEMA {
+            return Err(bad(format!("schema {:?} is not {SCHEMA:?}", self.schema)));
+        }
+        if self.units == 0 {
+            return Err(bad("units (SMs or threads) is 0".into()));
+        }
+        self.check_buckets()?;
+        for w in self.aspect_edges.windows(2) {
+            if w[0].num as u128 * w[1].den as u128 >= w[1].num as u128 * w[0].den as u128 {
+                return Err(bad(format!("aspect edges are not strictly ascending at {}/{}", w[1].num, w[1].den)));
+            }
+        }
+        for e in &self.aspect_edges {
+            if e.den == 0 || e.num > MAX_DIM || e.den > MAX_DIM {
+                return Err(bad(format!("aspect edge {}/{} is out of range", e.num, e.den)));
+            }
+        }
+        unique_sorted("codebooks", &self.codebooks, false)?;
+        unique_sorted("modes", &self.modes, false)?;
+        if self.codebooks.is_empty() || self.modes.is_empty() {
+            return Err(bad("a policy needs at least one codebook and one mode".into()));
+        }
+        let ids: Vec<String> = self.candidates.iter().map(|c| c.id.clone()).collect();
+        unique_sorted("candidates", &ids, true)?;
+        for c in &self.candidates {
+            if c.tile == 0 {
+                return Err(bad(format!("candidate {} has tile 0", c.id)));
+            }
+            if (c.surface == Surface::Decode) == (c.kb == KbFormula::Inherited) {
+                return Err(bad(format!("candidate {}: decode candidates derive bpp, others inherit it", c.id)));
+            }
+        }
+        self.check_domains()?;
+        for o in &self.overlays {
+            let at = format!("overlay {} {} bucket {} {}x{}", o.codebook, o.mode, o.m_bucket, o.n, o.k);
+            if !self.codebooks.contains(&o.codebook) || !self.modes.contains(&o.mode) {
+                return Err(bad(format!("{at}: codebook or mode not in the policy")));
+            }
+            let Some(bucket) = self.m_buckets.get(o.m_bucket) else {
+                return Err(bad(format!("{at}: no such M bucket")));
+            };
+            if o.n == 0 || o.k == 0 || o.k % 32 != 0 || o.n > MAX_DIM || o.k > MAX_DIM {
+                return Err(bad(format!("{at}: not a legal shape")));
+            }
+            let c = self.candidate(&o.candidate).ok_or_else(|| PolicyError::UnknownCandidate { id: o.candidate.clone() })?;
+            if c.surface != bucket.surface {
+                return Err(bad(format!("{at}: {} serves {:?}, the bucket {:?}", c.id, c.surface, bucket.surface)));
+            }
+            if c.surface == Surface::Decode && c.bpp(o.n, o.k, self.units).is_none() {
+                return Err(PolicyError::Illegal { id: c.id.clone(), n: o.n, k: o.k });
+            }
+        }
+        let mut keys = BTreeSet::new();
+        for o in &self.overlays {
+            if !keys.insert((&o.codebook, &o.mode, o.m_bucket, o.n, o.k)) {
+                return Err(bad(format!("overlay {} {} bucket {} {}x{} is listed twice", o.codebook, o.mode, o.m_bucket, o.n, o.k)));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_buckets(&self) -> Result<(), PolicyError> {
+        let b = &self.m_buckets;
+        if b.is_empty() {
+            return Err(bad("no M buckets".into()));
+        }
+        if b[0].lo != 1 || b[0].hi != Some(1) || b[0].surface != Surface::Decode {
+            return Err(bad("the first M bucket must be exactly M = 1, served by decode".into()));
+        }
+        for (i, w) in b.windows(2).enumerate() {
+            let Some(hi) = w[0].hi else {
+                return Err(bad(format!("M bucket {i} is unbounded but not the last")));
+            };
+            if w[1].lo != hi + 1 {
+                return Err(bad(format!("M {} reaches no bucket (bucket {i} ends at {hi}, bucket {} starts at {})", hi + 1, i + 1, w[1].lo)));
+            }
+            if w[1].hi.is_some_and(|h| h < w[1].lo) || w[1].surface == Surface::Decode {
+                return Err(bad(format!("M bucket {} is empty or claims decode", i + 1)));
+            }
+        }
+        if b.last().is_some_and(|l| l.hi.is_some()) {
+            return Err(bad(format!("M above {} reaches no bucket (the last bucket must be unbounded)", b.last().unwrap().hi.unwrap())));
+        }
+        Ok(())
+    }
+
+    fn check_domains(&self) -> Result<(), PolicyError> {
+        let mut expected = BTreeSet::new();
+        for cb in &self.codebooks {
+            for mode in &self.modes {
+                for (bi, b) in self.m_buckets.iter().enumerate() {
+                    if b.surface == Surface::Decode {
+                        for a in 0..=self.aspect_edges.len() {
+                            expected.insert((cb.clone(), mode.clone(), bi, Some(a)));
+                        }
+                    } else {
+                        expected.insert((cb.clone(), mode.clone(), bi, None));
+                    }
+                }
+            }
+        }
+        let mut seen = BTreeSet::new();
+        for d in &self.domains {
+            let key = (d.codebook.clone(), d.mode.clone(), d.m_bucket, d.aspect);
+            let name = format!("domain {} {} bucket {} aspect {:?}", d.codebook, d.mode, d.m_bucket, d.aspect);
+            if !expected.contains(&key) {
+                return Err(bad(format!("{name} is not a domain of this policy")));
+            }
+            if !seen.insert(key) {
+                return Err(bad(format!("{name} is listed twice")));
+            }
+            let surface = self.m_buckets[d.m_bucket].surface;
+            self.check_tree(&d.tree, &name, surface, "root")?;
+        }
+        if let Some((cb, mode, bi, a)) = expected.difference(&seen).next() {
+            return Err(bad(format!("domain {cb} {mode} bucket {bi} aspect {a:?} is missing: its queries reach no tree")));
+        }
+        Ok(())
+    }
+
+    fn check_tree(&self, node: &Node, domain: &str, surface: Surface, path: &str) -> Result<(), PolicyError> {
+        match node {
+            Node::Leaf { candidate } => {
+                let c =
+                    self.candidate(candidate).ok_or_else(|| PolicyError::UnknownCandidate { id: candidate.clone() })?;
+                if !c.generic_legal {
+                    return Err(bad(format!("{domain} {path}: leaf {candidate} is overlay-only")));
+                }
+                if c.surface != surface {
+                    return Err(bad(format!("{domain} {path}: leaf {candidate} serves {:?}, not {surface:?}", c.surface)));
+                }
+                Ok(())
+            }
+            Node::Split { feature, left, right, .. } => {
+                if let Feature::Tiles { w } | Feature::Waves { w } = feature {
+                    if *w == 0 {
+                        return Err(bad(format!("{domain} {path}: feature width 0")));
+                    }
+                }
+                let l = left.as_deref().ok_or_else(|| bad(format!("{domain} {path}: the left branch is missing")))?;
+                let r = right.as_deref().ok_or_else(|| bad(format!("{domain} {path}: the right branch is missing")))?;
+                self.check_tree(l, domain, surface, &format!("{path}.left"))?;
+                self.check_tree(r, domain, surface, &format!("{path}.right"))
+            }
+        }
+    }
+}
+
+fn unique_sorted(what: &str, v: &[String], sorted: bool) -> Result<(), PolicyError> {
+    for w in v.windows(2) {
+        if w[0] == w[1] || (sorted && w[0] > w[1]) {
+            return Err(bad(format!("{what} are not unique{}: {:?}", if sorted { " and sorted" } else { "" }, w[1])));
+        }
+    }
+    Ok(())
+}

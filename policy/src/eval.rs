@@ -1,0 +1,170 @@
+//! The Rust evaluator of the policy IR: the single statement of the run-time decision that
+//! the generated C++ and Rust tables must agree with, query for query. Integer arithmetic
+//! only (i64 products bounded by N, K, M < 2^31).
+
+use crate::ir::{CandidateDesc, Feature, KbFormula, Node, Policy, Surface};
+use crate::PolicyError;
+
+/// The largest N, K or M a query may carry.
+pub const MAX_DIM: u64 = (1 << 31) - 1;
+
+/// Where a selection came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Overlay,
+    Tree,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection<'p> {
+    pub candidate: &'p CandidateDesc,
+    /// K-blocks per partition (the arithmetic identity).
+    pub bpp: u64,
+    /// Partitions launched: ceil(KBLK / bpp).
+    pub kb: u64,
+    pub via: Via,
+    /// Index into `Policy::domains`.
+    pub domain: usize,
+}
+
+impl Feature {
+    /// The feature's value for (N, K) on `units` SMs or threads.
+    pub fn value(self, n: u64, k: u64, units: u64) -> i64 {
+        let v = match self {
+            Feature::N => n,
+            Feature::K => k,
+            Feature::NK => n * k,
+            Feature::AspectQ10 => n * 1024 / k,
+            Feature::Kblk => k / 32,
+            Feature::Tiles { w } => n.div_ceil(w),
+            Feature::Waves { w } => n.div_ceil(w).div_ceil(units.max(1)),
+        };
+        v as i64
+    }
+}
+
+impl CandidateDesc {
+    /// bpp = ceil(KBLK / requested KB) of this decode candidate for N x K (the registry's
+    /// `plan`), `None` where illegal.
+    pub fn bpp(&self, n: u64, k: u64, units: u64) -> Option<u64> {
+        let kblk = k / 32;
+        let cap = self.max_kb.map_or(kblk, |c| c.min(kblk)).max(1);
+        let requested = match self.kb {
+            KbFormula::Wide => 1,
+            KbFormula::Literal { kb } => {
+                if kb > cap || kb == 0 {
+                    return None;
+                }
+                kb
+            }
+            KbFormula::Waves { waves } => (waves * units).div_ceil(n.div_ceil(self.tile)).clamp(1, cap),
+            KbFormula::Inherited => return None,
+        };
+        Some(kblk.div_ceil(requested))
+    }
+}
+
+impl Policy {
+    /// The M bucket holding `m`.
+    pub fn m_bucket(&self, m: u64) -> Option<usize> {
+        self.m_buckets.iter().position(|b| m >= b.lo && b.hi.is_none_or(|hi| m <= hi))
+    }
+
+    /// The aspect bucket of N x K: how many edges N/K reaches.
+    pub fn aspect_bucket(&self, n: u64, k: u64) -> usize {
+        self.aspect_edges.iter().filter(|e| n as u128 * e.den as u128 >= k as u128 * e.num as u128).count()
+    }
+
+    pub fn candidate(&self, id: &str) -> Option<&CandidateDesc> {
+        self.candidates.binary_search_by(|c| c.id.as_str().cmp(id)).ok().map(|i| &self.candidates[i])
+    }
+
+    fn domain_index(&self, codebook: &str, mode: &str, m_bucket: usize, aspect: Option<usize>) -> Option<usize> {
+        self.domains
+            .iter()
+            .position(|d| d.codebook == codebook && d.mode == mode && d.m_bucket == m_bucket && d.aspect == aspect)
+    }
+
+    /// The leaf a tree reaches for N x K.
+    pub fn walk<'p>(&self, tree: &'p Node, n: u64, k: u64) -> Result<&'p str, PolicyError> {
+        let mut node = tree;
+        loop {
+            match node {
+                Node::Leaf { candidate } => return Ok(candidate),
+                Node::Split { feature, le, left, right } => {
+                    let next = if feature.value(n, k, self.units) <= *le { left } else { right };
+                    node = next.as_deref().ok_or(PolicyError::MissingBranch { n, k })?;
+                }
+            }
+        }
+    }
+
+    /// The candidate for one surface's domain: the overlay for the exact shape, else the tree.
+    fn choose(
+        &self,
+        codebook: &str,
+        mode: &str,
+        m_bucket: usize,
+        n: u64,
+        k: u64,
+        overlays: bool,
+    ) -> Result<(&CandidateDesc, Via, usize), PolicyError> {
+        let surface = self.m_buckets[m_bucket].surface;
+        let aspect = (surface == Surface::Decode).then(|| self.aspect_bucket(n, k));
+        let domain = self.domain_index(codebook, mode, m_bucket, aspect).ok_or_else(|| PolicyError::NoDomain {
+            codebook: codebook.into(),
+            mode: mode.into(),
+            m_bucket,
+            aspect,
+        })?;
+        let overlay = overlays
+            .then(|| {
+                self.overlays.iter().find(|o| {
+                    o.codebook == codebook && o.mode == mode && o.m_bucket == m_bucket && o.n == n && o.k == k
+                })
+            })
+            .flatten();
+        let (id, via) = match overlay {
+            Some(o) => (o.candidate.as_str(), Via::Overlay),
+            None => (self.walk(&self.domains[domain].tree, n, k)?, Via::Tree),
+        };
+        let cand = self.candidate(id).ok_or_else(|| PolicyError::UnknownCandidate { id: id.into() })?;
+        Ok((cand, via, domain))
+    }
+
+    /// Select the kernel for an M x N x K product (overlays on).
+    pub fn select(&self, codebook: &str, mode: &str, m: u64, n: u64, k: u64) -> Result<Selection<'_>, PolicyError> {
+        self.select_with(codebook, mode, m, n, k, true)
+    }
+
+    /// Select with overlays on or off (certification on the sealed partition runs with them off).
+    pub fn select_with(
+        &self,
+        codebook: &str,
+        mode: &str,
+        m: u64,
+        n: u64,
+        k: u64,
+        overlays: bool,
+    ) -> Result<Selection<'_>, PolicyError> {
+        if m == 0 || n == 0 || k == 0 || k % 32 != 0 || m > MAX_DIM || n > MAX_DIM || k > MAX_DIM {
+            return Err(PolicyError::BadQuery { m, n, k });
+        }
+        if !self.codebooks.iter().any(|c| c == codebook) {
+            return Err(PolicyError::UnknownCodebook { codebook: codebook.into() });
+        }
+        if !self.modes.iter().any(|c| c == mode) {
+            return Err(PolicyError::UnknownMode { mode: mode.into() });
+        }
+        let bucket = self.m_bucket(m).ok_or(PolicyError::NoBucket { m })?;
+        let decode_bucket = self.m_bucket(1).ok_or(PolicyError::NoBucket { m: 1 })?;
+        let (m1, m1_via, m1_domain) = self.choose(codebook, mode, decode_bucket, n, k, overlays)?;
+        let bpp = m1.bpp(n, k, self.units).ok_or_else(|| PolicyError::Illegal { id: m1.id.clone(), n, k })?;
+        let kb = (k / 32).div_ceil(bpp);
+        if bucket == decode_bucket {
+            return Ok(Selection { candidate: m1, bpp, kb, via: m1_via, domain: m1_domain });
+        }
+        let (cand, via, domain) = self.choose(codebook, mode, bucket, n, k, overlays)?;
+        Ok(Selection { candidate: cand, bpp, kb, via, domain })
+    }
+}

@@ -1,0 +1,101 @@
+//! A small, total policy over the real registry: what tests of the generator, the
+//! evaluator and the totality checks start from (and mutate) when no corpus is at hand.
+
+use vnni_kernels::registry::Backend;
+use vnni_kernels::Codebook;
+
+use crate::ir::*;
+
+/// Every codebook, one mode, buckets {1}, {2..=8}, {9..}, aspect edges 1/4 and 4, decode trees
+/// that split on N and on waves, one overlay per surface.
+pub fn example_policy(backend: Backend) -> Policy {
+    let candidates = crate::descriptors(backend);
+    let first = |surface: Surface, generic: bool, skip: usize| {
+        candidates
+            .iter()
+            .filter(|c| c.surface == surface && (!generic || c.generic_legal))
+            .nth(skip)
+            .map(|c| c.id.clone())
+            .expect("the registry has candidates of every surface")
+    };
+    let leaf = |id: String| Box::new(Node::Leaf { candidate: id });
+    let decode_tree = |aspect: usize| Node::Split {
+        feature: Feature::N,
+        le: 4096,
+        left: Some(leaf(first(Surface::Decode, true, aspect))),
+        right: Some(Box::new(Node::Split {
+            feature: Feature::Waves { w: 128 },
+            le: 2,
+            left: Some(leaf(first(Surface::Decode, true, aspect + 1))),
+            right: Some(leaf(first(Surface::Decode, true, 0))),
+        })),
+    };
+    let m_buckets = vec![
+        MBucket { lo: 1, hi: Some(1), surface: Surface::Decode },
+        MBucket { lo: 2, hi: Some(8), surface: Surface::Grouped },
+        MBucket { lo: 9, hi: None, surface: Surface::Grouped },
+    ];
+    let aspect_edges = vec![Ratio { num: 1, den: 4 }, Ratio { num: 4, den: 1 }];
+    let modes = vec!["eager".to_string()];
+    let mut domains = Vec::new();
+    for cb in Codebook::ALL {
+        for mode in &modes {
+            for (bi, b) in m_buckets.iter().enumerate() {
+                let aspects: Vec<Option<usize>> = if b.surface == Surface::Decode {
+                    (0..=aspect_edges.len()).map(Some).collect()
+                } else {
+                    vec![None]
+                };
+                for aspect in aspects {
+                    let tree = match aspect {
+                        Some(a) => decode_tree(a),
+                        None => Node::Leaf { candidate: first(Surface::Grouped, true, bi - 1) },
+                    };
+                    domains.push(Domain { codebook: cb.name().into(), mode: mode.clone(), m_bucket: bi, aspect, tree, stats: None });
+                }
+            }
+        }
+    }
+    domains.sort_by(|a, b| (&a.codebook, &a.mode, a.m_bucket, a.aspect).cmp(&(&b.codebook, &b.mode, b.m_bucket, b.aspect)));
+    let literal = candidates
+        .iter()
+        .find(|c| matches!(c.kb, KbFormula::Literal { .. }))
+        .map(|c| c.id.clone())
+        .expect("the registry has literal-KB candidates");
+    let mut overlays = vec![
+        Overlay { codebook: "s4".into(), mode: "eager".into(), m_bucket: 0, n: 4096, k: 4096, candidate: literal },
+        Overlay { codebook: "s4".into(), mode: "eager".into(), m_bucket: 1, n: 4096, k: 4096, candidate: first(Surface::Grouped, false, 1) },
+    ];
+    overlays.sort();
+    let mut codebooks: Vec<String> = Codebook::ALL.iter().map(|c| c.name().to_string()).collect();
+    codebooks.sort();
+    Policy {
+        schema: SCHEMA.into(),
+        provenance: Provenance {
+            corpus_id: "example".into(),
+            registry_digest: vnni_kernels::registry::registry_digest(),
+            inventory_digest: "example".into(),
+            backend: backend.name().into(),
+            arch: "example".into(),
+            profile: "example".into(),
+            learner_version: "example".into(),
+        },
+        units: 132,
+        codebooks,
+        modes,
+        m_buckets,
+        aspect_edges,
+        candidates,
+        domains,
+        overlays,
+        gates: Gates {
+            p95_max: 0.05,
+            ucb_max: 0.05,
+            min_pass_fraction: 0.99,
+            domains_passing: 0,
+            domains_with_data: 0,
+            passed: false,
+            sealed: None,
+        },
+    }
+}

@@ -1,0 +1,214 @@
+//! The policy IR: what `fit` writes (`policy.json`) and what the generator renders. Every
+//! number a run-time decision needs is an integer; floats appear only in the recorded
+//! statistics. Serialization is deterministic (field order fixed, vectors sorted by the
+//! learner), so the same corpus gives the same bytes.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub const SCHEMA: &str = "vnni-policy-v1";
+
+/// Which kernel surface serves an M bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Surface {
+    /// M = 1: decode candidates choose their own bpp.
+    Decode,
+    /// M >= 2 rows: grouped candidates inherit the decode selection's bpp for (codebook, mode, N, K).
+    Grouped,
+    /// M >= 32 IMMA tiles (none in the registry yet).
+    Prefill,
+}
+
+/// `lo ..= hi` (hi `None`: unbounded). Buckets are contiguous from M = 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MBucket {
+    pub lo: u64,
+    pub hi: Option<u64>,
+    pub surface: Surface,
+}
+
+/// An aspect edge N/K >= num/den, compared as `N * den >= K * num` (integers, no division).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ratio {
+    pub num: u64,
+    pub den: u64,
+}
+
+/// How a candidate derives its partition count KB, hence bpp = ceil(KBLK / KB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum KbFormula {
+    /// KB = 1.
+    Wide,
+    /// KB = kb; illegal (no selection) where kb > the cap. Overlay-only.
+    Literal { kb: u64 },
+    /// KB = clamp(ceil(waves * units / ceil(N / tile)), 1, cap).
+    Waves { waves: u64 },
+    /// Grouped: the decode selection's bpp.
+    Inherited,
+}
+
+/// A candidate as the run time sees it: enough to build its launch and derive its bpp.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CandidateDesc {
+    pub id: String,
+    /// `cuda` or `cpu`.
+    pub backend: String,
+    pub surface: Surface,
+    /// Registry family name (`wide`, `direct`, `kpar`, `fused_kpar`, `rows`, `mma16`).
+    pub family: String,
+    /// Columns per CTA (CUDA) or per task (CPU).
+    pub tile: u64,
+    /// Columns per thread (CUDA tile families; 1 otherwise).
+    pub cpt: u64,
+    /// Activation rows per CTA (grouped; 1 for decode).
+    pub rows: u64,
+    pub kb: KbFormula,
+    /// The partition cap besides KBLK (fused kernels: threads / tile); `None`: KBLK only.
+    pub max_kb: Option<u64>,
+    /// Whether generic (tree) leaves may use it.
+    pub generic_legal: bool,
+}
+
+/// An integer feature of (N, K) known at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Feature {
+    N,
+    K,
+    /// N * K (< 2^62 for N, K < 2^31).
+    NK,
+    /// floor(N * 1024 / K).
+    AspectQ10,
+    /// K / 32.
+    Kblk,
+    /// ceil(N / w).
+    Tiles { w: u64 },
+    /// ceil(ceil(N / w) / units): waves of one-CTA-per-tile launches.
+    Waves { w: u64 },
+}
+
+/// A decision tree over integer features: `feature <= le` goes left.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "node", rename_all = "snake_case")]
+pub enum Node {
+    Leaf {
+        candidate: String,
+    },
+    Split {
+        feature: Feature,
+        le: i64,
+        /// `Option` so that a policy with a branch removed parses and is then rejected by
+        /// the totality check with the domain and depth named.
+        left: Option<Box<Node>>,
+        right: Option<Box<Node>>,
+    },
+}
+
+/// Held-out statistics of a domain (regret as a fraction: 0.01 = 1%).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DomainStats {
+    pub rows: u64,
+    pub p95_regret: f64,
+    pub ucb_p95_regret: f64,
+    pub geomean_regret: f64,
+    pub passed: bool,
+}
+
+/// One domain: (codebook, mode, M bucket, aspect bucket) and its tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Domain {
+    pub codebook: String,
+    pub mode: String,
+    /// Index into `Policy::m_buckets`.
+    pub m_bucket: usize,
+    /// Index of the aspect bucket (decode), `None` for grouped and prefill domains.
+    pub aspect: Option<usize>,
+    pub tree: Node,
+    /// `None` where the corpus had no rows for the domain (a tree borrowed from a neighbour).
+    pub stats: Option<DomainStats>,
+}
+
+/// An exact-shape overlay entry; takes precedence over the tree.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Overlay {
+    pub codebook: String,
+    pub mode: String,
+    pub m_bucket: usize,
+    pub n: u64,
+    pub k: u64,
+    pub candidate: String,
+}
+
+/// Gate thresholds (recorded so a policy says what it was held to) and the outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gates {
+    pub p95_max: f64,
+    pub ucb_max: f64,
+    pub min_pass_fraction: f64,
+    pub domains_passing: u64,
+    pub domains_with_data: u64,
+    pub passed: bool,
+    /// The one certification on the sealed partition, overlays off; `None` if not run.
+    pub sealed: Option<SealedCertification>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SealedCertification {
+    pub rows: u64,
+    pub p95_regret: f64,
+    pub geomean_regret: f64,
+    pub passed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub corpus_id: String,
+    pub registry_digest: String,
+    pub inventory_digest: String,
+    pub backend: String,
+    pub arch: String,
+    pub profile: String,
+    pub learner_version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Policy {
+    pub schema: String,
+    pub provenance: Provenance,
+    /// SMs (CUDA) or worker threads (CPU): the `units` of the waves formula and feature.
+    pub units: u64,
+    /// Codebook names, every one owning every domain.
+    pub codebooks: Vec<String>,
+    /// Timing modes (`eager`, `graph`) the policy answers for.
+    pub modes: Vec<String>,
+    pub m_buckets: Vec<MBucket>,
+    /// Ascending; aspect bucket = number of edges with N/K >= edge.
+    pub aspect_edges: Vec<Ratio>,
+    /// Sorted by id; every id a tree or overlay names.
+    pub candidates: Vec<CandidateDesc>,
+    /// Sorted by (codebook, mode, m_bucket, aspect).
+    pub domains: Vec<Domain>,
+    /// Sorted.
+    pub overlays: Vec<Overlay>,
+    pub gates: Gates,
+}
+
+impl Policy {
+    /// Canonical bytes: pretty JSON with a trailing newline.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = serde_json::to_vec_pretty(self).expect("policies serialize");
+        v.push(b'\n');
+        v
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<Policy, serde_json::Error> {
+        serde_json::from_slice(bytes)
+    }
+
+    /// sha256 of the canonical bytes.
+    pub fn digest(&self) -> String {
+        Sha256::digest(self.to_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    }
+}

@@ -1,0 +1,99 @@
+use vnni_kernels::registry::{all_candidates, Backend, Surface as RegSurface};
+
+use crate::example::example_policy;
+use crate::*;
+
+#[test]
+fn the_example_is_total_and_matches_the_registry() {
+    for backend in [Backend::Cuda, Backend::Cpu] {
+        let p = example_policy(backend);
+        p.check().unwrap();
+        p.check_registry().unwrap();
+        assert_eq!(Policy::from_bytes(&p.to_bytes()).unwrap(), p);
+    }
+}
+
+#[test]
+fn bpp_formulas_equal_the_registry_plans() {
+    for c in all_candidates().iter().filter(|c| c.surface == RegSurface::Decode) {
+        let d = descriptor(c);
+        for units in [2u32, 132] {
+            for (n, k) in [(1, 32), (64, 320), (4096, 12288), (151_936, 4096), (300, 32 * 97), (2_147_483_647, 32 * 1024)] {
+                let want = c.plan(n, k, units).map(|p| p.bpp as u64);
+                assert_eq!(d.bpp(n as u64, k as u64, units as u64), want, "{} {n}x{k} units {units}", c.id);
+            }
+        }
+    }
+}
+
+#[test]
+fn overlays_win_and_grouped_rows_inherit_the_decode_bpp() {
+    let p = example_policy(Backend::Cuda);
+    let d = p.select("s4", "eager", 1, 4096, 4096).unwrap();
+    assert_eq!(d.via, Via::Overlay);
+    assert!(d.candidate.id.contains(".kb"));
+    let off = p.select_with("s4", "eager", 1, 4096, 4096, false).unwrap();
+    assert_eq!(off.via, Via::Tree);
+    for m in [2, 5, 8, 9, 31, 4096, MAX_DIM] {
+        let g = p.select("s4", "eager", m, 4096, 4096).unwrap();
+        assert_eq!(g.bpp, d.bpp, "M={m}");
+        assert_eq!(g.candidate.surface, Surface::Grouped);
+    }
+    assert!(matches!(p.select("s4", "graph", 1, 64, 64), Err(PolicyError::UnknownMode { .. })));
+    assert!(matches!(p.select("s4", "eager", 0, 64, 64), Err(PolicyError::BadQuery { .. })));
+    assert!(matches!(p.select("q4", "eager", 1, 64, 64), Err(PolicyError::UnknownCodebook { .. })));
+    // Extremes stay in range.
+    let e = p.select("s8", "eager", MAX_DIM, MAX_DIM, MAX_DIM / 32 * 32).unwrap();
+    assert!(e.bpp >= 1);
+}
+
+fn rejected(p: &Policy) -> String {
+    p.check().expect_err("a broken policy must be rejected").to_string()
+}
+
+#[test]
+fn deleting_a_domain_a_codebook_a_branch_or_a_bucket_is_rejected() {
+    let base = example_policy(Backend::Cuda);
+    assert!(!base.overlays.is_empty());
+
+    let mut p = base.clone();
+    p.domains.remove(3);
+    assert!(rejected(&p).contains("is missing"), "{}", rejected(&p));
+
+    let mut p = base.clone();
+    p.domains.retain(|d| d.codebook != "u5");
+    assert!(rejected(&p).contains("u5"), "{}", rejected(&p));
+
+    let mut p = base.clone();
+    if let Node::Split { right, .. } = &mut p.domains[0].tree {
+        *right = None;
+    }
+    assert!(rejected(&p).contains("right branch is missing"), "{}", rejected(&p));
+    // The JSON route: a branch deleted from the file parses, then fails the check.
+    let text = String::from_utf8(base.to_bytes()).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["domains"][0]["tree"].as_object_mut().unwrap().remove("left");
+    let p: Policy = serde_json::from_value(v).unwrap();
+    assert!(rejected(&p).contains("left branch is missing"));
+
+    let mut p = base.clone();
+    p.m_buckets.remove(1);
+    assert!(rejected(&p).contains("reaches no bucket"), "{}", rejected(&p));
+    let mut p = base.clone();
+    p.m_buckets.last_mut().unwrap().hi = Some(1000);
+    assert!(rejected(&p).contains("reaches no bucket"));
+}
+
+#[test]
+fn leaves_must_be_generic_and_of_their_surface() {
+    let mut p = example_policy(Backend::Cuda);
+    let literal = p.overlays.iter().find(|o| o.m_bucket == 0).unwrap().candidate.clone();
+    p.domains[0].tree = Node::Leaf { candidate: literal };
+    assert!(rejected(&p).contains("overlay-only"));
+    let mut p = example_policy(Backend::Cuda);
+    p.domains[0].tree = Node::Leaf { candidate: "grouped.rows.r2".into() };
+    assert!(rejected(&p).contains("serves"));
+    let mut p = example_policy(Backend::Cuda);
+    p.candidates[0].tile += 1;
+    assert!(p.check_registry().is_err());
+}

@@ -1,0 +1,164 @@
+//! The `cpu` backend: the CPU kernels (`vnni_kernels::cpu`) timed on the host's monotonic
+//! clock under the shared protocol, checked bit for bit against the reference, in a rayon
+//! pool of a fixed thread count (the `units` of the waves formulas).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use vnni_kernels::fixture::{self, derive_seed};
+use vnni_kernels::reference::gemm_columns;
+use vnni_kernels::registry::{candidates, Backend, Surface};
+use vnni_kernels::{cpu, quantize_activations, SourceFormat};
+
+use crate::cell::{best_row, cell_weights, check_columns, CellResult, FIXTURE_SEED};
+use crate::rows::{compare, mode_rows, CellContext, Checked};
+use crate::timing::{replays_for, run_rounds, Mode, Protocol, Timed};
+
+pub struct CpuSession {
+    pool: rayon::ThreadPool,
+    pub threads: usize,
+    pub device: String,
+    pub arch: String,
+    /// Host memcpy bandwidth measured at open, the roofline of `pct_copy_bw`.
+    pub copy_gbps: f64,
+}
+
+/// The CPU model name (`/proc/cpuinfo`), else the architecture.
+fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| t.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string()))
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// Best of five 64 MiB copies, in GB/s (bytes read + written).
+fn host_copy_gbps() -> f64 {
+    let src = vec![1u8; 64 << 20];
+    let mut dst = vec![0u8; 64 << 20];
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        let t = Instant::now();
+        dst.copy_from_slice(std::hint::black_box(&src));
+        best = best.min(t.elapsed().as_secs_f64());
+        std::hint::black_box(&dst);
+    }
+    2.0 * src.len() as f64 / best / 1e9
+}
+
+impl CpuSession {
+    /// A pool of `threads` workers (0: every available core).
+    pub fn open(threads: usize) -> Result<CpuSession> {
+        let threads = if threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { threads };
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().context("starting the CPU worker pool")?;
+        Ok(CpuSession {
+            pool,
+            threads,
+            device: format!("{} ({threads} threads)", cpu_name()),
+            arch: std::env::consts::ARCH.to_string(),
+            copy_gbps: host_copy_gbps(),
+        })
+    }
+
+    /// One cell: every CPU decode candidate at M = 1, then the grouped candidates at each
+    /// M >= 2 of `m_values` with the bpp of the fastest eligible decode candidate.
+    pub fn run_cell(
+        &self,
+        format: SourceFormat,
+        n: usize,
+        k: usize,
+        m_values: &[usize],
+        protocol: &Protocol,
+    ) -> Result<CellResult> {
+        self.pool.install(|| self.cell(format, n, k, m_values, protocol))
+    }
+
+    fn cell(&self, format: SourceFormat, n: usize, k: usize, m_values: &[usize], protocol: &Protocol) -> Result<CellResult> {
+        let w = cell_weights(format, n, k, FIXTURE_SEED)?;
+        let cols = check_columns(n, derive_seed(FIXTURE_SEED, "columns"));
+        let units = self.threads as u32;
+        let mut out = CellResult { rows: Vec::new(), samples: Vec::new() };
+        let mut ctx = CellContext {
+            backend: Backend::Cpu.name(),
+            arch: &self.arch,
+            device: &self.device,
+            format,
+            m: 1,
+            n,
+            k,
+            m1_candidate: "",
+            weight_bytes: w.bytes(),
+            weight_copies: 1,
+            checked: cols.len(),
+            copy_gbps: self.copy_gbps,
+        };
+        let seed = |m: usize| derive_seed(FIXTURE_SEED, &format!("{format} {m} {n} {k}"));
+
+        // M = 1: every decode candidate with its own bpp.
+        let a = quantize_activations(&fixture::activations(1, k, FIXTURE_SEED), 1, k)?;
+        let decode: Vec<_> = candidates(Backend::Cpu, Surface::Decode).into_iter().filter(|c| c.plan(n, k, units).is_some()).collect();
+        let mut reference: BTreeMap<usize, Vec<f32>> = BTreeMap::new();
+        let mut runs = Vec::new();
+        for c in &decode {
+            let (bpp, got) = cpu::decode(c, &w, &a, units)?;
+            let want = reference.entry(bpp).or_insert(gemm_columns(&w, &a, bpp, &cols)?);
+            let (mismatches, first_mismatch) = compare(&got, want, &cols, 1, n);
+            runs.push(Checked { id: c.id.clone(), bpp, mismatches, first_mismatch, registers: 0, occupancy: 0 });
+        }
+        let eligible: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].mismatches == 0).collect();
+        let p1 = Protocol { seed: seed(1), ..protocol.clone() };
+        let timed = time_cpu(&p1, eligible.len(), &mut |i| {
+            cpu::decode(&decode[eligible[i]], &w, &a, units).map(|r| drop(std::hint::black_box(r)))
+        })?;
+        mode_rows(&ctx, Mode::Eager, &p1, &runs, &eligible, &timed, &mut out.rows, &mut out.samples);
+
+        // Grouped rows inherit the fastest decode candidate's bpp.
+        let Some(best) = best_row(&out.rows, Mode::Eager.name()).cloned() else { return Ok(out) };
+        let grouped = candidates(Backend::Cpu, Surface::Grouped);
+        for &m in m_values.iter().filter(|&&m| m >= 2) {
+            let a = quantize_activations(&fixture::activations(m, k, FIXTURE_SEED), m, k)?;
+            let want = gemm_columns(&w, &a, best.bpp, &cols)?;
+            let mut runs = Vec::new();
+            for g in &grouped {
+                let got = cpu::grouped(g, &w, &a, best.bpp)?;
+                let (mismatches, first_mismatch) = compare(&got, &want, &cols, m, n);
+                runs.push(Checked { id: g.id.clone(), bpp: best.bpp, mismatches, first_mismatch, registers: 0, occupancy: 0 });
+            }
+            let eligible: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].mismatches == 0).collect();
+            let pm = Protocol { seed: seed(m), ..protocol.clone() };
+            let timed = time_cpu(&pm, eligible.len(), &mut |i| {
+                cpu::grouped(&grouped[eligible[i]], &w, &a, best.bpp).map(|r| drop(std::hint::black_box(r)))
+            })?;
+            ctx.m = m;
+            ctx.m1_candidate = &best.candidate;
+            mode_rows(&ctx, Mode::Eager, &pm, &runs, &eligible, &timed, &mut out.rows, &mut out.samples);
+        }
+        Ok(out)
+    }
+}
+
+/// The protocol on the host clock: calibrate replays, then the shared rounds.
+fn time_cpu<E: Into<anyhow::Error>>(
+    protocol: &Protocol,
+    count: usize,
+    run: &mut dyn FnMut(usize) -> Result<(), E>,
+) -> Result<Vec<Timed>> {
+    let mut timed = vec![Timed::default(); count];
+    for (c, t) in timed.iter_mut().enumerate() {
+        run(c).map_err(Into::into)?;
+        let start = Instant::now();
+        for _ in 0..3 {
+            run(c).map_err(Into::into)?;
+        }
+        t.replays = replays_for(protocol, start.elapsed().as_secs_f64() * 1e6 / 3.0, 1);
+    }
+    let mut sample = |c: usize, replays: usize| -> Result<f64, anyhow::Error> {
+        let start = Instant::now();
+        for _ in 0..replays {
+            run(c).map_err(Into::into)?;
+        }
+        Ok(start.elapsed().as_secs_f64() * 1e6 / replays as f64)
+    };
+    run_rounds(protocol, Mode::Eager, &mut timed, &mut sample)?;
+    Ok(timed)
+}

@@ -1,0 +1,126 @@
+//! What every backend's cell does after running its candidates: compare outputs with the
+//! reference bit for bit, and turn timed candidates into aggregate rows and raw samples.
+
+use vnni_corpus::schema::hex_f64;
+use vnni_corpus::{SampleRow, TimingRow};
+use vnni_kernels::SourceFormat;
+
+use crate::stats::summarize;
+use crate::timing::{Mode, Protocol, Timed};
+
+/// The fixed facts of one cell surface (one M).
+pub struct CellContext<'a> {
+    pub backend: &'a str,
+    pub arch: &'a str,
+    pub device: &'a str,
+    pub format: SourceFormat,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    /// Grouped rows: the M = 1 candidate whose bpp they inherit (empty for decode).
+    pub m1_candidate: &'a str,
+    pub weight_bytes: usize,
+    pub weight_copies: usize,
+    /// Outputs compared per row.
+    pub checked: usize,
+    pub copy_gbps: f64,
+}
+
+/// One candidate after its correctness check.
+pub struct Checked {
+    pub id: String,
+    pub bpp: usize,
+    pub mismatches: usize,
+    pub first_mismatch: String,
+    pub registers: u32,
+    pub occupancy: u32,
+}
+
+/// Compare `got` (`[M][N]`) with `want` (`[M][cols]`) on `cols`: (mismatches, first one).
+pub fn compare(got: &[f32], want: &[f32], cols: &[usize], m: usize, n: usize) -> (usize, String) {
+    let mut mismatches = 0;
+    let mut first = String::new();
+    for r in 0..m {
+        for (i, &col) in cols.iter().enumerate() {
+            let (g, w) = (got[r * n + col], want[r * cols.len() + i]);
+            if g.to_bits() != w.to_bits() {
+                if mismatches == 0 {
+                    first = format!("row {r} col {col}: got {:#010x} want {:#010x}", g.to_bits(), w.to_bits());
+                }
+                mismatches += 1;
+            }
+        }
+    }
+    (mismatches, first)
+}
+
+/// Rows and samples of one mode: `timed[i]` belongs to `runs[eligible[i]]`; ineligible
+/// candidates get a row (with their mismatch) and no samples.
+pub fn mode_rows(
+    ctx: &CellContext,
+    mode: Mode,
+    protocol: &Protocol,
+    runs: &[Checked],
+    eligible: &[usize],
+    timed: &[Timed],
+    rows: &mut Vec<TimingRow>,
+    samples: &mut Vec<SampleRow>,
+) {
+    let codebook = ctx.format.codebook().name().to_string();
+    for (ri, run) in runs.iter().enumerate() {
+        let t = eligible.iter().position(|&e| e == ri).map(|p| &timed[p]);
+        let measured = t.map(|t| t.measured()).unwrap_or_default();
+        let s = summarize(&measured);
+        let median = s.map_or(f64::NAN, |s| s.median);
+        let gbps = ctx.weight_bytes as f64 / (median * 1e-6) / 1e9;
+        rows.push(TimingRow {
+            backend: ctx.backend.into(),
+            arch: ctx.arch.into(),
+            device: ctx.device.into(),
+            mode: mode.name().into(),
+            source_format: ctx.format.name().into(),
+            codebook: codebook.clone(),
+            m: ctx.m,
+            n: ctx.n,
+            k: ctx.k,
+            candidate: run.id.clone(),
+            m1_candidate: ctx.m1_candidate.into(),
+            bpp: run.bpp,
+            warmups: protocol.warmups,
+            samples: measured.len(),
+            replays: t.map_or(0, |t| t.replays),
+            weight_copies: ctx.weight_copies,
+            seed: protocol.seed,
+            min_us: s.map_or(f64::NAN, |s| s.min),
+            median_us: median,
+            p95_us: s.map_or(f64::NAN, |s| s.p95),
+            mad_us: s.map_or(f64::NAN, |s| s.mad),
+            cv: s.map_or(f64::NAN, |s| s.cv),
+            weight_bytes: ctx.weight_bytes,
+            gbps,
+            pct_copy_bw: 100.0 * gbps / ctx.copy_gbps,
+            checked: ctx.checked,
+            mismatches: run.mismatches,
+            first_mismatch: run.first_mismatch.clone(),
+            eligible: run.mismatches == 0,
+            dropped: t.is_some_and(|t| t.dropped),
+            registers: run.registers,
+            occupancy_blocks_per_sm: run.occupancy,
+        });
+        if let Some(t) = t {
+            samples.extend(t.samples.iter().map(|s| SampleRow {
+                mode: mode.name().into(),
+                source_format: ctx.format.name().into(),
+                codebook: codebook.clone(),
+                m: ctx.m,
+                n: ctx.n,
+                k: ctx.k,
+                candidate: run.id.clone(),
+                round: s.round,
+                order: s.order,
+                warmup: s.warmup,
+                latency_us_hex: hex_f64(s.latency_us),
+            }));
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! The cell store end to end on the CPU backend: a sweep killed with SIGKILL at random
+//! points resumes to every planned cell exactly once with the same plan bytes; four shards
+//! merged equal one unsharded run; `--devices` workers share one work directory.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::vnni;
+use vnni_corpus::collection::{read_corpus_rows, CellStore, CollectionPlan};
+
+fn inventory() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tiny-inventory")
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("vnni-sweep-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn sweep_args(out: &Path) -> Vec<String> {
+    let s = |x: &str| x.to_string();
+    vec![
+        s("sweep"),
+        s("--backend"),
+        s("cpu"),
+        s("--profile"),
+        s("tiny"),
+        s("--inventory"),
+        inventory().display().to_string(),
+        s("--threads"),
+        s("1"),
+        s("--out"),
+        out.display().to_string(),
+    ]
+}
+
+fn sweep(out: &Path, extra: &[&str]) -> (bool, String, String) {
+    let mut args = sweep_args(out);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    vnni(&refs)
+}
+
+/// The corpus's row keys, each of which must appear once. (Not the bpp: grouped rows
+/// inherit the fastest decode candidate's, which depends on timing.)
+fn row_keys(corpus: &Path) -> BTreeSet<String> {
+    let rows = read_corpus_rows(corpus).unwrap();
+    let keys: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{} {} {}x{} m{} {}", r.mode, r.source_format, r.n, r.k, r.m, r.candidate))
+        .collect();
+    let set: BTreeSet<String> = keys.iter().cloned().collect();
+    assert_eq!(set.len(), keys.len(), "a row appears twice in {}", corpus.display());
+    set
+}
+
+/// Published cell stems in a work directory.
+fn published(out: &Path) -> BTreeSet<String> {
+    let Ok(rd) = std::fs::read_dir(out.join("cells")) else { return BTreeSet::new() };
+    rd.filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".csv") && !n.ends_with(".timing.csv"))
+        .map(|n| n.trim_end_matches(".csv").to_string())
+        .collect()
+}
+
+fn planned(out: &Path) -> BTreeSet<String> {
+    let plan = CollectionPlan::read(&CellStore::new(out).plan_path()).unwrap();
+    plan.cells().iter().map(|c| c.stem()).collect()
+}
+
+/// A complete uninterrupted run: (work dir, seconds it took).
+fn reference_run(tag: &str) -> (PathBuf, f64) {
+    let out = tmp(tag);
+    let t = Instant::now();
+    let (ok, stdout, stderr) = sweep(&out, &[]);
+    assert!(ok, "{stdout}{stderr}");
+    assert!(stdout.contains("corpus sealed"), "{stdout}");
+    (out, t.elapsed().as_secs_f64())
+}
+
+#[test]
+fn a_sweep_killed_at_random_points_resumes_to_every_cell_exactly_once() {
+    let (reference, seconds) = reference_run("reference-kill");
+    let work = tmp("killed");
+    let args = sweep_args(&work);
+    let total = planned(&reference).len();
+    let (mut kills, mut mid_collection, mut attempts) = (0, 0, 0);
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    while kills < 20 {
+        attempts += 1;
+        assert!(attempts < 400, "could not land 20 kills on a running sweep");
+        rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let delay = (rng >> 11) as f64 / (1u64 << 53) as f64 * seconds * 0.5;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"))
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_secs_f64(delay));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap(); // SIGKILL
+            kills += 1;
+            let n = published(&work).len();
+            if n > 0 && n < total {
+                mid_collection += 1;
+            }
+        }
+        child.wait().unwrap();
+    }
+    assert!(mid_collection >= 3, "only {mid_collection} of {kills} kills landed mid-collection");
+    let (ok, stdout, stderr) = sweep(&work, &[]);
+    assert!(ok, "{stdout}{stderr}");
+    assert!(stdout.contains("corpus sealed") || stdout.contains("already sealed"), "{stdout}");
+    assert_eq!(published(&work), planned(&work), "every planned cell, nothing else");
+    assert_eq!(
+        std::fs::read(work.join("plan.json")).unwrap(),
+        std::fs::read(reference.join("plan.json")).unwrap(),
+        "plan metadata is byte-identical"
+    );
+    assert_eq!(row_keys(&work.join("corpus")), row_keys(&reference.join("corpus")));
+    let (ok, out, err) = vnni(&["verify", "--corpus", work.join("corpus").to_str().unwrap(), "--inventory", inventory().to_str().unwrap()]);
+    assert!(ok, "{out}{err}");
+    // A rerun of a finished sweep measures nothing.
+    let (ok, stdout, _) = sweep(&work, &[]);
+    assert!(ok && stdout.contains("0 measured, 12 already published"), "{stdout}");
+}
+
+#[test]
+fn four_shards_merged_equal_one_unsharded_run() {
+    let (reference, _) = reference_run("reference-shards");
+    let mut shards = Vec::new();
+    for i in 0..4 {
+        let dir = tmp(&format!("shard{i}"));
+        let (ok, stdout, stderr) = if i == 2 {
+            // The SLURM array variables stand in for --shard.
+            let args = sweep_args(&dir);
+            let out = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"))
+                .args(&args)
+                .env("SLURM_ARRAY_TASK_ID", "12")
+                .env("SLURM_ARRAY_TASK_MIN", "10")
+                .env("SLURM_ARRAY_TASK_COUNT", "4")
+                .output()
+                .unwrap();
+            (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+        } else {
+            sweep(&dir, &["--shard", &format!("{i}/4")])
+        };
+        assert!(ok, "{stdout}{stderr}");
+        assert!(stdout.contains("cells in this shard") && stdout.contains("still to collect"), "{stdout}");
+        assert_eq!(published(&dir).len(), 3, "shard {i} holds its quarter");
+        shards.push(dir);
+    }
+    let merged = tmp("merged");
+    let mut args = vec!["merge".to_string(), "--out".into(), merged.display().to_string()];
+    args.extend(shards.iter().map(|d| d.display().to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (ok, stdout, stderr) = vnni(&refs);
+    assert!(ok && stdout.contains("corpus sealed"), "{stdout}{stderr}");
+    assert_eq!(published(&merged), published(&reference));
+    assert_eq!(row_keys(&merged.join("corpus")), row_keys(&reference.join("corpus")));
+    assert_eq!(std::fs::read(merged.join("plan.json")).unwrap(), std::fs::read(reference.join("plan.json")).unwrap());
+
+    // A shard of another collection is refused, naming the differing field.
+    let other = tmp("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let mut plan: serde_json::Value = serde_json::from_slice(&std::fs::read(shards[0].join("plan.json")).unwrap()).unwrap();
+    plan["units"] = serde_json::json!(99);
+    std::fs::write(other.join("plan.json"), serde_json::to_vec_pretty(&plan).unwrap()).unwrap();
+    let (ok, _, err) = vnni(&["merge", "--out", tmp("bad-merge").to_str().unwrap(), shards[0].to_str().unwrap(), other.to_str().unwrap()]);
+    assert!(!ok && err.contains("not a shard of the same collection") && err.contains("units"), "{err}");
+}
+
+#[test]
+fn device_workers_share_one_work_directory() {
+    let out = tmp("devices");
+    let (ok, stdout, stderr) = sweep(&out, &["--devices", "0,1"]);
+    assert!(ok, "{stdout}{stderr}");
+    assert!(stdout.contains("worker 0 (device 0)") && stdout.contains("worker 1 (device 1)"), "{stdout}");
+    assert!(stdout.contains("corpus sealed"), "{stdout}");
+    assert_eq!(published(&out), planned(&out));
+    let cells = std::fs::read_to_string(out.join("corpus/cells.csv")).unwrap();
+    assert_eq!(cells.lines().count(), 1 + 12, "{cells}");
+    assert!(cells.lines().skip(1).all(|l| l.contains(",0,") || l.contains(",1,")), "{cells}");
+    // A lock left by a dead process (a killed worker) is reclaimed on the next run.
+    let again = tmp("stale-lock");
+    std::fs::create_dir_all(again.join("locks")).unwrap();
+    let host = vnni_corpus::collection::host();
+    std::fs::write(again.join("locks/Q4_0-128x256.lock"), format!("{host} 999999999\n")).unwrap();
+    let (ok, stdout, stderr) = sweep(&again, &[]);
+    assert!(ok && stdout.contains("12 measured"), "{stdout}{stderr}");
+}
+
+#[test]
+fn another_plan_in_the_same_directory_is_refused() {
+    let out = tmp("replan");
+    let (ok, _, err) = sweep(&out, &["--shard", "0/4"]);
+    assert!(ok, "{err}");
+    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/inventory");
+    let (ok, _, err) = vnni(&[
+        "sweep", "--backend", "cpu", "--profile", "family-smoke", "--inventory", real.to_str().unwrap(), "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("holds another collection plan"), "{err}");
+}
