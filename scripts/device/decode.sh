@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device call for the decode (M = 1) and grouped (M = 2..16, 31) work: GPU facts,
 # on-device preflight, a quick correctness smoke, the bench (decode + grouped rows), the
-# batch-invariance certificates, then the cell sweep run twice (the second run must find
-# every cell published and only re-aggregate). At most 8 files come back from $OUT, so the
+# batch-invariance certificates, then the family-smoke sweep run twice (the second run must
+# find every cell published). The corpus collection has its own script, corpus.sh. At most 8 files come back from $OUT, so the
 # results travel as a few archives:
 #   $OUT/bench.tar.gz          decode.csv best.csv grouped.csv samples.csv resources.csv logs
 #   $OUT/certificates.jsonl    one certificate per line
@@ -28,7 +28,7 @@ if [ "${CERTIFY:-1}" = 1 ]; then
   tail -12 "$WORK/certify.log"
 fi
 if [ "${SWEEP:-1}" = 1 ]; then
-  "$BIN" sweep --cache "$CACHE" --out "$WORK/sweep" 2>"$WORK/sweep.log"
-  "$BIN" sweep --cache "$CACHE" --out "$WORK/sweep" 2>>"$WORK/sweep.log"
+  "$BIN" sweep --backend cuda --profile family-smoke --cache "$CACHE" --out "$WORK/sweep" 2>"$WORK/sweep.log"
+  "$BIN" sweep --backend cuda --profile family-smoke --cache "$CACHE" --out "$WORK/sweep" 2>>"$WORK/sweep.log"
   tar -C "$WORK" -czf "$OUT/sweep.tar.gz" sweep sweep.log
 fi
