@@ -3,6 +3,7 @@
 #   - Python `gguf` + `numpy` in .venv (the gguf-py oracle);
 #   - the nvidia-cuda-nvrtc wheel (static sm_90 compile and spill check of every kernel);
 #   - git-lfs (LFS round-trip tests; apt, when running as root);
+#   - a C++ compiler (the generated tables are compiled and validated; apt when missing);
 # Extra arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -22,6 +23,16 @@ if ! command -v git-lfs >/dev/null 2>&1; then
     apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git-lfs >/dev/null
   else
     echo "warning: git-lfs is not installed and cannot be installed here; LFS tests will fail under CI" >&2
+  fi
+fi
+
+# A C++17 compiler: the generated dispatch tables are compiled and checked against the
+# Rust evaluator.
+if ! command -v g++ >/dev/null 2>&1 && ! command -v clang++ >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null
+  else
+    echo "warning: no C++ compiler and none can be installed here; generator tests will fail under CI" >&2
   fi
 fi
 

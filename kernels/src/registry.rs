@@ -64,6 +64,9 @@ pub enum KbRule {
     Wide,
     /// A literal partition count. Overlay-only: illegal where KB > KBLK.
     Literal(u32),
+    /// `KB = min(kb, cap)`: the literal count where K allows it, else every K-block its own
+    /// partition. Legal for every shape, so generic leaves may use it.
+    Capped(u32),
     /// `KB = clamp(ceil(waves * SMs / ceil(N / tile)), 1, min(KBLK, cap))`: about `waves`
     /// CTAs per SM. Legal for every shape, so generic leaves may use it.
     Waves(u32),
@@ -227,6 +230,7 @@ impl Candidate {
                 }
                 kb as usize
             }
+            KbRule::Capped(kb) => (kb as usize).clamp(1, self.kb_cap(kblk)),
             KbRule::Waves(w) => (w as usize * sms as usize).div_ceil(tiles).clamp(1, self.kb_cap(kblk)),
         };
         let bpp = kblk.div_ceil(requested);
@@ -256,6 +260,7 @@ fn candidate(family: Family, tile: u32, cpt: u32, kb: KbRule) -> Candidate {
     let id = match kb {
         KbRule::Wide => base,
         KbRule::Literal(k) => format!("{base}.kb{k}"),
+        KbRule::Capped(k) => format!("{base}.cap{k}"),
         KbRule::Waves(w) => format!("{base}.waves{w}"),
         KbRule::Inherited => base,
     };
@@ -311,6 +316,9 @@ pub fn decode_candidates() -> Vec<Candidate> {
         for waves in [1, 2, 4] {
             out.push(candidate(Family::Kpar, tile, 1, KbRule::Waves(waves)));
         }
+        for cap in [8, 16] {
+            out.push(candidate(Family::Kpar, tile, 1, KbRule::Capped(cap)));
+        }
     }
     for columns in [16, 32] {
         for kb in [4, 6, 8, 12, 16, 32] {
@@ -318,6 +326,9 @@ pub fn decode_candidates() -> Vec<Candidate> {
         }
         for waves in [1, 2] {
             out.push(candidate(Family::FusedKpar, columns, 1, KbRule::Waves(waves)));
+        }
+        for cap in [8, 16, 32] {
+            out.push(candidate(Family::FusedKpar, columns, 1, KbRule::Capped(cap)));
         }
     }
     out
@@ -334,6 +345,7 @@ pub fn cpu_decode_candidates() -> Vec<Candidate> {
         };
         let id = match kb {
             KbRule::Literal(k) => format!("{base}.kb{k}"),
+            KbRule::Capped(k) => format!("{base}.cap{k}"),
             KbRule::Waves(w) => format!("{base}.waves{w}"),
             _ => base,
         };
@@ -349,6 +361,7 @@ pub fn cpu_decode_candidates() -> Vec<Candidate> {
     for (tile, waves) in [(16, 1), (64, 1), (64, 2)] {
         out.push(cpu(Family::Kpar, tile, KbRule::Waves(waves)));
     }
+    out.push(cpu(Family::Kpar, 64, KbRule::Capped(4)));
     out
 }
 

@@ -58,6 +58,7 @@ impl CandidateDesc {
                 kb
             }
             KbFormula::Waves { waves } => (waves * units).div_ceil(n.div_ceil(self.tile)).clamp(1, cap),
+            KbFormula::Capped { kb } => kb.clamp(1, cap),
             KbFormula::Inherited => return None,
         };
         Some(kblk.div_ceil(requested))

@@ -45,6 +45,8 @@ pub enum KbFormula {
     Literal { kb: u64 },
     /// KB = clamp(ceil(waves * units / ceil(N / tile)), 1, cap).
     Waves { waves: u64 },
+    /// KB = clamp(kb, 1, cap): legal for every shape.
+    Capped { kb: u64 },
     /// Grouped: the decode selection's bpp.
     Inherited,
 }

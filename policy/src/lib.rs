@@ -52,6 +52,7 @@ pub fn descriptor(c: &registry::Candidate) -> CandidateDesc {
         KbRule::Wide => KbFormula::Wide,
         KbRule::Literal(kb) => KbFormula::Literal { kb: kb as u64 },
         KbRule::Waves(w) => KbFormula::Waves { waves: w as u64 },
+        KbRule::Capped(kb) => KbFormula::Capped { kb: kb as u64 },
         KbRule::Inherited => KbFormula::Inherited,
     };
     let family = family_name(c.family);

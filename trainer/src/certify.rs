@@ -98,7 +98,8 @@ mod tests {
     use vnni_kernels::{fixture, quantize_activations, repack, PackedMatrix, QuantizedActivations, SourceFormat};
 
     use super::*;
-    use crate::certify_backends::{CpuBackend, CPU_GROUPED};
+    use crate::certify_backends::CpuBackend;
+    const CPU_GROUPED: &str = "cpu.grouped.rows.t16";
 
     /// A deliberately wrong grouped kernel: the right per-block contract, but the partitions
     /// folded in descending order. Equal in real arithmetic, different in f32 bits.
@@ -150,7 +151,14 @@ mod tests {
         for m in [2, 5, 31] {
             let a = quantize_activations(&fixture::activations(m, 1024, 8), m, 1024).unwrap();
             let mut b = CpuBackend::new(&w, a, 132);
-            for m1 in ["decode.wide.tn128.cpt2", "decode.kpar.tn128.cpt1.waves2", "decode.fused.c32.kb8"] {
+            for m1 in [
+                "decode.wide.tn128.cpt2",
+                "decode.kpar.tn128.cpt1.waves2",
+                "decode.fused.c32.kb8",
+                "cpu.decode.wide.t64",
+                "cpu.decode.kpar.t64.waves2",
+                "cpu.decode.kpar.t64.kb4",
+            ] {
                 let bpp = vnni_kernels::registry::find(m1).unwrap().plan(96, 1024, 132).unwrap().bpp;
                 let serial = serial_rows(&mut b, m1, m).unwrap();
                 let s = Subject { codebook: "u4", source_format: "Q4_K", n: 96, k: 1024, m };

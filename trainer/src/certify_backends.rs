@@ -4,14 +4,10 @@ use anyhow::{Context, Result};
 use cudarc::driver::CudaSlice;
 use vnni_kernels::cuda::device::{DeviceActivations, DeviceMatrix, Gpu};
 use vnni_kernels::reference::gemm;
-use vnni_kernels::registry::find;
-use vnni_kernels::{PackedMatrix, QuantizedActivations};
+use vnni_kernels::registry::{find, Backend as Runs};
+use vnni_kernels::{cpu, PackedMatrix, QuantizedActivations};
 
 use crate::certify::Backend;
-
-/// The CPU's grouped implementation: the reference loop that decodes each weight block once
-/// and streams every row through it.
-pub const CPU_GROUPED: &str = "cpu.grouped.reference";
 
 pub struct CpuBackend<'w> {
     w: &'w PackedMatrix,
@@ -38,11 +34,19 @@ impl Backend for CpuBackend<'_> {
     fn arch(&self) -> &str {
         std::env::consts::ARCH
     }
+    /// A CPU grouped candidate (`cpu.grouped.rows.t*`) on all rows at once.
     fn grouped(&mut self, candidate: &str, bpp: usize) -> Result<Vec<f32>> {
-        anyhow::ensure!(candidate == CPU_GROUPED, "the CPU backend has no grouped candidate {candidate}");
-        Ok(gemm(self.w, &self.a, bpp)?)
+        let c = find(candidate).with_context(|| format!("no candidate {candidate}"))?;
+        anyhow::ensure!(c.backend == Runs::Cpu, "the CPU backend cannot run the CUDA candidate {candidate}");
+        Ok(cpu::grouped(&c, self.w, &self.a, bpp)?)
     }
+    /// One row through a CPU decode candidate; a CUDA candidate's side is the reference at
+    /// that candidate's bpp (the contract makes them equal bit for bit).
     fn serial(&mut self, m1_candidate: &str, row: usize) -> Result<Vec<f32>> {
+        let c = find(m1_candidate).with_context(|| format!("no candidate {m1_candidate}"))?;
+        if c.backend == Runs::Cpu {
+            return Ok(cpu::decode(&c, self.w, &self.a.row(row), self.sms)?.1);
+        }
         Ok(gemm(self.w, &self.a.row(row), m1_bpp(m1_candidate, self.w, self.sms)?)?)
     }
 }

@@ -9,7 +9,7 @@ use anyhow::Result;
 use vnni_corpus::ResourceRow;
 use vnni_kernels::cuda::device::Gpu;
 use vnni_kernels::cuda::{nvrtc, ptxas, source};
-use vnni_kernels::registry::{all_candidates, kernel_specs, KernelSpec};
+use vnni_kernels::registry::{all_candidates, kernel_specs, Backend, KernelSpec};
 use vnni_kernels::Codebook;
 
 /// ptxas resources of every kernel of every module, compiled with NVRTC for `arch`.
@@ -32,7 +32,7 @@ pub fn rows(
     statics: &BTreeMap<String, ptxas::StaticResources>,
     gpu: Option<&Gpu>,
 ) -> Result<Vec<ResourceRow>> {
-    let cands = all_candidates();
+    let cands: Vec<_> = all_candidates().into_iter().filter(|c| c.backend == Backend::Cuda).collect();
     let mut rows = Vec::new();
     for spec in kernel_specs() {
         let sym = spec.symbol();

@@ -33,6 +33,7 @@ fn bpp_rule(c: &Candidate) -> String {
     match c.kb {
         KbRule::Wide => "bpp = KBLK".into(),
         KbRule::Literal(kb) => format!("KB = {kb} (overlay only; illegal if KB > KBLK); bpp = ceil(KBLK / KB)"),
+        KbRule::Capped(kb) => format!("KB = min({kb}, KBLK); bpp = ceil(KBLK / KB)"),
         KbRule::Waves(w) => {
             format!("KB = clamp(ceil({w} * units / ceil(N / {})), 1, KBLK); bpp = ceil(KBLK / KB) (units: SMs or CPU threads)", c.tile)
         }

@@ -36,7 +36,7 @@ pub struct Args {
         default_value = "decode.wide.tn128.cpt2,decode.kpar.tn128.cpt1.waves2,decode.fused.c32.kb8"
     )]
     m1: Vec<String>,
-    /// SM count for geometry formulas on the CPU backend (the GPU uses its own).
+    /// Units (SMs or threads) for geometry formulas on the CPU backend (the GPU uses its own).
     #[arg(long, default_value_t = 132)]
     sms: u32,
     #[arg(long, default_value_t = 0)]
@@ -64,7 +64,7 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let grouped_ids: Vec<String> = match &gpu {
         Some(_) => grouped_candidates().into_iter().map(|c| c.id).collect(),
-        None => vec![crate::certify_backends::CPU_GROUPED.to_string()],
+        None => vnni_kernels::registry::cpu_grouped_candidates().into_iter().map(|c| c.id).collect(),
     };
     let tmp = args.out.with_extension("inprogress");
     let mut file =

@@ -1,9 +1,14 @@
 pub mod bench;
 pub mod candidates;
 pub mod certify;
+pub mod fit;
 pub mod formats;
+pub mod generate;
 pub mod inventory;
 pub mod merge;
 pub mod preflight;
+pub mod report;
+pub mod refresh;
 pub mod seal;
 pub mod sweep;
+pub mod verify;

@@ -1,15 +1,14 @@
-//! `vnni-dispatch seal DIR` and `vnni-dispatch verify [--corpus DIR]`: bind a finished corpus
-//! directory into `corpus.manifest.json`, and re-check committed corpora against this checkout
-//! (registry and inventory digests, every payload's size and sha256).
+//! `vnni-dispatch seal DIR`: bind a finished corpus directory into `corpus.manifest.json`
+//! (a sweep seals its corpus itself; this is for re-sealing and hand-assembled directories).
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use sha2::{Digest, Sha256};
 use vnni_corpus::collection::{inventory_sources, CollectionPlan, PLAN_FILE};
 use vnni_corpus::inventory::Inventory;
 use vnni_corpus::provenance::{git_state, toolchain};
-use vnni_corpus::seal::{seal, verify, BuildIdentity, Expected, SealInputs, MANIFEST};
+use vnni_corpus::seal::{seal, BuildIdentity, SealInputs};
 use vnni_kernels::cuda::source::kernel_source_digest;
 use vnni_kernels::registry::registry_digest;
 
@@ -36,17 +35,6 @@ pub struct SealArgs {
     driver: String,
     #[arg(long, default_value = "-")]
     nvrtc: String,
-}
-
-#[derive(clap::Args)]
-pub struct VerifyArgs {
-    /// A corpus directory; without it every corpus committed under lfs-data/corpora.
-    #[arg(long)]
-    corpus: Vec<PathBuf>,
-    #[arg(long, default_value = "corpus/inventory")]
-    inventory: PathBuf,
-    #[arg(long, default_value = "lfs-data/corpora")]
-    root: PathBuf,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -95,51 +83,5 @@ pub fn run_seal(a: &SealArgs) -> Result<()> {
     };
     let m = seal(&a.dir, &inputs)?;
     println!("sealed {} payloads in {}: corpus id {}", m.identity.payloads.len(), a.dir.display(), m.corpus_id);
-    Ok(())
-}
-
-/// Directories under `root` holding a manifest, sorted.
-fn committed(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        if d.join(MANIFEST).is_file() {
-            out.push(d.clone());
-        }
-        if let Ok(rd) = std::fs::read_dir(&d) {
-            stack.extend(rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()));
-        }
-    }
-    out.sort();
-    out
-}
-
-pub fn run_verify(a: &VerifyArgs) -> Result<()> {
-    let inv =
-        Inventory::load(&a.inventory).with_context(|| format!("loading the inventory {}", a.inventory.display()))?;
-    let mut expected = Expected { registry_digest: Some(registry_digest()), ..Default::default() };
-    for name in inv.profiles.keys() {
-        expected.inventory_digests.insert(name.clone(), inv.resolve(name)?.digest());
-    }
-    let dirs = if a.corpus.is_empty() { committed(&a.root) } else { a.corpus.clone() };
-    if dirs.is_empty() {
-        println!("verify: no sealed corpus under {} (nothing to check yet)", a.root.display());
-        return Ok(());
-    }
-    let mut bad = 0;
-    for d in &dirs {
-        match verify(d, &expected) {
-            Ok(m) => {
-                println!("ok   {} ({} payloads, corpus id {})", d.display(), m.identity.payloads.len(), m.corpus_id)
-            }
-            Err(e) => {
-                bad += 1;
-                println!("FAIL {}: {e}", d.display());
-            }
-        }
-    }
-    if bad > 0 {
-        bail!("{bad} of {} corpora failed verification", dirs.len());
-    }
     Ok(())
 }

@@ -1,0 +1,517 @@
+//! The corpus report (`vnni-dispatch report`): `report.md` and PNGs from a sealed corpus and,
+//! optionally, a fitted policy.
+//!
+//! - Bandwidth: per codebook, the fastest eligible decode (M = 1) candidate of every alias cell
+//!   in GB/s over the weight bytes, against the measured copy roofline of the run
+//!   (`gbps / (pct_copy_bw / 100)`), with a table of % of that roofline.
+//! - Regret CDFs per domain group (codebook x decode/grouped): the learner's cross-validated
+//!   policy and its three baselines on the same held-out rows, plus the given policy's
+//!   in-sample regret (overlays on) over every cell; and one CDF per codebook.
+//! - Decision maps through [`crate::map::write_maps`].
+//!
+//! Every image is drawn with [`crate::canvas`]; scales and legends are in the Markdown.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use vnni_corpus::collection::PHASES;
+use vnni_corpus::read::{read_timing, BASELINES};
+use vnni_corpus::write_bytes;
+use vnni_policy::{Policy, Surface, Via};
+
+use crate::canvas::{hex, tick_step, ticks, Canvas, Frame, Rgb, BLACK, PALETTE};
+use crate::corpus::{load, Corpus};
+use crate::cv::METHODS;
+use crate::error::{FitError, Result};
+use crate::map::write_maps;
+use crate::regret::REGRET_CAP;
+use crate::report::{pct, BASELINES_LEGEND};
+use crate::stats::p95;
+use crate::{fit, FitOptions};
+
+/// Codebooks whose decision maps the report draws (the first ones, sorted by name).
+const MAP_CODEBOOKS: usize = 3;
+/// Small multiples of the regret CDFs: panels per row and panel size in pixels.
+const PANELS_PER_ROW: usize = 4;
+const PANEL: (usize, usize) = (300, 200);
+const GAP: usize = 10;
+/// A single-panel plot (bandwidth per codebook, CDF per codebook).
+const PLOT: (usize, usize) = (640, 360);
+/// Room left and right of the bandwidth plots' outermost octaves, so edge dots are whole.
+const PAD_OCTAVES: f64 = 0.25;
+/// The vertical line marking the p95 gate on the CDFs.
+const GATE_LINE: Rgb = [235, 150, 150];
+
+/// The fastest eligible decode candidate of one alias cell (source format, mode, N, K).
+#[derive(Debug, Clone)]
+struct CellBest {
+    n: usize,
+    k: usize,
+    weight_bytes: usize,
+    median_us: f64,
+    gbps: f64,
+    /// % of the run's measured copy bandwidth; `None` where the corpus has none.
+    pct_copy: Option<f64>,
+    candidate: String,
+}
+
+impl CellBest {
+    /// The copy bandwidth this row was measured against.
+    fn copy_gbps(&self) -> Option<f64> {
+        self.pct_copy.map(|p| self.gbps / (p / 100.0))
+    }
+}
+
+/// One plotted series: a codebook's alias (source format) in one mode.
+type SeriesKey = (String, String);
+
+/// Per codebook, per (source format, mode), the best of every decode cell, by weight bytes.
+fn decode_bests(dir: &Path) -> Result<BTreeMap<String, BTreeMap<SeriesKey, Vec<CellBest>>>> {
+    let mut best: BTreeMap<(String, SeriesKey, usize, usize), CellBest> = BTreeMap::new();
+    for phase in PHASES.iter().filter(|p| p.starts_with("decode_m1")) {
+        for r in read_timing(&dir.join(format!("{phase}.csv")))? {
+            if r.m != 1 || !r.eligible || BASELINES.contains(&r.candidate.as_str()) {
+                continue;
+            }
+            let row = CellBest {
+                n: r.n,
+                k: r.k,
+                weight_bytes: r.weight_bytes,
+                median_us: r.median_us,
+                gbps: r.gbps,
+                pct_copy: (r.pct_copy_bw > 0.0).then_some(r.pct_copy_bw),
+                candidate: r.candidate,
+            };
+            let key = (r.codebook, (r.source_format, r.mode), r.n, r.k);
+            // Strictly faster replaces: of equal medians the first row (registry order) stays.
+            match best.get(&key) {
+                Some(b) if b.median_us <= row.median_us => {}
+                _ => {
+                    best.insert(key, row);
+                }
+            }
+        }
+    }
+    let mut out: BTreeMap<String, BTreeMap<SeriesKey, Vec<CellBest>>> = BTreeMap::new();
+    for ((codebook, series, ..), b) in best {
+        out.entry(codebook).or_default().entry(series).or_default().push(b);
+    }
+    for b in out.values_mut().flat_map(|s| s.values_mut()) {
+        b.sort_by_key(|x| (x.weight_bytes, x.n, x.k));
+    }
+    Ok(out)
+}
+
+/// Nearest-rank quantile q in (0, 1] of `values` (unsorted); `None` when empty.
+fn nearest_rank(values: &[f64], q: f64) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let rank = (q * v.len() as f64).ceil() as usize;
+    (!v.is_empty()).then(|| v[rank.clamp(1, v.len()) - 1])
+}
+
+fn mib(bytes: usize) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+fn png_error(path: &Path) -> impl Fn(String) -> FitError + '_ {
+    move |message| FitError::Report { path: path.into(), message }
+}
+
+fn write_png(path: &Path, canvas: &Canvas) -> Result<()> {
+    let bytes = canvas.encode_png().map_err(png_error(path))?;
+    write_bytes(path, &bytes)?;
+    Ok(())
+}
+
+/// One codebook's bandwidth plot: x = log2 weight bytes, y = GB/s from 0, black line = the
+/// median copy roofline, a dot per alias cell coloured by series. Returns the Markdown scales.
+fn bandwidth_plot(series: &BTreeMap<SeriesKey, Vec<CellBest>>, roofline: Option<f64>, path: &Path) -> Result<String> {
+    let all: Vec<&CellBest> = series.values().flatten().collect();
+    let log_bytes = |b: &CellBest| (b.weight_bytes.max(1) as f64).log2();
+    let x_lo = all.iter().map(|b| log_bytes(b)).fold(f64::INFINITY, f64::min).floor();
+    let x_hi = all.iter().map(|b| log_bytes(b)).fold(f64::NEG_INFINITY, f64::max).ceil().max(x_lo + 1.0);
+    let peak = all.iter().map(|b| b.gbps).fold(roofline.unwrap_or(0.0), f64::max).max(1e-9);
+    let y_step = tick_step(peak * 1.05, 8);
+    let y_hi = (peak * 1.05 / y_step).ceil() * y_step;
+    let mut canvas = Canvas::new(PLOT.0, PLOT.1);
+    let frame = Frame { left: 4, top: 4, width: PLOT.0 as i64 - 8, height: PLOT.1 as i64 - 8, x: (x_lo - PAD_OCTAVES, x_hi + PAD_OCTAVES), y: (0.0, y_hi) };
+    frame.axes(&mut canvas, &ticks(x_lo, x_hi, 1.0), &ticks(0.0, y_hi, y_step));
+    if let Some(r) = roofline {
+        frame.hline(&mut canvas, r, BLACK, 2);
+    }
+    for (i, points) in series.values().enumerate() {
+        for b in points {
+            let (x, y) = frame.px(log_bytes(b), b.gbps);
+            canvas.dot(x, y, 6, PALETTE[i % PALETTE.len()]);
+        }
+    }
+    write_png(path, &canvas)?;
+    Ok(format!(
+        "x: weight bytes on a log2 axis, grid lines per octave from 2^{x_lo} ({}) to 2^{x_hi} ({}) with a quarter octave of margin; \
+         y: GB/s from 0 to {y_hi}, a grid line every {y_step}",
+        mib(2f64.powf(x_lo) as usize),
+        mib(2f64.powf(x_hi) as usize)
+    ))
+}
+
+/// The bandwidth section: per codebook a PNG and its legend, then the tables.
+fn bandwidth_section(dir: &Path, out: &Path, md: &mut String, files: &mut Vec<PathBuf>) -> Result<()> {
+    let bests = decode_bests(dir)?;
+    let _ = writeln!(md, "## Decode bandwidth vs the measured copy roofline\n");
+    let _ = writeln!(
+        md,
+        "Each dot is one decode (M = 1) cell: the fastest candidate whose bits matched the reference, \
+         at its effective GB/s (weight bytes / median latency). The black line is the copy bandwidth measured \
+         in the same run (`gbps / (pct_copy_bw / 100)`; the median over the codebook's cells). \
+         Development and sealed shapes are both shown.\n"
+    );
+    if bests.is_empty() {
+        let _ = writeln!(md, "The corpus has no eligible decode rows.\n");
+        return Ok(());
+    }
+    let mut summary = String::from("| codebook | source format | mode | cells | median % copy | min % copy (N x K) | max % copy |\n|---|---|---|---|---|---|---|\n");
+    let mut largest = String::from("| codebook | source format | mode | N x K | weight | best candidate | GB/s | % copy |\n|---|---|---|---|---|---|---|---|\n");
+    for (codebook, series) in &bests {
+        let copies: Vec<f64> = series.values().flatten().filter_map(CellBest::copy_gbps).collect();
+        let roofline = nearest_rank(&copies, 0.5);
+        let name = format!("bandwidth-{codebook}.png");
+        let scales = bandwidth_plot(series, roofline, &out.join(&name))?;
+        files.push(out.join(&name));
+        let _ = writeln!(md, "### {codebook}\n\n![{codebook} decode bandwidth]({name})\n\n{scales}.");
+        match (roofline, nearest_rank(&copies, 1e-9), nearest_rank(&copies, 1.0)) {
+            (Some(r), Some(lo), Some(hi)) if hi > lo * 1.01 => {
+                let _ = writeln!(md, "Copy roofline {r:.1} GB/s (runs measured {lo:.1} to {hi:.1} GB/s).\n");
+            }
+            (Some(r), ..) => {
+                let _ = writeln!(md, "Copy roofline {r:.1} GB/s.\n");
+            }
+            _ => {
+                let _ = writeln!(md, "The corpus has no copy bandwidth for this codebook: no roofline.\n");
+            }
+        }
+        let _ = writeln!(md, "| colour | source format, mode |\n|---|---|");
+        for (i, (format, mode)) in series.keys().enumerate() {
+            let _ = writeln!(md, "| `{}` | {format} {mode} |", hex(PALETTE[i % PALETTE.len()]));
+        }
+        let _ = writeln!(md);
+        for ((format, mode), points) in series {
+            let pcts: Vec<f64> = points.iter().filter_map(|b| b.pct_copy).collect();
+            let worst = points.iter().filter(|b| b.pct_copy.is_some()).min_by(|a, b| a.pct_copy.unwrap().total_cmp(&b.pct_copy.unwrap()));
+            let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}%"));
+            let _ = writeln!(
+                summary,
+                "| {codebook} | {format} | {mode} | {} | {} | {} | {} |",
+                points.len(),
+                show(nearest_rank(&pcts, 0.5)),
+                worst.map_or("-".into(), |w| format!("{} ({} x {})", show(w.pct_copy), w.n, w.k)),
+                show(nearest_rank(&pcts, 1.0)),
+            );
+            for b in points.iter().rev().take(3) {
+                let _ = writeln!(
+                    largest,
+                    "| {codebook} | {format} | {mode} | {} x {} | {} | {} | {:.1} | {} |",
+                    b.n,
+                    b.k,
+                    mib(b.weight_bytes),
+                    b.candidate,
+                    b.gbps,
+                    show(b.pct_copy)
+                );
+            }
+        }
+    }
+    let _ = writeln!(md, "### % of the copy roofline over shapes\n\n{summary}");
+    let _ = writeln!(md, "### The three largest shapes of each series\n\n{largest}");
+    Ok(())
+}
+
+/// A domain group: (codebook, `decode` or `grouped`).
+type Group = (String, &'static str);
+
+fn surface_name(decode: bool) -> &'static str {
+    if decode {
+        "decode"
+    } else {
+        "grouped"
+    }
+}
+
+/// One CDF curve: its label, colour and regrets.
+struct Curve {
+    label: String,
+    colour: Rgb,
+    regrets: Vec<f64>,
+    /// A policy's curve (not a baseline's): the plot's x range is chosen to show it.
+    policy: bool,
+}
+
+/// A given policy's in-sample regret on every cell of the corpus, by group, with overlays on
+/// (as deployed) or off (its trees alone).
+struct InSample {
+    by_group: BTreeMap<Group, Vec<f64>>,
+    /// Cells it cannot answer (another corpus's codebooks or modes).
+    unanswered: usize,
+    /// Cells an exact overlay answered.
+    via_overlay: usize,
+}
+
+fn in_sample(policy: &Policy, corpus: &Corpus, overlays: bool) -> InSample {
+    let mut out = InSample { by_group: BTreeMap::new(), unanswered: 0, via_overlay: 0 };
+    for cell in &corpus.cells {
+        let Ok(sel) = policy.select_with(cell.codebook.name(), &cell.mode, cell.m, cell.n, cell.k, overlays) else {
+            out.unanswered += 1;
+            continue;
+        };
+        out.via_overlay += usize::from(sel.via == Via::Overlay);
+        let list = corpus.candidates(cell.surface());
+        let regret = list.iter().position(|c| c.id == sel.candidate.id).map_or(REGRET_CAP, |i| cell.regret[i]);
+        out.by_group.entry((cell.codebook.name().to_string(), surface_name(cell.m == 1))).or_default().push(regret);
+    }
+    out
+}
+
+/// The x range of a CDF plot (regret as a fraction) and its grid step: covering the p95 of
+/// the `policy` curves with room, at least twice the gate, at most 100%; larger regrets (the
+/// baselines' tails) sit on the right edge.
+fn regret_range(curves: &[&Curve], gate: f64) -> (f64, f64) {
+    let worst = curves.iter().filter(|c| c.policy).map(|c| p95(&c.regrets)).fold(0.0, f64::max);
+    let hi = (worst * 1.25).clamp(2.0 * gate, 1.0);
+    let step = tick_step(hi, 10);
+    ((hi / step).ceil() * step, step)
+}
+
+/// Step CDFs of `curves` in `frame` (drawn in order: the last stays on top).
+fn draw_cdfs(canvas: &mut Canvas, frame: &Frame, curves: &[&Curve], x_step: f64, gate: f64) {
+    frame.axes(canvas, &ticks(0.0, frame.x.1, x_step), &ticks(0.0, 1.0, 0.25));
+    frame.vline(canvas, gate, GATE_LINE, 1);
+    for c in curves {
+        let mut v = c.regrets.clone();
+        v.sort_by(f64::total_cmp);
+        let n = v.len() as f64;
+        let mut points = vec![frame.px(0.0, 0.0)];
+        for (i, r) in v.iter().enumerate() {
+            points.push(frame.px(*r, i as f64 / n));
+            points.push(frame.px(*r, (i + 1) as f64 / n));
+        }
+        points.push(frame.px(frame.x.1, 1.0));
+        points.dedup();
+        canvas.polyline(&points, c.colour, 2);
+    }
+}
+
+fn cdf_scales(x_hi: f64, x_step: f64) -> String {
+    format!("x: regret from 0 to {} (a grid line every {})", pct(x_hi), pct(x_step))
+}
+
+/// What every CDF plot's Markdown says about its axes.
+fn cdf_axes(gate: f64) -> String {
+    format!(
+        "y: fraction of cells from 0 to 1 (a grid line every 0.25); red line: the {} p95 gate; \
+         regrets beyond the x range sit on the right edge",
+        pct(gate)
+    )
+}
+
+/// The learner's held-out regrets per group and method (`cv::METHODS` order).
+fn heldout_by_group(fitted: &crate::Fit) -> BTreeMap<Group, [Vec<f64>; 4]> {
+    let mut out: BTreeMap<Group, [Vec<f64>; 4]> = BTreeMap::new();
+    for d in &fitted.domains {
+        let Some(h) = &d.heldout else { continue };
+        let decode = fitted.policy.m_buckets[d.key.bucket].surface == Surface::Decode;
+        let entry = out.entry((d.key.codebook.clone(), surface_name(decode))).or_default();
+        for (m, rows) in h.rows.iter().enumerate() {
+            entry[m].extend(rows.iter().map(|r| r.0));
+        }
+    }
+    out
+}
+
+/// The curves of every group: the baselines first, the policies last (drawn on top).
+fn group_curves(heldout: &BTreeMap<Group, [Vec<f64>; 4]>, given: &[(&str, InSample)]) -> Vec<(Group, Vec<Curve>)> {
+    let groups: std::collections::BTreeSet<&Group> = heldout.keys().chain(given.iter().flat_map(|g| g.1.by_group.keys())).collect();
+    groups
+        .into_iter()
+        .map(|g| {
+            let mut curves = Vec::new();
+            for m in (0..METHODS.len()).rev() {
+                let regrets = heldout.get(g).map(|h| h[m].clone()).unwrap_or_default();
+                let label = if m == 0 { "policy (cross-validated)".to_string() } else { METHODS[m].to_string() };
+                curves.push(Curve { label, colour: PALETTE[m], regrets, policy: m == 0 });
+            }
+            for (i, (label, s)) in given.iter().enumerate() {
+                let regrets = s.by_group.get(g).cloned().unwrap_or_default();
+                curves.push(Curve { label: label.to_string(), colour: PALETTE[METHODS.len() + i], regrets, policy: true });
+            }
+            (g.clone(), curves)
+        })
+        .collect()
+}
+
+/// The small multiples: one panel per group, each with its own x range (listed in the Markdown).
+fn small_multiples(per_group: &[(Group, Vec<Curve>)], gate: f64, path: &Path, md: &mut String) -> Result<()> {
+    let cols = PANELS_PER_ROW.min(per_group.len());
+    let rows = per_group.len().div_ceil(cols);
+    let mut canvas = Canvas::new(cols * PANEL.0 + (cols + 1) * GAP, rows * PANEL.1 + (rows + 1) * GAP);
+    let mut panels = Vec::new();
+    for (i, ((codebook, surface), curves)) in per_group.iter().enumerate() {
+        let drawn: Vec<&Curve> = curves.iter().filter(|c| !c.regrets.is_empty()).collect();
+        let (x_hi, x_step) = regret_range(&drawn, gate);
+        let (col, row) = (i % cols, i / cols);
+        let frame = Frame {
+            left: (GAP + col * (PANEL.0 + GAP)) as i64,
+            top: (GAP + row * (PANEL.1 + GAP)) as i64,
+            width: PANEL.0 as i64,
+            height: PANEL.1 as i64,
+            x: (0.0, x_hi),
+            y: (0.0, 1.0),
+        };
+        draw_cdfs(&mut canvas, &frame, &drawn, x_step, gate);
+        panels.push(format!("{}. {codebook} {surface}: {}", i + 1, cdf_scales(x_hi, x_step)));
+    }
+    write_png(path, &canvas)?;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let _ = writeln!(md, "### Per domain group\n\n![regret CDFs per domain group]({name})\n");
+    let _ = writeln!(md, "Panels, {cols} per row, left to right then top to bottom ({}):\n\n{}\n", cdf_axes(gate), panels.join("\n"));
+    let _ = writeln!(md, "| colour | method |\n|---|---|");
+    for c in per_group[0].1.iter().rev() {
+        let _ = writeln!(md, "| `{}` | {} |", hex(c.colour), c.label);
+    }
+    let mut header = String::from("\n| domain group |");
+    for c in per_group[0].1.iter().rev() {
+        let _ = write!(header, " {}: rows / median / p95 / max |", c.label);
+    }
+    let _ = writeln!(md, "{header}\n|---|{}", "---|".repeat(per_group[0].1.len()));
+    for ((codebook, surface), curves) in per_group {
+        let mut line = format!("| {codebook} {surface} |");
+        for c in curves.iter().rev() {
+            let q = |p: f64| nearest_rank(&c.regrets, p).map_or("-".into(), pct);
+            let _ = write!(line, " {} / {} / {} / {} |", c.regrets.len(), q(0.5), q(0.95), q(1.0));
+        }
+        let _ = writeln!(md, "{line}");
+    }
+    Ok(())
+}
+
+/// One CDF per codebook of `regrets` (decode and grouped together), with its table.
+fn codebook_cdf(regrets: BTreeMap<String, Vec<f64>>, whose: &str, gate: f64, path: &Path, md: &mut String) -> Result<()> {
+    let curves: Vec<Curve> = regrets
+        .into_iter()
+        .enumerate()
+        .map(|(i, (codebook, regrets))| Curve { label: codebook, colour: PALETTE[i % PALETTE.len()], regrets, policy: true })
+        .collect();
+    let drawn: Vec<&Curve> = curves.iter().filter(|c| !c.regrets.is_empty()).collect();
+    let (x_hi, x_step) = regret_range(&drawn, gate);
+    let mut canvas = Canvas::new(PLOT.0, PLOT.1);
+    let frame = Frame { left: 4, top: 4, width: PLOT.0 as i64 - 8, height: PLOT.1 as i64 - 8, x: (0.0, x_hi), y: (0.0, 1.0) };
+    draw_cdfs(&mut canvas, &frame, &drawn, x_step, gate);
+    write_png(path, &canvas)?;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let _ = writeln!(
+        md,
+        "\n### Per codebook\n\nRegret of {whose}, decode and grouped cells together.\n\n![regret CDF per codebook]({name})\n\n{}; {}.\n",
+        cdf_scales(x_hi, x_step),
+        cdf_axes(gate)
+    );
+    let _ = writeln!(md, "| colour | codebook | cells | median | p95 | max |\n|---|---|---|---|---|---|");
+    for c in &curves {
+        let q = |p: f64| nearest_rank(&c.regrets, p).map_or("-".into(), pct);
+        let _ = writeln!(md, "| `{}` | {} | {} | {} | {} | {} |", hex(c.colour), c.label, c.regrets.len(), q(0.5), q(0.95), q(1.0));
+    }
+    let _ = writeln!(md);
+    Ok(())
+}
+
+/// The regret section (small multiples per group, one CDF per codebook), then the decision
+/// maps of the given policy, else of the policy the learner fits from this corpus.
+fn regret_section(corpus: &Corpus, policy: Option<&Policy>, out: &Path, md: &mut String, files: &mut Vec<PathBuf>) -> Result<()> {
+    let opts = FitOptions::default();
+    let fitted = fit(&corpus.dir, &opts)?;
+    let gate = opts.p95_max;
+    let heldout = heldout_by_group(&fitted);
+    let given: Vec<(&str, InSample)> = match policy {
+        Some(p) => vec![
+            ("given policy, trees only (in-sample)", in_sample(p, corpus, false)),
+            ("given policy (in-sample)", in_sample(p, corpus, true)),
+        ],
+        None => Vec::new(),
+    };
+    let _ = writeln!(md, "## Regret CDFs\n");
+    let _ = writeln!(
+        md,
+        "Regret of a cell = median of the chosen candidate / fastest eligible median - 1. \
+         *policy (cross-validated)* and the baselines are the learner's held-out rows: grouped {}-fold cross-validation \
+         over (N, K) geometries of the development partition, every method scored on the same rows. {BASELINES_LEGEND}\n",
+        opts.folds
+    );
+    match (policy, given.last()) {
+        (Some(p), Some((_, deployed))) => {
+            let same = if p.provenance.corpus_id == corpus.manifest.corpus_id { "this corpus" } else { "another corpus" };
+            let _ = writeln!(
+                md,
+                "*given policy (in-sample)*: the `--policy` file (sha256 `{}`, fitted on {same}) through `Policy::select`, overlays on, \
+                 on every development and sealed cell ({} of them answered by an exact overlay); *trees only*: the same with overlays off. \
+                 {} cells it cannot answer are left out.\n",
+                p.digest(),
+                deployed.via_overlay,
+                deployed.unanswered
+            );
+        }
+        _ => {
+            let _ = writeln!(md, "No policy was given (`--policy`): the curves are the learner's own cross-validation.\n");
+        }
+    }
+    let per_group = group_curves(&heldout, &given);
+    if per_group.is_empty() {
+        let _ = writeln!(md, "The corpus has no development rows to cross-validate.\n");
+    } else {
+        let path = out.join("regret-cdf.png");
+        small_multiples(&per_group, gate, &path, md)?;
+        files.push(path);
+        // The policy drawn last in each group: the given one (overlays on) if any.
+        let mut by_codebook: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for ((codebook, _), curves) in &per_group {
+            by_codebook.entry(codebook.clone()).or_default().extend(curves.last().map(|c| c.regrets.clone()).unwrap_or_default());
+        }
+        let whose = if policy.is_some() { "the given policy (in-sample, overlays on)" } else { "the cross-validated policy (held-out)" };
+        let path = out.join("regret-cdf-codebooks.png");
+        codebook_cdf(by_codebook, whose, gate, &path, md)?;
+        files.push(path);
+    }
+    let maps_policy = policy.unwrap_or(&fitted.policy);
+    let mut measured: Vec<(u64, u64)> = corpus.cells.iter().map(|c| (c.n, c.k)).collect();
+    measured.sort();
+    measured.dedup();
+    let codebooks = &maps_policy.codebooks[..maps_policy.codebooks.len().min(MAP_CODEBOOKS)];
+    let _ = writeln!(md, "Decision maps below: {}.\n", if policy.is_some() { "the given policy" } else { "the policy fitted from this corpus" });
+    files.extend(write_maps(maps_policy, codebooks, &measured, out, md)?);
+    Ok(())
+}
+
+/// Authenticate the corpus in `dir` (as the learner does), then write `report.md` and its PNGs
+/// into `out`; returns the files written, `report.md` first. Same corpus and policy, same bytes.
+pub fn write_corpus_report(dir: &Path, policy: Option<&Policy>, out: &Path) -> Result<Vec<PathBuf>> {
+    let corpus = load(dir)?;
+    let plan = &corpus.plan;
+    let mut md = String::new();
+    let _ = writeln!(md, "# Corpus report\n");
+    let _ = writeln!(
+        md,
+        "Corpus `{}`: {} backend, arch {}, device {}, {} units, profile {}; {} alias cells.\n",
+        corpus.manifest.corpus_id,
+        plan.backend,
+        plan.arch,
+        plan.device,
+        plan.units,
+        plan.inventory.profile,
+        corpus.cells.len()
+    );
+    let mut files = Vec::new();
+    bandwidth_section(dir, out, &mut md, &mut files)?;
+    regret_section(&corpus, policy, out, &mut md, &mut files)?;
+    let path = out.join("report.md");
+    write_bytes(&path, md.as_bytes())?;
+    files.insert(0, path);
+    Ok(files)
+}

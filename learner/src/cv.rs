@@ -1,0 +1,124 @@
+//! Grouped cross-validation: a fold holds out whole (N, K) geometries, across every M, mode
+//! and source format, so no geometry is ever in both the training and the test rows. It picks
+//! each domain's hyperparameters and yields the held-out rows the gates and the report use.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use vnni_kernels::fixture::splitmix64;
+
+use crate::baselines::{auto, Log2Table};
+use crate::domains::Sample;
+use crate::features::FeatureSet;
+use crate::regret::pick_banded;
+use crate::stats::Summary;
+use crate::tree::{Hyper, Trainer};
+
+pub const FOLDS: usize = 5;
+
+/// Hyperparameters within 0.1% of the best held-out (p95, geomean) lose to the simpler one.
+const SIMPLER_BAND: f64 = 0.001;
+
+/// The fold of every development geometry.
+#[derive(Debug, Clone)]
+pub struct Folds {
+    fold: BTreeMap<(u64, u64), usize>,
+    pub count: usize,
+}
+
+impl Folds {
+    /// Geometries in a fixed pseudo-random order (a hash of N and K, so folds do not follow
+    /// size), dealt round-robin.
+    pub fn new(geometries: impl IntoIterator<Item = (u64, u64)>, count: usize) -> Folds {
+        let set: BTreeSet<(u64, u64)> = geometries.into_iter().collect();
+        let mut order: Vec<(u64, (u64, u64))> =
+            set.into_iter().map(|(n, k)| (splitmix64(n.rotate_left(32) ^ k, 0x5eed), (n, k))).collect();
+        order.sort();
+        let fold = order.into_iter().enumerate().map(|(i, (_, g))| (g, i % count)).collect();
+        Folds { fold, count }
+    }
+
+    pub fn of(&self, geometry: (u64, u64)) -> usize {
+        self.fold[&geometry]
+    }
+
+    /// (train, test) keys of fold `f`.
+    pub fn split<'s>(&self, samples: &'s [Sample], f: usize) -> (Vec<&'s Sample>, Vec<&'s Sample>) {
+        samples.iter().partition(|s| self.of(s.geometry()) != f)
+    }
+}
+
+/// The hyperparameter grid, simplest first.
+pub fn grid() -> Vec<Hyper> {
+    let mut out = Vec::new();
+    for set in FeatureSet::ALL {
+        for depth in [1, 2, 3, 4, 6] {
+            for min_leaf in [4.0, 2.0, 1.0] {
+                out.push(Hyper { set, depth, min_leaf });
+            }
+        }
+    }
+    out
+}
+
+/// The methods compared on the same held-out rows.
+pub const METHODS: [&str; 4] = ["policy", "best single", "log2 lookup", "auto"];
+
+/// One domain's cross-validation outcome: the chosen hyperparameters and, per method, the
+/// (regret, UCB) of every held-out alias cell.
+#[derive(Debug, Clone)]
+pub struct Heldout {
+    pub hyper: Hyper,
+    pub rows: [Vec<(f64, f64)>; 4],
+}
+
+impl Heldout {
+    pub fn summary(&self, method: usize) -> Summary {
+        Summary::of(&self.rows[method])
+    }
+}
+
+fn rows_of(t: &Trainer, test: &[&Sample], pick: impl Fn(&Sample) -> usize) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    for s in test {
+        let c = pick(s);
+        out.extend(s.cells.iter().map(|&i| (t.corpus.cells[i].regret[c], t.corpus.cells[i].ucb[c])));
+    }
+    out
+}
+
+/// Cross-validate every grid point, choose one, and score the baselines on the same rows.
+pub fn cross_validate(t: &Trainer, samples: &[Sample], folds: &Folds) -> Result<Heldout, String> {
+    let splits: Vec<(Vec<&Sample>, Vec<&Sample>)> = (0..folds.count).map(|f| folds.split(samples, f)).collect();
+    let fallback = (0..t.corpus.candidates(t.surface).len()).find(|&c| t.generic(c)).expect("a generic candidate");
+    let mut per_hyper = Vec::new();
+    for hyper in grid() {
+        let mut rows = Vec::new();
+        for (train, test) in &splits {
+            if train.is_empty() {
+                rows.extend(rows_of(t, test, |_| fallback));
+                continue;
+            }
+            let tree = t.fit(train, hyper)?;
+            rows.extend(rows_of(t, test, |s| t.predict(&tree, s.n, s.k)));
+        }
+        per_hyper.push((hyper, rows));
+    }
+    let scores: Vec<(f64, f64)> = per_hyper
+        .iter()
+        .map(|(_, rows)| {
+            let s = Summary::of(rows);
+            (s.p95_regret, s.geomean_regret)
+        })
+        .collect();
+    let chosen = pick_banded(&scores, |_| true, SIMPLER_BAND).expect("the grid is not empty");
+    let (hyper, policy_rows) = per_hyper.swap_remove(chosen);
+    let (mut single, mut lookup, mut hand) = (Vec::new(), Vec::new(), Vec::new());
+    for (train, test) in &splits {
+        let best = if train.is_empty() { fallback } else { t.best_for(train) };
+        single.extend(rows_of(t, test, |_| best));
+        let table = Log2Table::fit(t, train);
+        lookup.extend(rows_of(t, test, |s| table.predict(s.n, s.k).unwrap_or(fallback)));
+        hand.extend(rows_of(t, test, |s| auto(t, s.m, s.n, s.k)));
+    }
+    Ok(Heldout { hyper, rows: [policy_rows, single, lookup, hand] })
+}

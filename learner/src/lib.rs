@@ -1,0 +1,200 @@
+//! vnni-learner: fit a dispatch policy (the `vnni-policy` IR) from an authenticated corpus.
+//!
+//! - [`corpus`]: verify the seal, read alias cells (regret, confidence bounds).
+//! - [`regret`]: regret, the minimax over aliases and the 1% tie band.
+//! - [`ucb`]: per-cell upper confidence bounds of regret from the raw samples.
+//! - [`domains`]: M buckets, aspect buckets, runtime keys per domain.
+//! - [`features`], [`tree`]: linfa-trees per domain, exact threshold conversion, relabelling.
+//! - [`cv`]: grouped cross-validation over (N, K) geometries; [`baselines`] beside it.
+//! - [`borrow`], [`overlays`]: domains without data, exact-shape overlays.
+//! - [`certify`], [`ledger`]: the one sealed certification and its ledger.
+//! - [`report`], [`map`]: the fit report (Markdown, decision-map PNGs).
+//! - [`corpus_report`]: bandwidth vs the copy roofline, regret CDFs and maps of a corpus; [`canvas`] draws every PNG.
+//! - [`synthetic`]: sealed synthetic corpora from a known cost model (tests, demos).
+
+pub mod baselines;
+pub mod borrow;
+pub mod canvas;
+pub mod certify;
+pub mod corpus;
+pub mod corpus_report;
+pub mod cv;
+pub mod domains;
+pub mod error;
+pub mod features;
+pub mod ledger;
+pub mod map;
+pub mod overlays;
+pub mod regret;
+pub mod report;
+pub mod stats;
+pub mod synthetic;
+pub mod tree;
+pub mod ucb;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use vnni_kernels::registry;
+use vnni_policy::{Domain, DomainStats, Node, Policy, Surface};
+
+pub use error::{FitError, Result};
+
+use crate::cv::{Folds, Heldout};
+use crate::domains::DomainKey;
+use crate::stats::Summary;
+use crate::tree::Trainer;
+
+#[derive(Debug, Clone)]
+pub struct FitOptions {
+    /// A domain passes when its held-out nearest-rank p95 regret is below this ...
+    pub p95_max: f64,
+    /// ... and the p95 of its per-cell regret upper confidence bounds is below this.
+    pub ucb_max: f64,
+    /// The fraction of domains with data that must pass.
+    pub min_pass: f64,
+    /// The sealed-certification ledger; `None` records nothing and refuses nothing.
+    pub ledger: Option<PathBuf>,
+    pub folds: usize,
+}
+
+impl Default for FitOptions {
+    fn default() -> Self {
+        FitOptions { p95_max: 0.05, ucb_max: 0.05, min_pass: 0.99, ledger: None, folds: cv::FOLDS }
+    }
+}
+
+/// How one domain was fitted, for the report.
+#[derive(Debug, Clone)]
+pub struct DomainFit {
+    pub key: DomainKey,
+    /// Cross-validation outcome (domains with data).
+    pub heldout: Option<Heldout>,
+    /// The domain whose tree was borrowed, or `None` with `heldout` `None`: the single-leaf fallback.
+    pub borrowed_from: Option<DomainKey>,
+}
+
+impl DomainFit {
+    pub fn summaries(&self) -> Option<[Summary; 4]> {
+        self.heldout.as_ref().map(|h| [0, 1, 2, 3].map(|m| h.summary(m)))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Fit {
+    pub policy: Policy,
+    pub domains: Vec<DomainFit>,
+    pub corpus_dir: PathBuf,
+    /// Development geometries (decision maps mark them).
+    pub geometries: Vec<(u64, u64)>,
+}
+
+/// The registry surface serving an M bucket.
+fn registry_surface(s: Surface) -> registry::Surface {
+    match s {
+        Surface::Decode => registry::Surface::Decode,
+        _ => registry::Surface::Grouped,
+    }
+}
+
+fn trainer<'a>(corpus: &'a corpus::Corpus, skeleton: &'a Policy, bucket: usize, widths: &[u64]) -> Trainer<'a> {
+    Trainer { corpus, skeleton, surface: registry_surface(skeleton.m_buckets[bucket].surface), widths: widths.to_vec() }
+}
+
+/// Fit a policy from the sealed corpus in `dir`.
+pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
+    let corpus = corpus::load(dir)?;
+    let corpus_id = corpus.manifest.corpus_id.clone();
+    if let Some(l) = &opts.ledger {
+        ledger::refuse_failed(l, &corpus_id)?;
+    }
+    let mut policy = domains::skeleton(&corpus);
+    let dev = domains::samples(&corpus, &policy, false);
+    let sealed = domains::samples(&corpus, &policy, true);
+    let geometries: BTreeSet<(u64, u64)> = dev.values().flatten().map(|s| s.geometry()).collect();
+    let folds = Folds::new(geometries.iter().copied(), opts.folds.max(2));
+    let widths = features::tile_widths(&corpus);
+    let surface_of = |bucket: usize| policy.m_buckets[bucket].surface;
+
+    let mut fitted: BTreeMap<DomainKey, (Node, DomainStats, Heldout)> = BTreeMap::new();
+    for (key, samples) in &dev {
+        let t = trainer(&corpus, &policy, key.bucket, &widths);
+        let tree_err = |message: String| FitError::Tree { domain: key.to_string(), message };
+        let heldout = cv::cross_validate(&t, samples, &folds).map_err(tree_err)?;
+        let all: Vec<&domains::Sample> = samples.iter().collect();
+        let tree = t.fit(&all, heldout.hyper).map_err(tree_err)?;
+        let s = heldout.summary(0);
+        let stats = DomainStats {
+            rows: s.rows,
+            p95_regret: s.p95_regret,
+            ucb_p95_regret: s.ucb_p95_regret,
+            geomean_regret: s.geomean_regret,
+            passed: s.p95_regret < opts.p95_max && s.ucb_p95_regret < opts.ucb_max,
+        };
+        fitted.insert(key.clone(), (tree, stats, heldout));
+    }
+
+    let mut out_domains = Vec::new();
+    let mut reports = Vec::new();
+    for key in domains::all_domains(&policy) {
+        let (tree, stats, heldout, borrowed_from) = match fitted.get(&key) {
+            Some((tree, stats, h)) => (tree.clone(), Some(stats.clone()), Some(h.clone()), None),
+            None => match borrow::nearest(&key, fitted.keys(), surface_of) {
+                Some(from) => (fitted[from].0.clone(), None, None, Some(from.clone())),
+                None => (borrow::best_single_leaf(&trainer(&corpus, &policy, key.bucket, &widths), &key, &dev, surface_of), None, None, None),
+            },
+        };
+        out_domains.push(Domain {
+            codebook: key.codebook.clone(),
+            mode: key.mode.clone(),
+            m_bucket: key.bucket,
+            aspect: key.aspect,
+            tree,
+            stats,
+        });
+        reports.push(DomainFit { key, heldout, borrowed_from });
+    }
+    policy.domains = out_domains;
+    policy.overlays = overlays::exact_overlays(&corpus, policy.units, [&dev, &sealed]);
+    policy.candidates = named_candidates(&policy, corpus.backend);
+
+    let with_data = policy.domains.iter().filter(|d| d.stats.is_some()).count() as u64;
+    let passing = policy.domains.iter().filter(|d| d.stats.as_ref().is_some_and(|s| s.passed)).count() as u64;
+    policy.gates.p95_max = opts.p95_max;
+    policy.gates.ucb_max = opts.ucb_max;
+    policy.gates.min_pass_fraction = opts.min_pass;
+    policy.gates.domains_with_data = with_data;
+    policy.gates.domains_passing = passing;
+    policy.gates.passed = with_data > 0 && passing as f64 >= opts.min_pass * with_data as f64;
+    policy.check()?;
+    policy.check_registry()?;
+
+    let sealed_outcome = certify::certify(&policy, &corpus, &sealed, opts.p95_max)?;
+    if let (Some(l), Some(outcome)) = (&opts.ledger, &sealed_outcome) {
+        ledger::record(l, &corpus_id, outcome)?;
+    }
+    policy.gates.sealed = sealed_outcome;
+    Ok(Fit { policy, domains: reports, corpus_dir: dir.into(), geometries: geometries.into_iter().collect() })
+}
+
+/// The descriptors of every candidate a tree or overlay names, sorted by id.
+fn named_candidates(policy: &Policy, backend: registry::Backend) -> Vec<vnni_policy::CandidateDesc> {
+    let mut ids: BTreeSet<&str> = policy.overlays.iter().map(|o| o.candidate.as_str()).collect();
+    for d in &policy.domains {
+        leaves(&d.tree, &mut ids);
+    }
+    vnni_policy::descriptors(backend).into_iter().filter(|c| ids.contains(c.id.as_str())).collect()
+}
+
+fn leaves<'t>(node: &'t Node, out: &mut BTreeSet<&'t str>) {
+    match node {
+        Node::Leaf { candidate } => {
+            out.insert(candidate);
+        }
+        Node::Split { left, right, .. } => {
+            for child in [left, right].into_iter().flatten() {
+                leaves(child, out);
+            }
+        }
+    }
+}

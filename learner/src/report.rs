@@ -1,0 +1,100 @@
+//! The fit report: `report.md` (gates, per-domain held-out regret of the policy and the three
+//! baselines on the same rows, the sealed certification, legends) and decision-map PNGs.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use vnni_corpus::write_bytes;
+
+use crate::cv::METHODS;
+use crate::error::Result;
+use crate::map::write_maps;
+use crate::Fit;
+
+/// What the three baselines of `cv::METHODS` are (the fit and corpus reports print it).
+pub(crate) const BASELINES_LEGEND: &str = "Baselines: *best single* = the generic candidate of lowest p95 regret on the training folds; \
+     *log2 lookup* = the best generic candidate per (round(log2 N), round(log2 K)) bucket of the training folds, nearest bucket when unseen; \
+     *auto* = the hand heuristic `vnni_learner::baselines::auto` (wide tiles when N fills every unit twice, else the waves formula; grouped by rows per block).";
+
+/// A regret or fraction as a percentage with two decimals.
+pub(crate) fn pct(x: f64) -> String {
+    format!("{:.2}%", x * 100.0)
+}
+
+/// Write the report into `dir`; returns the files written.
+pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
+    let p = &fit.policy;
+    let g = &p.gates;
+    let mut md = String::new();
+    let _ = writeln!(md, "# Fit report\n");
+    let _ = writeln!(
+        md,
+        "Corpus `{}` ({} backend, arch {}, {} units, profile {}).\n",
+        p.provenance.corpus_id, p.provenance.backend, p.provenance.arch, p.units, p.provenance.profile
+    );
+    let _ = writeln!(md, "## Gates\n");
+    let _ = writeln!(
+        md,
+        "A domain passes when its held-out nearest-rank p95 regret < {} and the p95 of its per-cell regret upper confidence bounds < {}. \
+         Domains passing: **{} of {}** with data (needed: {}): **{}**.\n",
+        pct(g.p95_max),
+        pct(g.ucb_max),
+        g.domains_passing,
+        g.domains_with_data,
+        pct(g.min_pass_fraction),
+        if g.passed { "passed" } else { "FAILED" }
+    );
+    match &g.sealed {
+        Some(s) => {
+            let _ = writeln!(
+                md,
+                "Sealed certification (once, overlays off): {} rows, p95 regret {}, geomean {}: **{}**.\n",
+                s.rows,
+                pct(s.p95_regret),
+                pct(s.geomean_regret),
+                if s.passed { "passed" } else { "FAILED" }
+            );
+        }
+        None => {
+            let _ = writeln!(md, "Sealed certification: the corpus has no sealed rows; not run.\n");
+        }
+    }
+    let _ = writeln!(md, "## Held-out regret per domain\n");
+    let _ = writeln!(
+        md,
+        "Rows are alias cells of geometries held out by grouped cross-validation; every method is scored on the same rows. \
+         Each entry is p95 / UCB p95 / geomean.\n"
+    );
+    let mut header = String::from("| domain | chosen (features, depth, min leaf) | rows |");
+    for m in METHODS {
+        let _ = write!(header, " {m} |");
+    }
+    let _ = writeln!(md, "{header}\n|{}", "---|".repeat(3 + METHODS.len()));
+    for d in &fit.domains {
+        let (Some(h), Some(s)) = (&d.heldout, d.summaries()) else { continue };
+        let mut line = format!("| {} | {:?}, {}, {} | {} |", d.key, h.hyper.set, h.hyper.depth, h.hyper.min_leaf, s[0].rows);
+        for m in s {
+            let _ = write!(line, " {} / {} / {} |", pct(m.p95_regret), pct(m.ucb_p95_regret), pct(m.geomean_regret));
+        }
+        let _ = writeln!(md, "{line}");
+    }
+    let borrowed: Vec<String> = fit
+        .domains
+        .iter()
+        .filter(|d| d.heldout.is_none())
+        .map(|d| match &d.borrowed_from {
+            Some(from) => format!("- {} borrows the tree of {from}", d.key),
+            None => format!("- {} has a single best-generic leaf (no neighbour with data)", d.key),
+        })
+        .collect();
+    if !borrowed.is_empty() {
+        let _ = writeln!(md, "\nDomains without data:\n\n{}", borrowed.join("\n"));
+    }
+    let _ = writeln!(md, "\n{BASELINES_LEGEND}\n");
+    let codebooks = &p.codebooks[..p.codebooks.len().min(2)];
+    let mut files = write_maps(p, codebooks, &fit.geometries, dir, &mut md)?;
+    let path = dir.join("report.md");
+    write_bytes(&path, md.as_bytes())?;
+    files.insert(0, path);
+    Ok(files)
+}

@@ -1,0 +1,61 @@
+//! Summary statistics of regret over rows (alias cells): nearest-rank p95 and geomean.
+
+/// Nearest-rank p95: the value at rank ceil(0.95 n) of the sorted values; 0 for no values.
+pub fn p95(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let rank = (0.95 * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1]
+}
+
+/// Geometric-mean regret: exp(mean ln(1 + r)) - 1.
+pub fn geomean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    (values.iter().map(|r| r.ln_1p()).sum::<f64>() / values.len() as f64).exp_m1()
+}
+
+pub fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        0.0
+    } else {
+        values.iter().sum::<f64>() / values.len() as f64
+    }
+}
+
+/// What one method scores on a set of rows.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
+pub struct Summary {
+    pub rows: u64,
+    pub p95_regret: f64,
+    /// p95 over rows of each row's upper confidence bound of regret.
+    pub ucb_p95_regret: f64,
+    pub geomean_regret: f64,
+}
+
+impl Summary {
+    /// From (regret, upper confidence bound) per row.
+    pub fn of(rows: &[(f64, f64)]) -> Summary {
+        let r: Vec<f64> = rows.iter().map(|x| x.0).collect();
+        let u: Vec<f64> = rows.iter().map(|x| x.1).collect();
+        Summary { rows: rows.len() as u64, p95_regret: p95(&r), ucb_p95_regret: p95(&u), geomean_regret: geomean(&r) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank() {
+        let v: Vec<f64> = (1..=20).map(f64::from).collect();
+        assert_eq!(p95(&v), 19.0);
+        assert_eq!(p95(&[3.0]), 3.0);
+        assert_eq!(p95(&(1..=100).map(f64::from).collect::<Vec<_>>()), 95.0);
+        assert!((geomean(&[0.0, 0.21]) - 0.1).abs() < 1e-12);
+    }
+}

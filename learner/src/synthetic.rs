@@ -1,0 +1,349 @@
+//! Sealed synthetic corpora from a known cost model with noise, in the real corpus format
+//! (plan.json, the four phases' rows and zstd sample sidecars, corpus.manifest.json), so the
+//! learner can be tested end to end where the right answers are known. The model follows each
+//! candidate's real launch plan from the registry: CTAs (tasks) over `units` slots in waves,
+//! work per task from tile x bpp, a reduce for K partitions, a launch cost per mode.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use vnni_corpus::collection::{CollectionPlan, COLLECTION_SCHEMA, PHASES, PLAN_FILE};
+use vnni_corpus::inventory::{Partition, Plan, PlanShape};
+use vnni_corpus::schema::hex_f64;
+use vnni_corpus::seal::{seal, BuildIdentity, Manifest, SealInputs};
+use vnni_corpus::{write_bytes, write_csv, SampleRow, TimingRow};
+use vnni_kernels::fixture::{derive_seed, splitmix64};
+use vnni_kernels::registry::{self, Backend, Candidate, Family, Surface};
+use vnni_kernels::SourceFormat;
+
+/// What to generate.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub backend: Backend,
+    pub units: u32,
+    pub ns: Vec<usize>,
+    pub ks: Vec<usize>,
+    pub formats: Vec<SourceFormat>,
+    /// Including 1.
+    pub ms: Vec<usize>,
+    pub modes: Vec<String>,
+    pub samples: usize,
+    /// Lognormal sigma of the per-sample noise.
+    pub noise: f64,
+    /// Every `sealed_every`-th geometry (in (N, K) order) is sealed; 0: none.
+    pub sealed_every: usize,
+    pub overlay: Vec<(usize, usize)>,
+    /// (format, candidate): that candidate is the fastest in every cell of the format but
+    /// produces wrong bits (ineligible).
+    pub wrong_bits: Option<(SourceFormat, String)>,
+    /// (candidate, N, K): that candidate is made the clear winner at that geometry.
+    pub boost: Option<(String, usize, usize)>,
+    pub seed: u64,
+}
+
+impl Spec {
+    /// A small CPU corpus: N 256..32768 and K 256..16384 in half octaves (15 x 13
+    /// geometries), four formats (u4 has two aliases), M 1, 2, 4, 8.
+    pub fn cpu(seed: u64) -> Spec {
+        Spec {
+            backend: Backend::Cpu,
+            units: 8,
+            ns: half_octaves(256, 32768),
+            ks: half_octaves(256, 16384),
+            formats: vec![SourceFormat::Q4_0, SourceFormat::Q4_1, SourceFormat::Q4_K, SourceFormat::Q8_0],
+            ms: vec![1, 2, 4, 8],
+            modes: vec!["eager".into()],
+            samples: 15,
+            noise: 0.01,
+            sealed_every: 5,
+            overlay: vec![(4096, 4096), (1024, 8192)],
+            wrong_bits: None,
+            boost: None,
+            seed,
+        }
+    }
+
+    /// A larger CUDA corpus (49 decode and 5 grouped candidates, two modes, 132 SMs).
+    pub fn cuda(seed: u64) -> Spec {
+        Spec {
+            backend: Backend::Cuda,
+            units: 132,
+            ns: half_octaves(256, 131072),
+            ks: half_octaves(256, 32768),
+            modes: vec!["eager".into(), "graph".into()],
+            ms: vec![1, 2, 4, 8, 16],
+            ..Spec::cpu(seed)
+        }
+    }
+
+    fn geometries(&self) -> Vec<(usize, usize, Partition)> {
+        let mut g: Vec<(usize, usize)> = self.ns.iter().flat_map(|&n| self.ks.iter().map(move |&k| (n, k))).collect();
+        g.sort();
+        g.into_iter()
+            .enumerate()
+            .map(|(i, (n, k))| {
+                let sealed = self.sealed_every > 0 && i % self.sealed_every == self.sealed_every - 1;
+                (n, k, if sealed { Partition::Sealed } else { Partition::Development })
+            })
+            .collect()
+    }
+}
+
+/// lo, 1.5 lo, 2 lo, 3 lo, ... up to hi (lo a power of two, multiples of 256 stay multiples of 128).
+pub fn half_octaves(lo: usize, hi: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut p = lo;
+    while p <= hi {
+        out.push(p);
+        if p + p / 2 <= hi && p >= 256 {
+            out.push(p + p / 2);
+        }
+        p *= 2;
+    }
+    out
+}
+
+/// Seconds-free latency model in microseconds; `None` where the candidate is illegal.
+pub fn latency(spec: &Spec, c: &Candidate, format: SourceFormat, mode: &str, m: usize, n: usize, k: usize, bpp: usize) -> Option<f64> {
+    let slots = match spec.backend {
+        Backend::Cuda => spec.units as usize * 4,
+        Backend::Cpu => spec.units as usize,
+    };
+    let plan = match c.surface {
+        Surface::Decode => c.plan(n, k, spec.units)?,
+        Surface::Grouped => c.plan_grouped(n, k, m, bpp)?,
+    };
+    let per_unit = 0.004 * format.codebook().payload_bytes() as f64 / 16.0;
+    let efficiency = match (c.family, c.cpt) {
+        (Family::Direct, _) => 1.05,
+        (_, 2) => 0.92,
+        (_, 4) => 0.96,
+        _ => 1.0,
+    };
+    let rows_factor = match c.surface {
+        Surface::Decode => 1.0,
+        Surface::Grouped if c.family == Family::Mma16 => 0.5 + 0.05 * m as f64,
+        Surface::Grouped => 0.6 + 0.4 * m.min(c.rows as usize) as f64,
+    };
+    // The second alias of a codebook (e.g. Q4_K beside Q4_1) runs the wide family 4% slower.
+    let alias = if c.family == Family::Wide && SourceFormat::aliases_of(format.codebook()).first() != Some(&format) { 1.04 } else { 1.0 };
+    let tasks = plan.grid.0 as usize * plan.grid.1 as usize * plan.z as usize;
+    let waves = tasks.div_ceil(slots) as f64;
+    let body = match spec.backend {
+        // CPU: tasks run whole on worker threads, in waves.
+        Backend::Cpu => waves * (c.tile as f64 * plan.bpp as f64 * per_unit * efficiency * rows_factor + 0.05) * alias,
+        // CUDA: bandwidth-bound streaming of every weight, slowed by idle SMs (too few threads)
+        // and by the last partial wave.
+        Backend::Cuda => {
+            let threads = (tasks * plan.threads as usize) as f64;
+            let fill = (threads / (spec.units as f64 * 1024.0)).min(1.0);
+            let tail = tasks as f64 / (waves * slots as f64);
+            let stream = (n * (k / 32)) as f64 * per_unit * 0.01 * efficiency * rows_factor * alias;
+            stream / (fill * tail).max(0.02)
+        }
+    };
+    let reduce = match (plan.kb > 1, c.family) {
+        (false, _) => 0.0,
+        (true, Family::FusedKpar) => 0.2 + (n * plan.kb) as f64 * 2e-6,
+        (true, _) => 1.0 + (n * plan.kb * m) as f64 * 1e-5,
+    };
+    let launch = if mode == "graph" { 0.5 } else { 2.0 };
+    let boost = match &spec.boost {
+        Some((id, bn, bk)) if id == &c.id && (*bn, *bk) == (n, k) => 0.5,
+        _ => 1.0,
+    };
+    Some((launch + body + reduce) * boost)
+}
+
+/// A standard normal from two counter-based uniforms (Box-Muller).
+fn normal(seed: u64, i: u64) -> f64 {
+    let u = |j: u64| ((splitmix64(seed, 2 * i + j) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    (-2.0 * u(0).ln()).sqrt() * (std::f64::consts::TAU * u(1)).cos()
+}
+
+fn median(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+struct Measured {
+    row: TimingRow,
+    samples: Vec<SampleRow>,
+}
+
+/// Time one cell of candidates the way the sweep reports it (racing drops those slower than
+/// 1.3x the leader after a third of the samples).
+#[allow(clippy::too_many_arguments)]
+fn cell(spec: &Spec, list: &[Candidate], format: SourceFormat, mode: &str, m: usize, n: usize, k: usize, m1: Option<(&str, usize)>) -> Vec<Measured> {
+    let bpp = m1.map_or(0, |x| x.1);
+    let truth: Vec<Option<f64>> = list.iter().map(|c| latency(spec, c, format, mode, m, n, k, bpp)).collect();
+    let wrong = |c: &Candidate| spec.wrong_bits.as_ref().is_some_and(|(f, id)| *f == format && *id == c.id);
+    let leader = truth.iter().flatten().copied().fold(f64::INFINITY, f64::min);
+    let mut out = Vec::new();
+    for (c, t) in list.iter().zip(&truth) {
+        let Some(mut t) = *t else { continue };
+        if wrong(c) {
+            t = leader * 0.5;
+        }
+        let dropped = t > 1.3 * leader;
+        let count = if dropped { (spec.samples / 3).max(3) } else { spec.samples };
+        let seed = derive_seed(spec.seed, &format!("{format} {mode} {m} {n} {k} {}", c.id));
+        let mut values: Vec<f64> = (0..count as u64).map(|i| t * (spec.noise * normal(seed, i)).exp()).collect();
+        let mut samples: Vec<SampleRow> = Vec::new();
+        let sample = |round: usize, warmup: bool, v: f64| SampleRow {
+            mode: mode.into(),
+            source_format: format.name().into(),
+            codebook: format.codebook().name().into(),
+            m,
+            n,
+            k,
+            candidate: c.id.clone(),
+            round,
+            order: 0,
+            warmup,
+            latency_us_hex: hex_f64(v),
+        };
+        // A cold warmup sample the learner must ignore.
+        samples.push(sample(0, true, t * 3.0));
+        samples.extend(values.iter().enumerate().map(|(i, &v)| sample(i + 1, false, v)));
+        values.sort_by(f64::total_cmp);
+        let med = median(&values);
+        let mut dev: Vec<f64> = values.iter().map(|v| (v - med).abs()).collect();
+        dev.sort_by(f64::total_cmp);
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / values.len() as f64).sqrt();
+        let p95 = values[((0.95 * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1];
+        let weight_bytes = n * k / 32 * format.codebook().payload_bytes();
+        let row = TimingRow {
+            backend: spec.backend.name().into(),
+            arch: "synthetic".into(),
+            device: "synthetic".into(),
+            mode: mode.into(),
+            source_format: format.name().into(),
+            codebook: format.codebook().name().into(),
+            m,
+            n,
+            k,
+            candidate: c.id.clone(),
+            m1_candidate: m1.map_or(String::new(), |x| x.0.into()),
+            bpp: match c.surface {
+                Surface::Decode => c.plan(n, k, spec.units).map_or(0, |p| p.bpp),
+                Surface::Grouped => bpp,
+            },
+            warmups: 1,
+            samples: count,
+            replays: 1,
+            weight_copies: 1,
+            seed: spec.seed,
+            min_us: values[0],
+            median_us: med,
+            p95_us: p95,
+            mad_us: median(&dev),
+            cv: sd / mean,
+            weight_bytes,
+            gbps: weight_bytes as f64 / med / 1e3,
+            pct_copy_bw: 0.0,
+            checked: n * m,
+            mismatches: usize::from(wrong(c)),
+            first_mismatch: if wrong(c) { "row 0 col 0: synthetic".into() } else { String::new() },
+            eligible: !wrong(c),
+            dropped,
+            registers: 0,
+            occupancy_blocks_per_sm: 0,
+        };
+        out.push(Measured { row, samples });
+    }
+    out
+}
+
+/// Write and seal a synthetic corpus into `dir` (created; must not hold another corpus).
+pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
+    let decode = registry::candidates(spec.backend, Surface::Decode);
+    let grouped = registry::candidates(spec.backend, Surface::Grouped);
+    let geometries = spec.geometries();
+    let overlay: BTreeSet<(usize, usize)> = spec.overlay.iter().copied().collect();
+    let shapes: Vec<PlanShape> = geometries
+        .iter()
+        .map(|&(n, k, partition)| PlanShape {
+            n,
+            k,
+            partition,
+            exact_overlay: overlay.contains(&(n, k)),
+            formats: spec.formats.iter().copied().filter(|f| k % f.block_elems() == 0).collect(),
+            names: vec![format!("synthetic.{n}x{k}")],
+        })
+        .collect();
+    let inventory = Plan { profile: "synthetic".into(), m: spec.ms.clone(), modes: spec.modes.clone(), warmups: 1, samples: spec.samples, shapes };
+    let plan = CollectionPlan {
+        schema: COLLECTION_SCHEMA.into(),
+        backend: spec.backend.name().into(),
+        arch: "synthetic".into(),
+        device: "synthetic".into(),
+        driver: "-".into(),
+        nvrtc: "-".into(),
+        units: spec.units,
+        registry_digest: registry::registry_digest(),
+        kernel_source_digest: "-".into(),
+        version: "synthetic".into(),
+        git_commit: "-".into(),
+        git_dirty: false,
+        inventory_digest: inventory.digest(),
+        inventory_sources: Vec::new(),
+        modes: spec.modes.clone(),
+        inventory,
+    };
+    let mut phases: Vec<(Vec<TimingRow>, Vec<SampleRow>)> = vec![Default::default(); PHASES.len()];
+    for shape in &plan.inventory.shapes {
+        let sealed = shape.partition == Partition::Sealed;
+        for &format in &shape.formats {
+            for mode in &spec.modes {
+                let decode_cell = cell(spec, &decode, format, mode, 1, shape.n, shape.k, None);
+                // Grouped rows inherit the bpp of the fastest generic decode candidate.
+                let m1 = decode_cell
+                    .iter()
+                    .filter(|x| x.row.eligible && registry::find(&x.row.candidate).is_some_and(|c| c.generic_legal()))
+                    .min_by(|a, b| a.row.median_us.total_cmp(&b.row.median_us))
+                    .map(|x| (x.row.candidate.clone(), x.row.bpp))
+                    .expect("generic candidates are legal everywhere");
+                let mut push = |phase: usize, cells: Vec<Measured>| {
+                    for x in cells {
+                        phases[phase].0.push(x.row);
+                        phases[phase].1.extend(x.samples);
+                    }
+                };
+                push(usize::from(sealed), decode_cell);
+                for &m in spec.ms.iter().filter(|&&m| m >= 2) {
+                    push(2 + usize::from(sealed), cell(spec, &grouped, format, mode, m, shape.n, shape.k, Some((&m1.0, m1.1))));
+                }
+            }
+        }
+    }
+    let err = |e: vnni_corpus::WriteError| e.to_string();
+    for (phase, (rows, samples)) in PHASES.iter().zip(&phases) {
+        write_csv(&dir.join(format!("{phase}.csv")), rows).map_err(err)?;
+        write_csv(&dir.join(format!("{phase}.timing.csv.zst")), samples).map_err(err)?;
+    }
+    write_bytes(&dir.join(PLAN_FILE), &plan.to_bytes()).map_err(err)?;
+    let inputs = SealInputs {
+        backend: spec.backend.name().into(),
+        arch: "synthetic".into(),
+        profile: "synthetic".into(),
+        inventory_digest: plan.inventory.digest(),
+        inventory_sources: Vec::new(),
+        registry_digest: registry::registry_digest(),
+        arguments_digest: plan.digest(),
+        build: BuildIdentity {
+            kernel_source_digest: "-".into(),
+            nvrtc: "-".into(),
+            driver: "-".into(),
+            device: "synthetic".into(),
+            git_commit: "-".into(),
+            git_dirty: false,
+        },
+    };
+    seal(dir, &inputs).map_err(|e| e.to_string())
+}

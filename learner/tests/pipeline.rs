@@ -1,0 +1,219 @@
+//! End to end on sealed synthetic corpora: totality, gates, alias collapse, overlays,
+//! borrowing, determinism, authentication, the sealed ledger.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use vnni_kernels::SourceFormat;
+use vnni_learner::cv::Folds;
+use vnni_learner::regret::{minimax_winner, REGRET_CAP};
+use vnni_learner::synthetic::{half_octaves, Spec};
+use vnni_learner::{corpus, domains, fit, FitError, FitOptions};
+use vnni_policy::Via;
+
+/// A smaller CPU corpus for the tests that do not need the full grid.
+fn small(seed: u64) -> Spec {
+    Spec { ns: half_octaves(256, 8192), ks: half_octaves(256, 4096), ms: vec![1, 4], ..Spec::cpu(seed) }
+}
+
+#[test]
+fn the_policy_is_total_passes_its_gates_and_is_reproducible() {
+    let dir = common::corpus("total", &Spec::cpu(1));
+    let a = fit(&dir, &FitOptions::default()).unwrap();
+    let p = &a.policy;
+    p.check().unwrap();
+    p.check_registry().unwrap();
+    assert_eq!(p.codebooks, ["s4", "s8", "u4"]);
+    assert!(p.gates.passed, "{:?}", p.gates);
+    assert_eq!(p.gates.domains_with_data, p.domains.len() as u64);
+    let sealed = p.gates.sealed.as_ref().expect("the corpus has sealed rows");
+    assert!(sealed.passed && sealed.rows > 0, "{sealed:?}");
+    // The policy beats the best single candidate somewhere (the trees split).
+    let better = a.domains.iter().filter_map(|d| d.summaries()).any(|s| s[0].geomean_regret < s[1].geomean_regret);
+    assert!(better);
+    let again = fit(&dir, &FitOptions::default()).unwrap();
+    assert_eq!(p.to_bytes(), again.policy.to_bytes());
+}
+
+#[test]
+fn aliases_collapse_to_one_candidate_per_runtime_key() {
+    let spec = Spec { formats: vec![SourceFormat::Q4_1, SourceFormat::Q4_K], overlay: half_octaves(256, 8192).into_iter().map(|n| (n, 1024)).collect(), ..small(2) };
+    let dir = common::corpus("alias", &spec);
+    let f = fit(&dir, &FitOptions::default()).unwrap();
+    assert_eq!(f.policy.codebooks, ["u4"]);
+    let c = corpus::load(&dir).unwrap();
+    let skeleton = domains::skeleton(&c);
+    let mut disagreements = 0;
+    for (d, keys) in domains::samples(&c, &skeleton, false).iter().filter(|(d, _)| d.bucket == 0) {
+        for s in keys.iter().filter(|s| s.k == 1024) {
+            assert_eq!(s.cells.len(), 2, "both aliases measured");
+            let per_alias: Vec<&[f64]> = s.cells.iter().map(|&i| c.cells[i].regret.as_slice()).collect();
+            let winner = minimax_winner(&per_alias, |_| true).unwrap();
+            let alone: BTreeSet<usize> = per_alias.iter().map(|r| minimax_winner(&[r], |_| true).unwrap()).collect();
+            disagreements += usize::from(alone.len() > 1);
+            let o: Vec<_> = f.policy.overlays.iter().filter(|o| o.m_bucket == 0 && (o.n, o.k) == (s.n, s.k)).collect();
+            assert_eq!(o.len(), 1, "{d}: one overlay for {}x{}", s.n, s.k);
+            assert_eq!(o[0].candidate, c.decode[winner].id);
+        }
+    }
+    assert!(disagreements > 0, "the aliases never disagree: the test would prove nothing");
+}
+
+#[test]
+fn wrong_bits_never_reach_the_policy() {
+    let wrong = "cpu.decode.wide.t64".to_string();
+    let spec = Spec { formats: vec![SourceFormat::Q4_1, SourceFormat::Q4_K], wrong_bits: Some((SourceFormat::Q4_1, wrong.clone())), overlay: vec![(1024, 1024), (4096, 512)], ..small(3) };
+    let dir = common::corpus("wrong", &spec);
+    let f = fit(&dir, &FitOptions::default()).unwrap();
+    assert!(f.policy.overlays.iter().all(|o| o.candidate != wrong));
+    for d in &f.policy.domains {
+        assert!(!serde_json::to_string(&d.tree).unwrap().contains(&wrong), "{} names {wrong}", d.codebook);
+    }
+    let c = corpus::load(&dir).unwrap();
+    let idx = c.decode.iter().position(|x| x.id == wrong).unwrap();
+    assert!(c.cells.iter().filter(|x| x.format == SourceFormat::Q4_1 && x.m == 1).all(|x| x.regret[idx] == REGRET_CAP));
+}
+
+#[test]
+fn overlays_take_precedence_and_certification_turns_them_off() {
+    let literal = "cpu.decode.kpar.t64.kb4".to_string();
+    let spec = Spec { boost: Some((literal.clone(), 2048, 2048)), overlay: vec![(2048, 2048)], ..small(4) };
+    let dir = common::corpus("overlay", &spec);
+    let p = fit(&dir, &FitOptions::default()).unwrap().policy;
+    let on = p.select("s4", "eager", 1, 2048, 2048).unwrap();
+    assert_eq!((on.candidate.id.as_str(), on.via), (literal.as_str(), Via::Overlay));
+    let off = p.select_with("s4", "eager", 1, 2048, 2048, false).unwrap();
+    assert_eq!(off.via, Via::Tree);
+    assert!(off.candidate.generic_legal && off.candidate.id != literal);
+    // Grouped rows inherit the overlay's bpp.
+    let grouped = p.select("s4", "eager", 4, 2048, 2048).unwrap();
+    assert_eq!(grouped.bpp, on.bpp);
+    // A neighbouring shape has no overlay.
+    assert_eq!(p.select("s4", "eager", 1, 2048, 3072).unwrap().via, Via::Tree);
+}
+
+#[test]
+fn grouped_cross_validation_never_splits_a_geometry() {
+    let dir = common::corpus("folds", &small(5));
+    let c = corpus::load(&dir).unwrap();
+    let skeleton = domains::skeleton(&c);
+    let dev = domains::samples(&c, &skeleton, false);
+    let geometries: BTreeSet<(u64, u64)> = dev.values().flatten().map(|s| s.geometry()).collect();
+    let folds = Folds::new(geometries.iter().copied(), 5);
+    let mut tested = BTreeSet::new();
+    for f in 0..folds.count {
+        // Across every domain (so every M, mode and codebook) of this fold.
+        let (mut train, mut test) = (BTreeSet::new(), BTreeSet::new());
+        for samples in dev.values() {
+            let (tr, te) = folds.split(samples, f);
+            train.extend(tr.iter().map(|s| s.geometry()));
+            test.extend(te.iter().map(|s| s.geometry()));
+        }
+        assert!(train.is_disjoint(&test), "fold {f} mixes {:?}", train.intersection(&test).collect::<Vec<_>>());
+        assert!(!test.is_empty());
+        assert!(tested.is_disjoint(&test), "a geometry is held out twice");
+        tested.extend(test);
+    }
+    assert_eq!(tested, geometries, "every geometry is held out once");
+    // Whole geometries go together: every development cell (any M, mode, format) of a
+    // geometry held out in fold 0 is in some domain's test keys of fold 0.
+    let held: BTreeSet<usize> = dev.values().flat_map(|s| folds.split(s, 0).1).flat_map(|s| s.cells.iter().copied()).collect();
+    let test0: BTreeSet<(u64, u64)> = geometries.iter().copied().filter(|&g| folds.of(g) == 0).collect();
+    let expected: BTreeSet<usize> = (0..c.cells.len()).filter(|&i| !c.cells[i].sealed && test0.contains(&(c.cells[i].n, c.cells[i].k))).collect();
+    assert_eq!(held, expected);
+}
+
+#[test]
+fn gates_fail_when_the_thresholds_cannot_be_met() {
+    let dir = common::corpus("gates", &small(6));
+    let strict = FitOptions { p95_max: 1e-9, ucb_max: 1e-9, ..Default::default() };
+    let g = fit(&dir, &strict).unwrap().policy.gates;
+    assert!(!g.passed);
+    assert!(g.domains_passing < g.domains_with_data);
+    assert_eq!((g.p95_max, g.ucb_max), (1e-9, 1e-9));
+    // The UCB gate on its own: a generous p95 but an impossible UCB fails every domain.
+    let ucb_only = FitOptions { p95_max: 1.0, ucb_max: 1e-9, ..Default::default() };
+    let g = fit(&dir, &ucb_only).unwrap().policy.gates;
+    assert_eq!(g.domains_passing, 0);
+    let loose = FitOptions { p95_max: 1.0, ucb_max: 1.0, ..Default::default() };
+    let g = fit(&dir, &loose).unwrap().policy.gates;
+    assert!(g.passed && g.domains_passing == g.domains_with_data);
+}
+
+#[test]
+fn a_failed_seal_is_recorded_and_never_refit() {
+    let root = common::scratch("ledger");
+    let dir = root.join("corpus");
+    vnni_learner::synthetic::write(&dir, &small(7)).unwrap();
+    let ledger = root.join("out").join("sealed-ledger.json");
+    let ok = FitOptions { ledger: Some(ledger.clone()), ..Default::default() };
+    // A passing certification is recorded and does not block a rerun.
+    fit(&dir, &ok).unwrap();
+    fit(&dir, &ok).unwrap();
+    let failing = FitOptions { p95_max: 0.0, ledger: Some(ledger.clone()), ..Default::default() };
+    let f = fit(&dir, &failing).unwrap();
+    let id = f.policy.provenance.corpus_id.clone();
+    assert!(!f.policy.gates.sealed.unwrap().passed);
+    let recorded = vnni_learner::ledger::read(&ledger).unwrap();
+    assert!(!recorded.entries[&id].passed);
+    for opts in [&ok, &failing] {
+        let err = fit(&dir, opts).unwrap_err();
+        assert!(matches!(err, FitError::SealFailedBefore { .. }), "{err}");
+        assert!(err.to_string().contains(&id) && err.to_string().contains("sealed-ledger.json"), "{err}");
+    }
+}
+
+#[test]
+fn unsealed_or_tampered_corpora_are_refused_by_name() {
+    let dir = common::corpus("tamper", &small(8));
+    let csv = dir.join("decode_m1.development.csv");
+    let mut bytes = std::fs::read(&csv).unwrap();
+    let at = bytes.len() - 5;
+    bytes[at] = if bytes[at] == b'1' { b'2' } else { b'1' };
+    std::fs::write(&csv, &bytes).unwrap();
+    let err = fit(&dir, &FitOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("decode_m1.development.csv") && err.contains("not sealed or fails verification"), "{err}");
+    std::fs::remove_file(dir.join("corpus.manifest.json")).unwrap();
+    let err = fit(&dir, &FitOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("corpus.manifest.json"), "{err}");
+}
+
+#[test]
+fn domains_without_data_borrow_the_nearest_tree() {
+    // Only vocabulary-head shapes (N/K >= 8): decode aspect 0 has no rows and borrows aspect 1's tree.
+    let spec = Spec { ns: vec![8192, 12288, 16384, 24576, 32768], ks: vec![256, 384, 512, 768, 1024], sealed_every: 0, ..small(9) };
+    let dir = common::corpus("borrow", &spec);
+    let f = fit(&dir, &FitOptions::default()).unwrap();
+    let decode: Vec<_> = f.policy.domains.iter().filter(|d| d.codebook == "s4" && d.m_bucket == 0).collect();
+    assert_eq!(decode.len(), 2);
+    assert!(decode[1].stats.is_some());
+    assert!(decode[0].stats.is_none());
+    assert_eq!(decode[0].tree, decode[1].tree);
+    let borrowed = f.domains.iter().find(|d| d.key.codebook == "s4" && d.key.aspect == Some(0)).unwrap();
+    assert_eq!(borrowed.borrowed_from.as_ref().unwrap().aspect, Some(1));
+    assert!(f.policy.gates.sealed.is_none(), "no sealed rows, nothing certified");
+    // Grouped domains have data; every codebook still owns every domain.
+    f.policy.check().unwrap();
+    assert!(f.policy.domains.iter().filter(|d| d.m_bucket > 0).all(|d| d.stats.is_some()));
+}
+
+#[test]
+fn the_report_has_markdown_and_decision_maps() {
+    let root = common::scratch("report");
+    let dir = root.join("corpus");
+    vnni_learner::synthetic::write(&dir, &small(10)).unwrap();
+    let f = fit(&dir, &FitOptions::default()).unwrap();
+    let files = vnni_learner::report::write_report(&f, &root.join("report")).unwrap();
+    let md = std::fs::read_to_string(&files[0]).unwrap();
+    for needle in ["policy", "best single", "log2 lookup", "auto", "Sealed certification", ".png"] {
+        assert!(md.contains(needle), "report lacks {needle}");
+    }
+    let pngs: Vec<_> = files.iter().filter(|p| p.extension().is_some_and(|e| e == "png")).collect();
+    assert_eq!(pngs.len(), 4);
+    for p in pngs {
+        let bytes = std::fs::read(p).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        assert!(md.contains(p.file_name().unwrap().to_str().unwrap()));
+    }
+}

@@ -1,0 +1,77 @@
+//! `vnni-dispatch fit --corpus DIR`: fit a dispatch policy from a sealed corpus, write it
+//! atomically (default `policy.json`), keep the sealed-certification ledger beside it, and
+//! optionally write the fit report (Markdown and decision maps).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use vnni_learner::ledger::LEDGER_FILE;
+use vnni_learner::report::write_report;
+use vnni_learner::{fit, FitOptions};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A sealed corpus directory (corpus.manifest.json, plan.json, the phase files).
+    #[arg(long)]
+    corpus: PathBuf,
+    /// Where the policy goes; the sealed ledger is kept beside it.
+    #[arg(long, default_value = "policy.json")]
+    out: PathBuf,
+    /// Write the fit report (report.md and decision-map PNGs) into this directory.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// A domain passes when its held-out p95 regret is below this fraction ...
+    #[arg(long, default_value_t = 0.05)]
+    p95_max: f64,
+    /// ... and the p95 of its per-cell regret upper confidence bounds is below this.
+    #[arg(long, default_value_t = 0.05)]
+    ucb_max: f64,
+    /// The fraction of domains with data that must pass.
+    #[arg(long, default_value_t = 0.99)]
+    min_pass: f64,
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    let started = Instant::now();
+    let ledger = a.out.parent().filter(|p| !p.as_os_str().is_empty()).map_or_else(|| PathBuf::from(LEDGER_FILE), |p| p.join(LEDGER_FILE));
+    let opts = FitOptions { p95_max: a.p95_max, ucb_max: a.ucb_max, min_pass: a.min_pass, ledger: Some(ledger.clone()), ..Default::default() };
+    let f = fit(&a.corpus, &opts)?;
+    vnni_corpus::write_bytes(&a.out, &f.policy.to_bytes()).with_context(|| format!("writing {}", a.out.display()))?;
+    let g = &f.policy.gates;
+    let worst = f
+        .policy
+        .domains
+        .iter()
+        .filter_map(|d| d.stats.as_ref().map(|s| (s.p95_regret, d)))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    println!(
+        "fit {} domains ({} with data, {} passing, {} overlays) in {:.1} s",
+        f.policy.domains.len(),
+        g.domains_with_data,
+        g.domains_passing,
+        f.policy.overlays.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if let Some((p95, d)) = worst {
+        println!("worst held-out p95 regret {:.2}% ({} {} M-bucket {} aspect {:?})", p95 * 100.0, d.codebook, d.mode, d.m_bucket, d.aspect);
+    }
+    match &g.sealed {
+        Some(s) => println!(
+            "sealed certification: {} rows, p95 {:.2}%, {}",
+            s.rows,
+            s.p95_regret * 100.0,
+            if s.passed { "passed" } else { "FAILED (recorded; this corpus is never refit)" }
+        ),
+        None => println!("sealed certification: no sealed rows, not run"),
+    }
+    println!("policy {} (sha256 {}), ledger {}", a.out.display(), f.policy.digest(), ledger.display());
+    if let Some(dir) = &a.report {
+        let files = write_report(&f, dir)?;
+        println!("report {} ({} files)", dir.join("report.md").display(), files.len());
+    }
+    if !g.passed || g.sealed.as_ref().is_some_and(|s| !s.passed) {
+        bail!("the policy failed its gates: written for inspection only, do not install it");
+    }
+    Ok(())
+}

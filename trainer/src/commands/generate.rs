@@ -1,0 +1,83 @@
+//! `vnni-dispatch generate --policy policy.json --out DIR [--validate] [--install PATH]`:
+//! render the policy into `vnni_dispatch.inc`, `vnni_dispatch.h` and `vnni_dispatch.rs`,
+//! validate them (compiled C++ and Rust harnesses against the evaluator) when asked and
+//! always before an install, then install atomically.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use vnni_corpus::inventory::Inventory;
+use vnni_generator::{install, render, validate, write_outputs, InstallTargets, InventoryPoints, ValidateOptions, MIN_RANDOM};
+use vnni_policy::Policy;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The policy IR written by `fit`.
+    #[arg(long)]
+    policy: PathBuf,
+    /// Directory for the generated .inc, header and Rust module.
+    #[arg(long)]
+    out: PathBuf,
+    /// Compile both outputs and check them against the evaluator (implied by --install).
+    #[arg(long)]
+    validate: bool,
+    /// Install the validated .inc here (atomic replace).
+    #[arg(long)]
+    install: Option<PathBuf>,
+    /// Install the validated header here.
+    #[arg(long)]
+    install_header: Option<PathBuf>,
+    /// Install the validated Rust module here.
+    #[arg(long)]
+    install_rust: Option<PathBuf>,
+    /// Seeded random queries of the validation (an install needs at least 1,000,000).
+    #[arg(long, default_value_t = MIN_RANDOM)]
+    random: usize,
+    /// Seed of the random queries (fixed, so a validation is repeatable).
+    #[arg(long, default_value_t = vnni_generator::validate::DEFAULT_SEED)]
+    seed: u64,
+    /// The shape inventory whose every point is validated.
+    #[arg(long, default_value = "corpus/inventory")]
+    inventory: PathBuf,
+    /// The inventory profile whose shapes and M values are validated.
+    #[arg(long, default_value = "all")]
+    profile: String,
+}
+
+fn load_policy(path: &PathBuf) -> Result<Policy> {
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("{}: cannot read the policy (write one with `vnni-dispatch fit`)", path.display()))?;
+    let policy = Policy::from_bytes(&bytes)
+        .with_context(|| format!("{}: not a policy IR ({}); regenerate it with `vnni-dispatch fit`", path.display(), vnni_policy::SCHEMA))?;
+    policy
+        .check()
+        .with_context(|| format!("{}: the policy fails its totality check; refit it, nothing was generated", path.display()))?;
+    Ok(policy)
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    let policy = load_policy(&a.policy)?;
+    let rendered = render(&policy).with_context(|| format!("{}: cannot render the policy", a.policy.display()))?;
+    for path in write_outputs(&rendered, &a.out)? {
+        println!("wrote {}", path.display());
+    }
+    let targets = InstallTargets { inc: a.install.clone(), header: a.install_header.clone(), rust: a.install_rust.clone() };
+    let installing = targets.inc.is_some() || targets.header.is_some() || targets.rust.is_some();
+    if !(a.validate || installing) {
+        return Ok(());
+    }
+    if installing && a.random < MIN_RANDOM {
+        bail!("--random {} is below the {MIN_RANDOM} random queries an install is validated on", a.random);
+    }
+    let inv = Inventory::load(&a.inventory).with_context(|| format!("{}: cannot load the shape inventory", a.inventory.display()))?;
+    let plan = inv.resolve(&a.profile)?;
+    let opts = ValidateOptions { random: a.random, seed: a.seed, ..ValidateOptions::new(InventoryPoints::from_plan(&plan)) };
+    let validated = validate(&policy, &rendered, &opts).with_context(|| {
+        format!("{}: the generated tables failed validation; nothing was installed", a.policy.display())
+    })?;
+    println!("{}", validated.report());
+    for path in install(&validated, &targets)? {
+        println!("installed {}", path.display());
+    }
+    Ok(())
+}

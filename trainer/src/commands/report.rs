@@ -1,0 +1,37 @@
+//! `vnni-dispatch report --corpus DIR [--policy policy.json] --out DIR`: the corpus report
+//! (Markdown and PNGs): decode bandwidth vs the measured copy roofline, regret CDFs of the
+//! policy and the baselines per domain group, decision maps.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use vnni_learner::corpus_report::write_corpus_report;
+use vnni_policy::Policy;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A sealed corpus directory (authenticated before anything is read).
+    #[arg(long)]
+    corpus: PathBuf,
+    /// A fitted policy: its in-sample regret is plotted and its decision maps drawn
+    /// (without it, the maps are of the policy the learner fits from this corpus).
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// Where report.md and the PNGs go (created if missing).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    let policy = match &a.policy {
+        Some(path) => {
+            let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            Some(Policy::from_bytes(&bytes).with_context(|| format!("{} is not a policy (vnni-policy-v1 JSON)", path.display()))?)
+        }
+        None => None,
+    };
+    let files = write_corpus_report(&a.corpus, policy.as_ref(), &a.out)?;
+    let pngs = files.iter().filter(|f| f.extension().is_some_and(|e| e == "png")).count();
+    println!("report {} ({} PNGs)", a.out.join("report.md").display(), pngs);
+    Ok(())
+}

@@ -1,0 +1,140 @@
+//! `vnni-dispatch generate`: byte-stable output across processes, validation before an
+//! atomic install, and refusal of policies that fail their checks.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::vnni;
+use vnni_kernels::registry::Backend;
+use vnni_policy::example::example_policy;
+use vnni_policy::Policy;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("vnni-cli-generate-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write_policy(dir: &Path, policy: &Policy) -> String {
+    let path = dir.join("policy.json");
+    std::fs::write(&path, policy.to_bytes()).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn inventory() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/inventory").to_str().unwrap().to_string()
+}
+
+const FILES: [&str; 3] = [vnni_generator::INC_FILE, vnni_generator::HEADER_FILE, vnni_generator::RUST_FILE];
+
+#[test]
+fn two_processes_write_identical_bytes() {
+    let dir = scratch("stable");
+    let policy = write_policy(&dir, &example_policy(Backend::Cuda));
+    for out in ["a", "b"] {
+        let out = dir.join(out);
+        let (ok, stdout, err) = vnni(&["generate", "--policy", &policy, "--out", out.to_str().unwrap()]);
+        assert!(ok, "{err}");
+        assert!(stdout.contains("wrote"), "{stdout}");
+    }
+    let rendered = vnni_generator::render(&example_policy(Backend::Cuda)).unwrap();
+    for (name, text) in rendered.files() {
+        let a = std::fs::read(dir.join("a").join(name)).unwrap();
+        let b = std::fs::read(dir.join("b").join(name)).unwrap();
+        assert_eq!(a, b, "{name} differs between two runs");
+        assert_eq!(a, text.as_bytes(), "{name} differs from the library's rendering");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Under CI a missing compiler fails the test; elsewhere it is reported as skipped.
+fn compiler_missing(stderr: &str) -> bool {
+    if stderr.contains(" is missing (") {
+        vnni_tests::missing_tool("a C++ compiler or rustc", stderr.trim());
+        return true;
+    }
+    false
+}
+
+#[test]
+fn install_validates_then_replaces_every_target_atomically() {
+    let dir = scratch("install");
+    let policy = write_policy(&dir, &example_policy(Backend::Cpu));
+    let target = dir.join("installed");
+    std::fs::create_dir_all(&target).unwrap();
+    for name in FILES {
+        std::fs::write(target.join(name), "stale\n").unwrap();
+    }
+    let t = |name: &str| target.join(name).to_str().unwrap().to_string();
+    let out = dir.join("out");
+    let (ok, stdout, err) = vnni(&[
+        "generate", "--policy", &policy, "--out", out.to_str().unwrap(), "--inventory", &inventory(),
+        "--install", &t(FILES[0]), "--install-header", &t(FILES[1]), "--install-rust", &t(FILES[2]),
+    ]);
+    if !ok && compiler_missing(&err) {
+        return;
+    }
+    assert!(ok, "{err}");
+    assert!(stdout.contains("validated") && stdout.contains("1000000 random"), "{stdout}");
+    assert_eq!(stdout.matches("installed ").count(), 3, "{stdout}");
+    for name in FILES {
+        assert_eq!(std::fs::read(target.join(name)).unwrap(), std::fs::read(out.join(name)).unwrap(), "{name}");
+    }
+    // Nothing but the three targets: no temporary file is left behind.
+    let mut left: Vec<String> =
+        std::fs::read_dir(&target).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    let mut want: Vec<String> = FILES.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    assert_eq!(left, want);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn invalid_policies_are_refused_and_the_installed_file_is_untouched() {
+    let dir = scratch("refuse");
+    let target = dir.join("vnni_dispatch.inc");
+    std::fs::write(&target, "previous tables\n").unwrap();
+    let out = dir.join("out");
+    let run = |policy: &Policy, extra: &[&str]| {
+        let path = write_policy(&dir, policy);
+        let mut args = vec!["generate", "--policy", &path, "--out", out.to_str().unwrap(), "--install", target.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let inv = inventory();
+        args.extend(["--inventory", &inv]);
+        vnni(&args)
+    };
+
+    // A deleted domain: not total.
+    let mut broken = example_policy(Backend::Cuda);
+    broken.domains.remove(2);
+    let (ok, _, err) = run(&broken, &[]);
+    assert!(!ok);
+    assert!(err.contains("policy.json") && err.contains("totality") && err.contains("is missing"), "{err}");
+
+    // Total, but its candidate differs from this registry's.
+    let mut foreign = example_policy(Backend::Cuda);
+    foreign.candidates[0].tile += 1;
+    let (ok, _, err) = run(&foreign, &["--random", "1000000"]);
+    if !(!ok && compiler_missing(&err)) {
+        assert!(!ok);
+        assert!(err.contains("failed validation") && err.contains("registry"), "{err}");
+    }
+
+    // Too few random queries for an install.
+    let (ok, _, err) = run(&example_policy(Backend::Cuda), &["--random", "10"]);
+    assert!(!ok);
+    assert!(err.contains("--random 10"), "{err}");
+
+    // A file that is not a policy.
+    std::fs::write(dir.join("policy.json"), "{}").unwrap();
+    let (ok, _, err) =
+        vnni(&["generate", "--policy", dir.join("policy.json").to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(err.contains("policy.json") && err.contains("not a policy IR"), "{err}");
+
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "previous tables\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,112 @@
+//! `vnni-dispatch report` end to end on a sealed synthetic corpus: every PNG the Markdown
+//! links exists, decodes as RGB of the expected size and is not blank; the Markdown names
+//! every codebook; the same corpus and policy give the same bytes; an unsealed corpus is refused.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use vnni_learner::canvas::{decode_png, PALETTE};
+use vnni_learner::synthetic::{write, Spec};
+
+fn report(corpus: &Path, policy: Option<&Path>, out: &Path) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"));
+    c.arg("report").arg("--corpus").arg(corpus).arg("--out").arg(out);
+    if let Some(p) = policy {
+        c.arg("--policy").arg(p);
+    }
+    c.output().unwrap()
+}
+
+fn ok(o: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    stdout
+}
+
+/// The PNG files `report.md` links, in order.
+fn linked_pngs(md: &str) -> Vec<String> {
+    md.split("](").skip(1).filter_map(|rest| rest.split(')').next()).filter(|l| l.ends_with(".png")).map(String::from).collect()
+}
+
+fn files(dir: &Path) -> BTreeSet<PathBuf> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect()
+}
+
+#[test]
+fn the_report_draws_every_plot_and_names_every_codebook() {
+    let root = std::env::temp_dir().join(format!("vnni-cli-report-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let corpus = root.join("corpus");
+    write(&corpus, &Spec::cpu(5)).unwrap();
+    // A policy to report on: `fit` writes it even where a gate fails (and then exits non-zero).
+    let policy = root.join("fit").join("policy.json");
+    let _ = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"))
+        .args(["fit", "--ucb-max", "0.08", "--corpus"])
+        .arg(&corpus)
+        .arg("--out")
+        .arg(&policy)
+        .output()
+        .unwrap();
+    assert!(policy.is_file(), "fit wrote no policy");
+
+    let out = root.join("report");
+    let stdout = ok(&report(&corpus, Some(&policy), &out));
+    assert!(stdout.contains("report.md"), "{stdout}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+
+    // Every codebook of the corpus is named, has a bandwidth plot and a CDF panel.
+    for codebook in ["s4", "u4", "s8"] {
+        assert!(md.contains(&format!("### {codebook}")), "report.md does not name {codebook}");
+        assert!(md.contains(&format!("| {codebook} decode |")) && md.contains(&format!("| {codebook} grouped |")), "{codebook}");
+    }
+    assert!(md.contains("given policy (in-sample)") && md.contains("log2 lookup") && md.contains("auto"), "{md}");
+
+    let pngs = linked_pngs(&md);
+    let expected_size = |name: &str| match name {
+        n if n.starts_with("bandwidth-") || n == "regret-cdf-codebooks.png" => Some((640, 360)),
+        // Three codebooks x (decode, grouped): 6 panels, 4 per row, 300 x 200 with 10-pixel gaps.
+        "regret-cdf.png" => Some((4 * 300 + 5 * 10, 2 * 200 + 3 * 10)),
+        _ => None,
+    };
+    for kind in ["bandwidth-s4.png", "bandwidth-u4.png", "bandwidth-s8.png", "regret-cdf.png", "regret-cdf-codebooks.png"] {
+        assert!(pngs.iter().any(|p| p == kind), "report.md links no {kind}: {pngs:?}");
+    }
+    assert!(pngs.iter().filter(|p| p.starts_with("map-")).count() >= 2, "{pngs:?}");
+    for name in &pngs {
+        let bytes = std::fs::read(out.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (w, h, pixels) = decode_png(&bytes).unwrap_or_else(|e| panic!("{name} is not an RGB PNG: {e}"));
+        if let Some(size) = expected_size(name) {
+            assert_eq!((w, h), size, "{name}");
+        }
+        assert_eq!(pixels.len(), w * h, "{name}");
+        let colours: BTreeSet<[u8; 3]> = pixels.iter().copied().collect();
+        assert!(colours.len() > 1, "{name} is blank");
+        if expected_size(name).is_some() {
+            // A plot, not just its grid: some series colour was drawn.
+            assert!(PALETTE.iter().any(|c| colours.contains(c)), "{name} has no data: only {colours:?}");
+        }
+    }
+
+    // Same corpus and policy, same bytes.
+    let again = root.join("again");
+    ok(&report(&corpus, Some(&policy), &again));
+    let names = |d: &Path| files(d).into_iter().map(|p| p.file_name().unwrap().to_owned()).collect::<Vec<_>>();
+    assert_eq!(names(&out), names(&again));
+    for f in files(&out) {
+        let other = again.join(f.file_name().unwrap());
+        assert!(std::fs::read(&f).unwrap() == std::fs::read(&other).unwrap(), "{} differs between two runs", f.display());
+    }
+}
+
+#[test]
+fn an_unsealed_corpus_is_refused() {
+    let dir = std::env::temp_dir().join(format!("vnni-cli-report-unsealed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = report(&dir, None, &dir.join("out"));
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not sealed"), "{err}");
+    assert!(!dir.join("out").join("report.md").exists());
+}
