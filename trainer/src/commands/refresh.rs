@@ -3,7 +3,8 @@
 //! optionally install; then print one summary table. Each step is this binary's own
 //! subcommand run as a child process, so a step's failure names itself and a rerun resumes
 //! (published cells are kept). The output directory holds everything, each piece reusable:
-//! `corpus/` (sealed), `policy.json`, `tables/`, `certificates.jsonl`, `report/`.
+//! `corpus/` (sealed), `policy.json`, `tables/`, `certificates.jsonl`, `report/` (the corpus
+//! report; the fit report in `report/fit/`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -146,7 +147,7 @@ pub fn run(a: &Args) -> Result<()> {
     let policy_path = out.join("policy.json");
     let (fit_ok, _) = step(
         "fit",
-        &["fit".into(), "--corpus".into(), s(&corpus), "--out".into(), s(&policy_path), "--report".into(), s(&out.join("report"))],
+        &["fit".into(), "--corpus".into(), s(&corpus), "--out".into(), s(&policy_path), "--report".into(), s(&out.join("report/fit"))],
         &mut steps,
     )?;
     if !policy_path.is_file() {
