@@ -39,7 +39,7 @@ impl Log2Table {
 /// `auto`, the hand heuristic (no training). Decode: if N gives every unit (SM or thread) at
 /// least two column tiles of some wide candidate, the wide candidate with the largest such tile
 /// (first in registry order); otherwise split K with the waves formula: the kpar `waves2`
-/// candidate of the smallest tile (else any waves candidate). Grouped: `mma16` from M >= 16
+/// candidate of the smallest tile (else any kpar waves candidate). Grouped: `mma16` from M >= 16
 /// where it exists; otherwise the row-blocked candidates with the fewest rows per block that
 /// still hold M (all of them if none does), the largest tile that gives every unit two tiles,
 /// else the smallest tile.
@@ -59,6 +59,9 @@ pub fn auto(t: &Trainer, m: u64, n: u64, _k: u64) -> usize {
                     generic
                         .iter()
                         .copied()
+                        // The two-phase kpar family: a fused kernel with the same formula
+                        // folds in one CTA of `tile` x KB threads, a poor default.
+                        .filter(|&c| list[c].family == Family::Kpar)
                         .filter(|&c| matches!(list[c].kb, KbRule::Waves(x) if w.is_none_or(|w| w == x)))
                         .min_by_key(|&c| (list[c].tile, c))
                 };

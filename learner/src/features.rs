@@ -41,6 +41,3 @@ impl FeatureSet {
 pub fn tile_widths(corpus: &Corpus) -> Vec<u64> {
     corpus.decode.iter().chain(&corpus.grouped).map(|c| c.tile as u64).collect::<BTreeSet<_>>().into_iter().collect()
 }
-
-/// Largest feature value a tree may see exactly as an f64 (linfa's records are f64).
-pub const EXACT_F64: i64 = 1 << 53;

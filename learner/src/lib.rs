@@ -4,7 +4,7 @@
 //! - [`regret`]: regret, the minimax over aliases and the 1% tie band.
 //! - [`ucb`]: per-cell upper confidence bounds of regret from the raw samples.
 //! - [`domains`]: M buckets, aspect buckets, runtime keys per domain.
-//! - [`features`], [`tree`]: linfa-trees per domain, exact threshold conversion, relabelling.
+//! - [`features`], [`cart`], [`tree`]: a deterministic CART per domain over integer features, canonical splits, relabelling.
 //! - [`cv`]: grouped cross-validation over (N, K) geometries; [`baselines`] beside it.
 //! - [`borrow`], [`overlays`]: domains without data, exact-shape overlays.
 //! - [`certify`], [`ledger`]: the one sealed certification and its ledger.
@@ -15,6 +15,7 @@
 pub mod baselines;
 pub mod borrow;
 pub mod canvas;
+pub mod cart;
 pub mod certify;
 pub mod corpus;
 pub mod corpus_report;

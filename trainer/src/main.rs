@@ -10,6 +10,7 @@ mod commands;
 mod cpu_backend;
 mod gpu_timing;
 mod preflight;
+mod progress;
 mod rows;
 mod shapes;
 mod stats;

@@ -71,6 +71,7 @@ pub fn run(args: &Args) -> Result<()> {
         std::io::BufWriter::new(std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?);
     let (mut total, mut failed) = (0usize, Vec::<Certificate>::new());
     let mut summary: Vec<String> = Vec::new();
+    let progress = crate::progress::Progress::new((formats.len() * shapes.len()) as u64, "certify");
     for &f in &formats {
         for &(n, k) in &shapes {
             if k % f.block_elems() != 0 {
@@ -122,9 +123,10 @@ pub fn run(args: &Args) -> Result<()> {
                 }
             }
             summary.push(format!("{f:<7} {n}x{k}: {count} certificates in {:.1}s", started.elapsed().as_secs_f64()));
-            eprintln!("{}", summary.last().unwrap());
+            progress.step(summary.last().unwrap().clone());
         }
     }
+    progress.finish();
     file.flush()?;
     let file = file.into_inner().map_err(|e| e.into_error())?;
     file.sync_all()?;

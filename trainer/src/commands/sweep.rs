@@ -84,10 +84,17 @@ pub fn run(args: &Args) -> Result<()> {
     let shard_name = shard.map_or("-".to_string(), |s| format!("{}/{}", s.index, s.count));
     let (mut done, mut skipped, mut busy) = (0, 0, 0);
     let cells = plan.shard_cells(shard);
+    let progress = crate::progress::Progress::new(cells.len() as u64, "cells");
     for key in &cells {
         match store.claim(key)? {
-            Claim::Published => skipped += 1,
-            Claim::Busy => busy += 1,
+            Claim::Published => {
+                skipped += 1;
+                progress.step(format!("cell {}: already published", key.stem()));
+            }
+            Claim::Busy => {
+                busy += 1;
+                progress.step(format!("cell {}: held by another worker", key.stem()));
+            }
             Claim::Claimed => {
                 let cell = backend
                     .run_cell(key, &plan.inventory.m, &modes, &protocol)
@@ -103,10 +110,11 @@ pub fn run(args: &Args) -> Result<()> {
                 store.publish(key, &cell.rows, &cell.samples, &prov)?;
                 store.release(key)?;
                 done += 1;
-                eprintln!("cell {}: {} rows, {} samples", key.stem(), cell.rows.len(), cell.samples.len());
+                progress.step(format!("cell {}: {} rows, {} samples", key.stem(), cell.rows.len(), cell.samples.len()));
             }
         }
     }
+    progress.finish();
     let who = args.worker.map_or(String::new(), |w| format!("worker {w} (device {device}): "));
     println!(
         "{who}sweep {}: {} cells in this {} ({done} measured, {skipped} already published, {busy} held by other workers)",
@@ -156,7 +164,7 @@ fn bind(args: &Args, store: &CellStore) -> Result<(CollectionPlan, SweepBackend,
         units: info.units,
         registry_digest: registry_digest(),
         kernel_source_digest: kernel_source_digest(),
-        version: format!("vnni-dispatch {}", env!("CARGO_PKG_VERSION")),
+        version: format!("vnni-dispatch {} ({})", env!("CARGO_PKG_VERSION"), env!("VNNI_RUSTC_VERSION")),
         git_commit,
         git_dirty,
         inventory_digest: iplan.digest(),
