@@ -265,41 +265,61 @@ impl CellStore {
         self.rows_path(key).is_file()
     }
 
-    /// Claim `key` with an exclusive lock file holding `host pid`. A lock left by a dead
-    /// process of this host (a killed worker) is taken over.
+    /// Claim `key` with an exclusive lock file holding `host pid start-time`. The lock is a
+    /// hard link to a temporary file already holding that text, so it appears complete or not
+    /// at all. A lock of a process of this host that is gone (a killed worker), or that names
+    /// this very process (a reused pid), is taken over: moved aside under a unique name (one
+    /// racer's rename wins), checked to be the stale one, then replaced.
     pub fn claim(&self, key: &CellKey) -> Result<Claim, CollectionError> {
         if self.is_published(key) {
             return Ok(Claim::Published);
         }
         let path = self.lock_path(key);
         std::fs::create_dir_all(path.parent().expect("locks dir")).map_err(io(&path))?;
-        let me = format!("{} {}\n", host(), std::process::id());
-        for _ in 0..2 {
-            match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut f) => {
-                    use std::io::Write;
-                    f.write_all(me.as_bytes()).map_err(io(&path))?;
-                    f.sync_all().map_err(io(&path))?;
-                    // Another worker may have published between our check and the lock.
-                    if self.is_published(key) {
-                        self.release(key)?;
-                        return Ok(Claim::Published);
+        let pid = std::process::id();
+        let me = format!("{} {pid} {}\n", host(), start_time(pid).unwrap_or(0));
+        let unique = |what: &str| {
+            static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            path.with_file_name(format!("{}.{pid}.{n}.{what}", key.stem()))
+        };
+        let mine = unique("claim");
+        std::fs::write(&mine, &me).map_err(io(&mine))?;
+        let outcome = (|| {
+            for _ in 0..2 {
+                match std::fs::hard_link(&mine, &path) {
+                    Ok(()) => {
+                        // Another worker may have published between our check and the lock.
+                        if self.is_published(key) {
+                            self.release(key)?;
+                            return Ok(Claim::Published);
+                        }
+                        return Ok(Claim::Claimed);
                     }
-                    return Ok(Claim::Claimed);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
-                    if holder_alive(&holder) {
-                        return Ok(Claim::Busy);
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                        if holder_alive(&holder) {
+                            return Ok(Claim::Busy);
+                        }
+                        let aside = unique("stale");
+                        if std::fs::rename(&path, &aside).is_ok() {
+                            let moved = std::fs::read_to_string(&aside).unwrap_or_default();
+                            if moved != holder {
+                                // We moved a fresh lock of a faster racer: put it back.
+                                let _ = std::fs::hard_link(&aside, &path);
+                                let _ = std::fs::remove_file(&aside);
+                                return Ok(Claim::Busy);
+                            }
+                            let _ = std::fs::remove_file(&aside);
+                        }
                     }
-                    // Stale: its process is gone. Remove and try once more (a racing worker
-                    // may win the new lock; then we see Busy).
-                    let _ = std::fs::remove_file(&path);
+                    Err(e) => return Err(io(&path)(e)),
                 }
-                Err(e) => return Err(io(&path)(e)),
             }
-        }
-        Ok(Claim::Busy)
+            Ok(Claim::Busy)
+        })();
+        let _ = std::fs::remove_file(&mine);
+        outcome
     }
 
     pub fn release(&self, key: &CellKey) -> Result<(), CollectionError> {
@@ -332,10 +352,21 @@ impl CellStore {
         cells.iter().filter(|c| !self.is_published(c)).copied().collect()
     }
 
-    /// Read one published cell through the validating readers.
+    /// Read one published cell through the validating readers; every row and sample must
+    /// belong to the cell its file names (a file copied from another cell is refused).
     pub fn read_cell(&self, key: &CellKey) -> Result<(Vec<TimingRow>, Vec<SampleRow>, CellProvenance), CollectionError> {
         let rows = read_timing(&self.rows_path(key))?;
         let samples = read_samples(&self.samples_path(key))?;
+        let wrong = |path: PathBuf, what: String| CollectionError::Mismatch {
+            path,
+            message: format!("{what} does not belong to cell {}", key.stem()),
+        };
+        if let Some(r) = rows.iter().find(|r| (r.source_format.as_str(), r.n, r.k) != (key.format.name(), key.n, key.k)) {
+            return Err(wrong(self.rows_path(key), format!("row {} {} {}x{}", r.candidate, r.source_format, r.n, r.k)));
+        }
+        if let Some(s) = samples.iter().find(|s| (s.source_format.as_str(), s.n, s.k) != (key.format.name(), key.n, key.k)) {
+            return Err(wrong(self.samples_path(key), format!("sample of {} {} {}x{}", s.candidate, s.source_format, s.n, s.k)));
+        }
         let pp = self.provenance_path(key);
         let text = std::fs::read(&pp).map_err(io(&pp))?;
         let prov = serde_json::from_slice(&text)
@@ -373,20 +404,35 @@ pub fn host() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-/// Whether the `host pid` in a lock names a live process. Locks of other hosts are assumed
-/// live (shards on a shared filesystem claim disjoint cells anyway).
+/// The start time of a process (`/proc/<pid>/stat` field 22, clock ticks since boot), which
+/// tells a live holder from a later process that reused its pid.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesized command name: state is field 3, start time field 22.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether the `host pid start-time` in a lock names a live process. Locks of other hosts
+/// are assumed live (shards on a shared filesystem claim disjoint cells anyway), and so is
+/// text that does not parse (never produced by `claim`, so someone else's).
 fn holder_alive(holder: &str) -> bool {
     let mut it = holder.split_whitespace();
     let (Some(h), Some(pid)) = (it.next(), it.next()) else {
-        return false;
+        return true;
     };
     if h != host() {
         return true;
     }
-    let Ok(pid) = pid.parse::<u32>() else { return false };
+    let Ok(pid) = pid.parse::<u32>() else { return true };
+    if pid == std::process::id() {
+        // This process claims a cell once: a lock naming it is a previous process's.
+        return false;
+    }
+    let recorded: Option<u64> = it.next().and_then(|t| t.parse().ok()).filter(|&t| t > 0);
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // A zombie (state Z) has exited: its lock is stale.
-        Ok(stat) => !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Ok(stat) if stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')) => false,
+        Ok(_) => recorded.is_none_or(|t| start_time(pid) == Some(t)),
         Err(_) => false,
     }
 }
@@ -454,4 +500,48 @@ pub fn read_corpus_rows(dir: &Path) -> Result<Vec<TimingRow>, CollectionError> {
         out.extend(read_timing(&dir.join(format!("{p}.csv")))?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(tag: &str) -> (CellStore, CellKey) {
+        let dir = std::env::temp_dir().join(format!("vnni-locks-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let key = CellKey { format: SourceFormat::Q4_0, n: 64, k: 64, partition: Partition::Development };
+        (CellStore::new(&dir), key)
+    }
+
+    fn lock(s: &CellStore, key: &CellKey, text: &str) {
+        std::fs::create_dir_all(s.root.join("locks")).unwrap();
+        std::fs::write(s.lock_path(key), text).unwrap();
+    }
+
+    #[test]
+    fn locks_are_exclusive_and_stale_ones_are_taken_over() {
+        let (s, key) = store("claims");
+        assert_eq!(s.claim(&key).unwrap(), Claim::Claimed);
+        // Our own live lock from another claim attempt would be a reused pid: taken over.
+        assert_eq!(s.claim(&key).unwrap(), Claim::Claimed);
+        s.release(&key).unwrap();
+        // A live process of this host (pid 1, the init of this namespace) holds it.
+        let start = start_time(1).unwrap_or(0);
+        lock(&s, &key, &format!("{} 1 {start}\n", host()));
+        assert_eq!(s.claim(&key).unwrap(), Claim::Busy);
+        // The same pid with another start time is a later process: stale.
+        lock(&s, &key, &format!("{} 1 {}\n", host(), start + 1));
+        assert_eq!(s.claim(&key).unwrap(), Claim::Claimed);
+        // A dead pid is stale; text that does not parse, or another host, counts as live.
+        lock(&s, &key, &format!("{} 999999999 5\n", host()));
+        assert_eq!(s.claim(&key).unwrap(), Claim::Claimed);
+        lock(&s, &key, "");
+        assert_eq!(s.claim(&key).unwrap(), Claim::Busy);
+        lock(&s, &key, "another-host 1 1\n");
+        assert_eq!(s.claim(&key).unwrap(), Claim::Busy);
+        // No temporary claim or stale files are left behind.
+        let left: Vec<_> = std::fs::read_dir(s.root.join("locks")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        let _ = std::fs::remove_dir_all(&s.root);
+    }
 }

@@ -41,21 +41,19 @@ pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), WriteError
         file.sync_all().map_err(io)?;
     }
     std::fs::rename(&tmp, path).map_err(io)?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        // Persist the rename itself; not every filesystem supports syncing a directory.
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
+    sync_dir(path);
     let _ = std::io::stdout().flush();
     Ok(())
 }
 
-/// The temporary name of `path` while it is written: the whole name plus `.inprogress`, so
-/// two payloads never share one and sealing recognizes leftovers.
+/// The temporary name of `path` while it is written: the whole name, this process and a
+/// counter, then `.inprogress`, so two writers (workers binding one plan) never share a
+/// temporary file and sealing recognizes leftovers.
 pub fn in_progress(path: &Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(".inprogress");
+    name.push(format!(".{}.{n}.inprogress", std::process::id()));
     path.with_file_name(name)
 }
 
@@ -70,5 +68,16 @@ pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     f.write_all(bytes).map_err(io)?;
     f.sync_all().map_err(io)?;
     drop(f);
-    std::fs::rename(&tmp, path).map_err(io)
+    std::fs::rename(&tmp, path).map_err(io)?;
+    sync_dir(path);
+    Ok(())
+}
+
+/// Persist a rename itself; not every filesystem supports syncing a directory.
+fn sync_dir(path: &Path) {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
 }

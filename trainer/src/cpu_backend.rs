@@ -101,7 +101,10 @@ impl CpuSession {
         let mut runs = Vec::new();
         for c in &decode {
             let (bpp, got) = cpu::decode(c, &w, &a, units)?;
-            let want = reference.entry(bpp).or_insert(gemm_columns(&w, &a, bpp, &cols)?);
+            let want = match reference.entry(bpp) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => e.insert(gemm_columns(&w, &a, bpp, &cols)?),
+            };
             let (mismatches, first_mismatch) = compare(&got, want, &cols, 1, n);
             runs.push(Checked { id: c.id.clone(), bpp, mismatches, first_mismatch, registers: 0, occupancy: 0 });
         }

@@ -48,9 +48,10 @@ pub fn run(args: &Args) -> Result<()> {
         for key in plan.cells().iter().filter(|k| shard.is_published(k)) {
             // The validating readers: a torn or edited cell stops the merge here.
             shard.read_cell(key)?;
-            let rows = std::fs::read(shard.rows_path(key))?;
+            let read = |p: PathBuf| std::fs::read(&p).with_context(|| format!("reading {}", p.display()));
+            let rows = read(shard.rows_path(key))?;
             if out.is_published(key) {
-                if std::fs::read(out.rows_path(key))? != rows {
+                if read(out.rows_path(key))? != rows {
                     bail!("cell {} differs between {} and another shard", key.stem(), dir.display());
                 }
                 same += 1;
@@ -58,7 +59,7 @@ pub fn run(args: &Args) -> Result<()> {
             }
             for path in [shard.samples_path(key), shard.provenance_path(key)] {
                 let target = args.out.join("cells").join(path.file_name().expect("a file"));
-                vnni_corpus::write_bytes(&target, &std::fs::read(&path)?)?;
+                vnni_corpus::write_bytes(&target, &read(path.clone())?)?;
             }
             // Aggregate rows last: the cell's commit point.
             vnni_corpus::write_bytes(&out.rows_path(key), &rows)?;
@@ -66,7 +67,7 @@ pub fn run(args: &Args) -> Result<()> {
         }
         let res = dir.join("resources.csv");
         if res.is_file() && !args.out.join("resources.csv").is_file() {
-            vnni_corpus::write_bytes(&args.out.join("resources.csv"), &std::fs::read(&res)?)?;
+            vnni_corpus::write_bytes(&args.out.join("resources.csv"), &std::fs::read(&res).with_context(|| format!("reading {}", res.display()))?)?;
         }
     }
     println!("merge: {} shards, {copied} cells copied, {same} identical duplicates -> {}", args.shards.len(), args.out.display());

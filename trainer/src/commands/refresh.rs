@@ -116,6 +116,12 @@ pub fn run(a: &Args) -> Result<()> {
             out.join("corpus")
         }
     };
+    if !corpus.join(vnni_corpus::seal::MANIFEST).is_file() {
+        bail!(
+            "{} is not a sealed corpus yet: the collection left cells unmeasured (another worker's lock, or a SLURM_ARRAY_* variable making this run a shard); rerun, or `vnni-dispatch merge` the shards",
+            corpus.display()
+        );
+    }
     let plan = CollectionPlan::read(&corpus.join(PLAN_FILE))?;
     let backend = if plan.backend == "cuda" { Backend::Cuda } else { Backend::Cpu };
 
@@ -143,8 +149,12 @@ pub fn run(a: &Args) -> Result<()> {
         bail!("batch-invariance certification failed (see above): grouped rows differ from single-row decodes");
     }
 
-    // 3. Fit (a failed gate still writes the policy, for inspection).
+    // 3. Fit (a failed gate still writes the policy, for inspection). A policy of an earlier
+    // run must not stand in for this one if the fit stops before writing.
     let policy_path = out.join("policy.json");
+    if policy_path.exists() {
+        std::fs::remove_file(&policy_path).with_context(|| format!("removing the previous {}", policy_path.display()))?;
+    }
     let (fit_ok, _) = step(
         "fit",
         &["fit".into(), "--corpus".into(), s(&corpus), "--out".into(), s(&policy_path), "--report".into(), s(&out.join("report/fit"))],
@@ -204,7 +214,8 @@ fn summary(
     gates_passed: bool,
     installed: Option<&Path>,
 ) -> Result<()> {
-    let policy = Policy::from_bytes(&std::fs::read(policy_path)?).context("reading the policy")?;
+    let bytes = std::fs::read(policy_path).with_context(|| format!("reading {}", policy_path.display()))?;
+    let policy = Policy::from_bytes(&bytes).with_context(|| format!("{} is not a policy", policy_path.display()))?;
     let certificates = read_certificates(certs)?;
     let bad = certificates.iter().filter(|c| c.mismatches > 0 || c.repeat_mismatches > 0).count();
     let worst = policy

@@ -238,16 +238,27 @@ pub fn finish(store: &CellStore, plan: &CollectionPlan) -> Result<()> {
         println!("corpus already sealed: {}", corpus.display());
         return Ok(());
     }
-    if corpus.exists() {
-        std::fs::remove_dir_all(&corpus).with_context(|| format!("clearing {}", corpus.display()))?;
+    // Assemble and seal in a directory of this process, then move it into place: two shards
+    // finishing at once never write into one directory, and no reader sees half a corpus.
+    let staging = store.root.join(format!("corpus.{}.inprogress", std::process::id()));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).with_context(|| format!("clearing {}", staging.display()))?;
     }
-    let rows = assemble(store, plan, &corpus)?;
+    let rows = assemble(store, plan, &staging)?;
     let resources = store.root.join("resources.csv");
     if resources.is_file() {
-        std::fs::copy(&resources, corpus.join("resources.csv")).context("copying resources.csv")?;
+        std::fs::copy(&resources, staging.join("resources.csv")).context("copying resources.csv")?;
     }
-    let manifest = seal(&corpus, &plan.seal_inputs())?;
-    verify(&corpus, &expected)?;
+    let manifest = seal(&staging, &plan.seal_inputs())?;
+    verify(&staging, &expected)?;
+    if corpus.exists() {
+        std::fs::remove_dir_all(&corpus).with_context(|| format!("clearing the unverifiable {}", corpus.display()))?;
+    }
+    if let Err(e) = std::fs::rename(&staging, &corpus) {
+        // Another process moved its corpus into place first: keep that one if it verifies.
+        let _ = std::fs::remove_dir_all(&staging);
+        verify(&corpus, &expected).with_context(|| format!("moving the sealed corpus into {}: {e}", corpus.display()))?;
+    }
     let mismatched = vnni_corpus::collection::read_corpus_rows(&corpus)?.iter().filter(|r| r.mismatches > 0).count();
     println!(
         "corpus sealed: {} ({} cells, {rows} rows, {} payloads, corpus id {})",

@@ -90,7 +90,7 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
 /// Refit the corpus a committed policy names, regenerate, and compare bytes.
 fn refit(tables: &Path, corpora: &BTreeMap<String, PathBuf>) -> Result<()> {
     let policy_path = tables.join("policy.json");
-    let committed = std::fs::read(&policy_path)?;
+    let committed = std::fs::read(&policy_path).with_context(|| format!("reading {}", policy_path.display()))?;
     let policy = Policy::from_bytes(&committed).with_context(|| format!("{} is not a policy", policy_path.display()))?;
     let id = &policy.provenance.corpus_id;
     let corpus = corpora.get(id).with_context(|| format!("its policy names corpus {id}, which is not committed under lfs-data/corpora"))?;
