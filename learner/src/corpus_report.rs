@@ -27,7 +27,7 @@ use crate::error::{FitError, Result};
 use crate::map::write_maps;
 use crate::regret::REGRET_CAP;
 use crate::report::{pct, BASELINES_LEGEND};
-use crate::stats::p95;
+use crate::stats::{nearest_rank, p95};
 use crate::{fit, FitOptions};
 
 /// Codebooks whose decision maps the report draws (the first ones, sorted by name).
@@ -104,13 +104,6 @@ fn decode_bests(dir: &Path) -> Result<BTreeMap<String, BTreeMap<SeriesKey, Vec<C
 }
 
 /// Nearest-rank quantile q in (0, 1] of `values` (unsorted); `None` when empty.
-fn nearest_rank(values: &[f64], q: f64) -> Option<f64> {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let rank = (q * v.len() as f64).ceil() as usize;
-    (!v.is_empty()).then(|| v[rank.clamp(1, v.len()) - 1])
-}
-
 fn mib(bytes: usize) -> String {
     format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
 }

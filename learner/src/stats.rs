@@ -1,14 +1,17 @@
 //! Summary statistics of regret over rows (alias cells): nearest-rank p95 and geomean.
 
-/// Nearest-rank p95: the value at rank ceil(0.95 n) of the sorted values; 0 for no values.
-pub fn p95(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
+/// Nearest-rank percentile `q` (0 < q <= 1): the value at rank ceil(q n) of the sorted
+/// values; `None` for no values.
+pub fn nearest_rank(values: &[f64], q: f64) -> Option<f64> {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
-    let rank = (0.95 * v.len() as f64).ceil() as usize;
-    v[rank.clamp(1, v.len()) - 1]
+    let rank = (q * v.len() as f64).ceil() as usize;
+    (!v.is_empty()).then(|| v[rank.clamp(1, v.len()) - 1])
+}
+
+/// Nearest-rank p95; 0 for no values.
+pub fn p95(values: &[f64]) -> f64 {
+    nearest_rank(values, 0.95).unwrap_or(0.0)
 }
 
 /// Geometric-mean regret: exp(mean ln(1 + r)) - 1.
