@@ -96,14 +96,31 @@ fn a_sweep_killed_at_random_points_resumes_to_every_cell_exactly_once() {
         attempts += 1;
         assert!(attempts < 400, "could not land 20 kills on a running sweep");
         rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let delay = (rng >> 11) as f64 / (1u64 << 53) as f64 * seconds * 0.5;
+        let unit = (rng >> 11) as f64 / (1u64 << 53) as f64;
+        let before = published(&work).len();
         let mut child = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"))
             .args(&args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_secs_f64(delay));
+        if before < total {
+            // While cells remain: wait until this run publishes one or two more (start-up
+            // takes a machine-dependent while), then kill at a random moment up to 20 ms on:
+            // inside a cell, between the files of one cell, or while it renames.
+            let target = (before + 1 + (rng >> 7) as usize % 2).min(total);
+            let started = Instant::now();
+            while child.try_wait().unwrap().is_none()
+                && published(&work).len() < target
+                && started.elapsed().as_secs_f64() < 10.0 * seconds.max(1.0)
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_secs_f64(unit * 0.02));
+        } else {
+            // Everything published: a random point of start-up, assembly or sealing.
+            std::thread::sleep(Duration::from_secs_f64(unit * seconds));
+        }
         if child.try_wait().unwrap().is_none() {
             child.kill().unwrap(); // SIGKILL
             kills += 1;
@@ -114,6 +131,7 @@ fn a_sweep_killed_at_random_points_resumes_to_every_cell_exactly_once() {
         }
         child.wait().unwrap();
     }
+    eprintln!("{kills} SIGKILLs in {attempts} runs, {mid_collection} with the collection part done");
     assert!(mid_collection >= 3, "only {mid_collection} of {kills} kills landed mid-collection");
     let (ok, stdout, stderr) = sweep(&work, &[]);
     assert!(ok, "{stdout}{stderr}");
