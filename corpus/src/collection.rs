@@ -21,6 +21,17 @@ pub const COLLECTION_SCHEMA: &str = "vnni-collection-v1";
 pub const PLAN_FILE: &str = "plan.json";
 /// The corpus phases (aggregate CSV stems), in file order.
 pub const PHASES: [&str; 4] = ["decode_m1.development", "decode_m1.sealed", "grouped.development", "grouped.sealed"];
+/// The prefill phases (M >= 32): present exactly when the plan has a prefill M.
+pub const PREFILL_PHASES: [&str; 2] = ["prefill.development", "prefill.sealed"];
+
+/// The phase stem of rows with M activation rows: decode_m1, grouped (2..31) or prefill.
+pub fn phase_of(m: usize) -> &'static str {
+    match m {
+        1 => "decode_m1",
+        2..=31 => "grouped",
+        _ => "prefill",
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum CollectionError {
@@ -444,6 +455,11 @@ pub fn assemble(store: &CellStore, plan: &CollectionPlan, out: &Path) -> Result<
     for p in PHASES {
         phases.insert(p, Default::default());
     }
+    if plan.inventory.m.iter().any(|&m| phase_of(m) == "prefill") {
+        for p in PREFILL_PHASES {
+            phases.insert(p, Default::default());
+        }
+    }
     let mut provenance = Vec::new();
     let mut total = 0;
     for key in plan.cells() {
@@ -458,14 +474,18 @@ pub fn assemble(store: &CellStore, plan: &CollectionPlan, out: &Path) -> Result<
             Partition::Development => "development",
             Partition::Sealed => "sealed",
         };
+        let unplanned = |m: usize| CollectionError::Mismatch {
+            path: store.rows_path(&key),
+            message: format!("a row with M = {m}, which the plan does not have"),
+        };
         for r in rows {
-            let phase = if r.m == 1 { "decode_m1" } else { "grouped" };
-            phases.get_mut(format!("{phase}.{part}").as_str()).expect("known phase").0.push(r);
+            let phase = phases.get_mut(format!("{}.{part}", phase_of(r.m)).as_str()).ok_or_else(|| unplanned(r.m))?;
+            phase.0.push(r);
             total += 1;
         }
         for s in samples {
-            let phase = if s.m == 1 { "decode_m1" } else { "grouped" };
-            phases.get_mut(format!("{phase}.{part}").as_str()).expect("known phase").1.push(s);
+            let phase = phases.get_mut(format!("{}.{part}", phase_of(s.m)).as_str()).ok_or_else(|| unplanned(s.m))?;
+            phase.1.push(s);
         }
         provenance.push(prov);
     }
@@ -498,6 +518,12 @@ pub fn read_corpus_rows(dir: &Path) -> Result<Vec<TimingRow>, CollectionError> {
     let mut out = Vec::new();
     for p in PHASES {
         out.extend(read_timing(&dir.join(format!("{p}.csv")))?);
+    }
+    for p in PREFILL_PHASES {
+        let path = dir.join(format!("{p}.csv"));
+        if path.is_file() {
+            out.extend(read_timing(&path)?);
+        }
     }
     Ok(out)
 }

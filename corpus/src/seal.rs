@@ -187,6 +187,9 @@ pub fn seal(dir: &Path, inputs: &SealInputs) -> Result<Manifest, SealError> {
 #[derive(Debug, Clone, Default)]
 pub struct Expected {
     pub registry_digest: Option<String>,
+    /// Registry digest per profile, where it depends on the profile (profiles with prefill
+    /// rows bind the prefill candidates too); takes precedence over `registry_digest`.
+    pub registry_digests: BTreeMap<String, String>,
     /// Inventory digest per profile.
     pub inventory_digests: BTreeMap<String, String>,
 }
@@ -207,7 +210,8 @@ pub fn verify(dir: &Path, expected: &Expected) -> Result<Manifest, SealError> {
     if id != manifest.corpus_id {
         return Err(SealError::CorpusId { path: mpath, expected: id, found: manifest.corpus_id });
     }
-    if let Some(reg) = &expected.registry_digest {
+    let reg = expected.registry_digests.get(&manifest.identity.inputs.profile).or(expected.registry_digest.as_ref());
+    if let Some(reg) = reg {
         if reg != &manifest.identity.inputs.registry_digest {
             return Err(SealError::Stale {
                 path: mpath,

@@ -49,6 +49,7 @@ fn expected() -> Expected {
     Expected {
         registry_digest: Some("reg1".into()),
         inventory_digests: [("family-smoke".to_string(), "inv1".to_string())].into(),
+        ..Default::default()
     }
 }
 
@@ -113,6 +114,11 @@ fn every_tampering_is_rejected_naming_the_file() {
     assert!(e.to_string().contains("inventory digest") && e.to_string().contains(MANIFEST), "{e}");
     let stale_reg = Expected { registry_digest: Some("reg2".into()), ..expected() };
     assert!(verify(&d, &stale_reg).unwrap_err().to_string().contains("registry digest"));
+    // A per-profile registry digest (profiles with prefill rows bind more candidates) wins.
+    let per_profile = Expected { registry_digests: [("family-smoke".to_string(), "reg1".to_string())].into(), ..stale_reg };
+    verify(&d, &per_profile).unwrap();
+    let stale_profile = Expected { registry_digests: [("family-smoke".to_string(), "reg3".to_string())].into(), ..expected() };
+    assert!(verify(&d, &stale_profile).unwrap_err().to_string().contains("registry digest"));
     let d = fresh();
     let pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:0000\nsize 8\n";
     std::fs::write(d.join("decode_m1.csv"), pointer).unwrap();

@@ -7,19 +7,31 @@ namespace vnni {
 
 enum ScaleRule { RULE_SINGLE = 0, RULE_ASYMMETRIC = 1, RULE_DUAL = 2 };
 
-// Contribution of one K-block. dot_lo/dot_hi are the exact integer dots of elements 0..15 and
-// 16..31, act_sum the exact sum of the 32 activation values; |each| < 2^24 so int->float is exact.
+// Contribution of one K-block from exact float inputs: `dot` is the dot of all 32 elements
+// (single and asymmetric rules) or of elements 0..15 (dual rule), `dot_hi` that of elements
+// 16..31 (dual rule only), `act_sum` the activation block's sum (asymmetric rule only).
+template <int RULE>
+__device__ __forceinline__ float contribution(float sa, float s, float second, float dot, float dot_hi,
+                                              float act_sum) {
+  if (RULE == RULE_SINGLE) {
+    return __fmul_rn(__fmul_rn(sa, s), dot);
+  } else if (RULE == RULE_ASYMMETRIC) {
+    return __fadd_rn(__fmul_rn(__fmul_rn(sa, s), dot), __fmul_rn(__fmul_rn(sa, second), act_sum));
+  } else {
+    return __fmul_rn(sa, __fadd_rn(__fmul_rn(s, dot), __fmul_rn(second, dot_hi)));
+  }
+}
+
+// The same from integer dots: dot_lo/dot_hi are the exact dots of elements 0..15 and 16..31,
+// act_sum the exact sum of the 32 activation values; |each| < 2^24 so int->float is exact.
 template <int RULE>
 __device__ __forceinline__ float block_contribution(float sa, float s, float second, int dot_lo, int dot_hi,
                                                     int act_sum) {
-  if (RULE == RULE_SINGLE) {
-    return __fmul_rn(__fmul_rn(sa, s), __int2float_rn(dot_lo + dot_hi));
-  } else if (RULE == RULE_ASYMMETRIC) {
-    return __fadd_rn(__fmul_rn(__fmul_rn(sa, s), __int2float_rn(dot_lo + dot_hi)),
-                     __fmul_rn(__fmul_rn(sa, second), __int2float_rn(act_sum)));
-  } else {
-    return __fmul_rn(sa, __fadd_rn(__fmul_rn(s, __int2float_rn(dot_lo)), __fmul_rn(second, __int2float_rn(dot_hi))));
+  if (RULE == RULE_DUAL) {
+    return contribution<RULE>(sa, s, second, __int2float_rn(dot_lo), __int2float_rn(dot_hi), 0.0f);
   }
+  return contribution<RULE>(sa, s, second, __int2float_rn(dot_lo + dot_hi), 0.0f,
+                            RULE == RULE_ASYMMETRIC ? __int2float_rn(act_sum) : 0.0f);
 }
 
 // Partition p of kblk K-blocks at bpp blocks per partition: [p*bpp, min((p+1)*bpp, kblk)).

@@ -96,17 +96,29 @@ __device__ __forceinline__ void grouped_rows(const DecodeArgs& a) {
   }
 }
 
+// One 32-bit word of packed payload, through the read-only cache or from shared memory.
+template <bool SHARED>
+__device__ __forceinline__ u32 payload_word(const u8* p, int i) {
+  const u32* w = reinterpret_cast<const u32*>(p) + i;
+  return SHARED ? *w : __ldg(w);
+}
+template <bool SHARED>
+__device__ __forceinline__ u32 payload_byte(const u8* p, int i) {
+  return SHARED ? p[i] : __ldg(p + i);
+}
+
 // Words t (elements 4t..4t+3) and 4+t (elements 16+4t..16+4t+3) of a decoded block, loading
-// only the payload bytes they need: one lane's share of an mma B fragment.
-template <int CB>
+// only the payload bytes they need: one lane's share of an mma fragment. `p` points at the
+// block's payload in global memory or (SHARED) in shared memory.
+template <int CB, bool SHARED>
 __device__ __forceinline__ void decode_pair(const u8* __restrict__ p, int t, u32& lo, u32& hi) {
   if (CB == CB_S8) {
-    lo = __ldg(reinterpret_cast<const u32*>(p) + t);
-    hi = __ldg(reinterpret_cast<const u32*>(p) + 4 + t);
+    lo = payload_word<SHARED>(p, t);
+    hi = payload_word<SHARED>(p, 4 + t);
     return;
   }
-  const u32 q = __ldg(reinterpret_cast<const u32*>(p) + t);
-  if (CB == CB_NL4) {  // interleaved order: the caller permutes the B fragment to match
+  const u32 q = payload_word<SHARED>(p, t);
+  if (CB == CB_NL4) {  // interleaved order: the caller permutes the other operand to match
     lo = iq4_word(q);
     hi = iq4_word(q >> 16);
     return;
@@ -114,25 +126,25 @@ __device__ __forceinline__ void decode_pair(const u8* __restrict__ p, int t, u32
   lo = q & 0x0F0F0F0Fu;
   hi = (q >> 4) & 0x0F0F0F0Fu;
   if (CB == CB_S5 || CB == CB_U5) {
-    const u32 h = __ldg(reinterpret_cast<const u32*>(p) + 4);
+    const u32 h = payload_word<SHARED>(p, 4);
     lo |= spread_bit4((h >> (4 * t)) & 0xFu);
     hi |= spread_bit4((h >> (16 + 4 * t)) & 0xFu);
   }
   if (CB == CB_S6D) {
-    lo |= spread_bits45(__ldg(p + 16 + t));
-    hi |= spread_bits45(__ldg(p + 20 + t));
+    lo |= spread_bits45(payload_byte<SHARED>(p, 16 + t));
+    hi |= spread_bits45(payload_byte<SHARED>(p, 20 + t));
   }
   if (CB == CB_S4) { lo = __vsub4(lo, 0x08080808u); hi = __vsub4(hi, 0x08080808u); }
   if (CB == CB_S5) { lo = __vsub4(lo, 0x10101010u); hi = __vsub4(hi, 0x10101010u); }
   if (CB == CB_S6D) { lo = __vsub4(lo, 0x20202020u); hi = __vsub4(hi, 0x20202020u); }
 }
 
-// Exact int8 tile product: C[16][8] = A[16][32] * B[32][8] (K = one K-block).
-__device__ __forceinline__ void mma_s8(const u32 (&a)[4], u32 b0, u32 b1, int (&c)[4]) {
+// Exact int8 tile product: C[16][8] = A[16][32] * B[32][8] + init (K = one K-block).
+__device__ __forceinline__ void mma_s8(const u32 (&a)[4], u32 b0, u32 b1, int (&c)[4], int init = 0) {
   asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
       : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0), "r"(0), "r"(0), "r"(0));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(init));
 }
 
 // mma16: int8 mma.sync m16n8k32 with the weights as the 16-row operand: a warp owns 16
@@ -170,7 +182,7 @@ __device__ __forceinline__ void grouped_mma16(const DecodeArgs& a) {
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
         const size_t blk = (size_t)bu * a.n + ncol[c];
-        decode_pair<CB>(a.payload + blk * PB, t, wlo[u][c], whi[u][c]);
+        decode_pair<CB, false>(a.payload + blk * PB, t, wlo[u][c], whi[u][c]);
         s[u][c] = h2f(__ldg(a.scale + blk));
         s2[u][c] = Codebook<CB>::SECOND ? h2f(__ldg(a.second + blk)) : 0.0f;
       }

@@ -33,6 +33,8 @@ pub enum Surface {
     Decode,
     /// M = 2..16 and 31 (speculative-decoding verifier rows); bpp inherited from M = 1.
     Grouped,
+    /// M >= 32 (prompt processing): IMMA GEMM tiles; bpp inherited from M = 1.
+    Prefill,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -54,6 +56,63 @@ pub enum Family {
     /// Grouped: int8 `mma.sync m16n8k32` tiles (16 columns x 8 rows x one K-block, weights
     /// as the 16-row operand) give the exact per-block dots, then the same per-block contract.
     Mma16,
+    /// Prefill: int8 IMMA GEMM tiles (`mma.sync m16n8k32`, operands staged by `cp.async`),
+    /// one K-block per mma, the per-block contract per output element.
+    Imma,
+}
+
+/// The tile of a prefill candidate: a BM x BN output tile of WM x WN warps, K walked
+/// KSTEP K-blocks (32 values each) per pipeline stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct PrefillTile {
+    pub bm: u32,
+    pub bn: u32,
+    pub warps_m: u32,
+    pub warps_n: u32,
+    /// K-blocks per stage: 2 (BK64) or 8 (BK256).
+    pub kstep: u32,
+    /// `kpart`: one CTA per partition and an ordered reduce; else (`std`) one CTA walks all of K.
+    pub kpart: bool,
+}
+
+impl PrefillTile {
+    pub fn threads(&self) -> u32 {
+        32 * self.warps_m * self.warps_n
+    }
+
+    /// Bytes of one pipeline stage (`PrefillStage` in kernels/cuda/prefill.cuh, mirrored).
+    fn stage_bytes(&self, codebook: Codebook) -> u32 {
+        let (bm, bn, ks) = (self.bm, self.bn, self.kstep);
+        let asym = codebook.scale_rule() == crate::contract::ScaleRule::Asymmetric;
+        let a = bm * (ks * 32 + 16);
+        let d = ks * bm * 4;
+        let sum = if asym { ks * bm * 4 } else { 0 };
+        let w = ks * bn * codebook.payload_bytes() as u32;
+        let s = ks * bn * 2;
+        let s2 = if codebook.has_second() { s } else { 0 };
+        a + d + sum + w + s + s2
+    }
+
+    /// Pipeline depth: as many stages as fit in 96 KiB (2 to 8), so loads are issued
+    /// several microseconds ahead of their use whatever the stage size.
+    pub fn stages(&self, codebook: Codebook) -> u32 {
+        ((96 << 10) / self.stage_bytes(codebook)).clamp(2, 8)
+    }
+
+    /// Dynamic shared memory of one launch: the stages, the consumed stage converted to
+    /// f32 (`PrefillPrep`: scales, second scales, sums) and the BM x BN f32 outputs.
+    pub fn shared_bytes(&self, codebook: Codebook) -> u32 {
+        let (bm, bn, ks) = (self.bm, self.bn, self.kstep);
+        let asym = codebook.scale_rule() == crate::contract::ScaleRule::Asymmetric;
+        let scales = if codebook.has_second() { 2 } else { 1 };
+        let prep = scales * ks * bn * 4 + if asym { ks * bm * 4 } else { 0 };
+        self.stages(codebook) * self.stage_bytes(codebook) + prep + bm * bn * 4
+    }
+
+    /// Output elements (accumulator registers) per thread.
+    pub fn elements_per_thread(&self) -> u32 {
+        self.bm * self.bn / self.threads()
+    }
 }
 
 /// How a candidate derives its partition count, hence its bpp.
@@ -87,6 +146,10 @@ pub struct Candidate {
     /// Activation rows per CTA (1 for decode).
     pub rows: u32,
     pub kb: KbRule,
+    /// Prefill candidates only (absent from the serialized form of the others, so adding the
+    /// prefill surface left the digest of the decode and grouped registry unchanged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefill: Option<PrefillTile>,
 }
 
 /// The most threads one CTA may have.
@@ -100,6 +163,7 @@ pub enum KernelSpec {
     Fused { codebook: Codebook, columns: u32 },
     GroupedRows { codebook: Codebook, rows: u32 },
     GroupedMma16 { codebook: Codebook },
+    Prefill { codebook: Codebook, bm: u32, bn: u32, warps_m: u32, warps_n: u32, kstep: u32 },
 }
 
 /// Threads per CTA of the grouped kernels.
@@ -113,6 +177,9 @@ impl KernelSpec {
             KernelSpec::Fused { codebook, columns } => format!("vnni_fused_{codebook}_c{columns}"),
             KernelSpec::GroupedRows { codebook, rows } => format!("vnni_grouped_rows_{codebook}_r{rows}"),
             KernelSpec::GroupedMma16 { codebook } => format!("vnni_grouped_mma16_{codebook}"),
+            KernelSpec::Prefill { codebook, bm, bn, warps_m, warps_n, kstep } => {
+                format!("vnni_prefill_{codebook}_{bm}x{bn}_w{warps_m}x{warps_n}_bk{}", kstep * 32)
+            }
         }
     }
 
@@ -121,7 +188,8 @@ impl KernelSpec {
             KernelSpec::Tile { codebook, .. }
             | KernelSpec::Fused { codebook, .. }
             | KernelSpec::GroupedRows { codebook, .. }
-            | KernelSpec::GroupedMma16 { codebook } => codebook,
+            | KernelSpec::GroupedMma16 { codebook }
+            | KernelSpec::Prefill { codebook, .. } => codebook,
         }
     }
 
@@ -131,7 +199,24 @@ impl KernelSpec {
             KernelSpec::Tile { tile, cpt, .. } => tile / cpt,
             KernelSpec::Fused { .. } => MAX_THREADS,
             KernelSpec::GroupedRows { .. } | KernelSpec::GroupedMma16 { .. } => GROUPED_THREADS,
+            KernelSpec::Prefill { warps_m, warps_n, .. } => 32 * warps_m * warps_n,
         }
+    }
+
+    /// The prefill tile a kernel implements (either form: `kpart` is a launch argument).
+    pub fn prefill_tile(&self) -> Option<PrefillTile> {
+        match *self {
+            KernelSpec::Prefill { bm, bn, warps_m, warps_n, kstep, .. } => {
+                Some(PrefillTile { bm, bn, warps_m, warps_n, kstep, kpart: false })
+            }
+            _ => None,
+        }
+    }
+
+    /// Dynamic shared memory every launch of this kernel takes (prefill tiles; the fused
+    /// family's depends on the shape and is 0 here).
+    pub fn dynamic_shared(&self) -> u32 {
+        self.prefill_tile().map_or(0, |t| t.shared_bytes(self.codebook()))
     }
 }
 
@@ -152,20 +237,61 @@ pub struct Plan {
     pub workspace: usize,
 }
 
+/// (bpp, partitions) of a surface that inherits the M = 1 bpp: clamped to KBLK, so a
+/// partition is never empty; `None` for an empty or non-block-aligned shape.
+fn inherited_partitions(n: usize, k: usize, m: usize, bpp: usize) -> Option<(usize, usize)> {
+    if n == 0 || k == 0 || k % 32 != 0 || m == 0 || bpp == 0 {
+        return None;
+    }
+    let bpp = bpp.min(k / 32);
+    Some((bpp, (k / 32).div_ceil(bpp)))
+}
+
 impl Candidate {
     /// Generic (fallback) leaves may use only candidates legal for every shape.
     pub fn generic_legal(&self) -> bool {
         !matches!(self.kb, KbRule::Literal(_))
     }
 
-    /// Launch geometry of a grouped candidate for M rows at the inherited `bpp`.
-    pub fn plan_grouped(&self, n: usize, k: usize, m: usize, bpp: usize) -> Option<Plan> {
-        if self.surface != Surface::Grouped || n == 0 || k == 0 || k % 32 != 0 || m == 0 || bpp == 0 {
+    /// Launch geometry of a prefill candidate for M rows of `codebook` at the inherited `bpp`.
+    pub fn plan_prefill(&self, codebook: Codebook, n: usize, k: usize, m: usize, bpp: usize) -> Option<Plan> {
+        let tile = self.prefill?;
+        if !self.supports(codebook) {
             return None;
         }
-        let kblk = k / 32;
-        let bpp = bpp.min(kblk);
-        let kb = kblk.div_ceil(bpp);
+        let (bpp, kb) = inherited_partitions(n, k, m, bpp)?;
+        let tiles_n = n.div_ceil(tile.bn as usize);
+        let tiles_m = m.div_ceil(tile.bm as usize);
+        let z = if tile.kpart { kb } else { 1 };
+        if tiles_n > u32::MAX as usize || tiles_m > 65_535 || z > 65_535 || m * n > i32::MAX as usize {
+            return None;
+        }
+        Some(Plan {
+            bpp,
+            kb,
+            grid: (tiles_n as u32, tiles_m as u32),
+            z: z as u32,
+            threads: tile.threads(),
+            shared: tile.shared_bytes(codebook),
+            workspace: if tile.kpart && kb > 1 { kb * m * n } else { 0 },
+        })
+    }
+
+    /// Launch geometry of a grouped or prefill candidate for M rows at the inherited `bpp`.
+    pub fn plan_batched(&self, codebook: Codebook, n: usize, k: usize, m: usize, bpp: usize) -> Option<Plan> {
+        match self.surface {
+            Surface::Grouped => self.plan_grouped(n, k, m, bpp),
+            Surface::Prefill => self.plan_prefill(codebook, n, k, m, bpp),
+            Surface::Decode => None,
+        }
+    }
+
+    /// Launch geometry of a grouped candidate for M rows at the inherited `bpp`.
+    pub fn plan_grouped(&self, n: usize, k: usize, m: usize, bpp: usize) -> Option<Plan> {
+        if self.surface != Surface::Grouped {
+            return None;
+        }
+        let (bpp, kb) = inherited_partitions(n, k, m, bpp)?;
         let tiles = n.div_ceil(self.tile as usize);
         let slices = m.div_ceil(self.rows as usize);
         if tiles > u32::MAX as usize || slices > 65_535 || kb > 65_535 {
@@ -182,9 +308,12 @@ impl Candidate {
         })
     }
 
-    /// Every codebook is supported by every decode candidate.
-    pub fn supports(&self, _codebook: Codebook) -> bool {
-        true
+    /// Every codebook is supported by every candidate except the BK256 prefill tiles (`s4`).
+    pub fn supports(&self, codebook: Codebook) -> bool {
+        match self.prefill {
+            Some(t) if t.kstep > 2 => codebook == Codebook::S4,
+            _ => true,
+        }
     }
 
     /// The CUDA kernel this candidate launches for `codebook` (CPU candidates have none).
@@ -194,6 +323,17 @@ impl Candidate {
             Family::FusedKpar => KernelSpec::Fused { codebook, columns: self.tile },
             Family::Rows => KernelSpec::GroupedRows { codebook, rows: self.rows },
             Family::Mma16 => KernelSpec::GroupedMma16 { codebook },
+            Family::Imma => {
+                let t = self.prefill.expect("prefill candidates carry their tile");
+                KernelSpec::Prefill {
+                    codebook,
+                    bm: t.bm,
+                    bn: t.bn,
+                    warps_m: t.warps_m,
+                    warps_n: t.warps_n,
+                    kstep: t.kstep,
+                }
+            }
             Family::Wide | Family::Direct | Family::Kpar => {
                 KernelSpec::Tile { codebook, tile: self.tile, cpt: self.cpt }
             }
@@ -255,7 +395,9 @@ fn candidate(family: Family, tile: u32, cpt: u32, kb: KbRule) -> Candidate {
         Family::Direct => format!("decode.direct.tn{tile}.cpt{cpt}"),
         Family::Kpar => format!("decode.kpar.tn{tile}.cpt{cpt}"),
         Family::FusedKpar => format!("decode.fused.c{tile}"),
-        Family::Rows | Family::Mma16 => unreachable!("grouped candidates are built by grouped_candidates"),
+        Family::Rows | Family::Mma16 | Family::Imma => {
+            unreachable!("grouped and prefill candidates are built by their own functions")
+        }
     };
     let id = match kb {
         KbRule::Wide => base,
@@ -264,7 +406,7 @@ fn candidate(family: Family, tile: u32, cpt: u32, kb: KbRule) -> Candidate {
         KbRule::Waves(w) => format!("{base}.waves{w}"),
         KbRule::Inherited => base,
     };
-    Candidate { id, backend: Backend::Cuda, surface: Surface::Decode, family, tile, cpt, rows: 1, kb }
+    Candidate { id, backend: Backend::Cuda, surface: Surface::Decode, family, tile, cpt, rows: 1, kb, prefill: None }
 }
 
 /// Every grouped (M = 2..16, 31) candidate, in registry order.
@@ -280,6 +422,7 @@ pub fn grouped_candidates() -> Vec<Candidate> {
             cpt: 1,
             rows: r,
             kb: KbRule::Inherited,
+            prefill: None,
         })
         .collect();
     out.push(Candidate {
@@ -291,8 +434,64 @@ pub fn grouped_candidates() -> Vec<Candidate> {
         cpt: 1,
         rows: 16,
         kb: KbRule::Inherited,
+        prefill: None,
     });
     out
+}
+
+/// The BK64 prefill tiles (BM, BN, warps along M, warps along N), from 64 x 64 with 128
+/// threads to 128 x 128 with 512; warp tiles 32 x 32 up to 64 x 32 / 32 x 64.
+pub const PREFILL_BK64_TILES: [(u32, u32, u32, u32); 6] =
+    [(64, 64, 2, 2), (64, 128, 2, 2), (64, 128, 2, 4), (128, 64, 4, 2), (128, 128, 2, 4), (128, 128, 4, 4)];
+
+/// The BK256 prefill tiles of `s4`: (name, BM, BN, warps along M, warps along N).
+pub const PREFILL_BK256_TILES: [(&str, u32, u32, u32, u32); 2] = [("wide", 128, 128, 2, 4), ("narrow", 128, 64, 4, 2)];
+
+/// Every prefill (M >= 32) candidate, in registry order: each tile in the `std` form, then
+/// the `kpart` form.
+pub fn prefill_candidates() -> Vec<Candidate> {
+    let mut tiles: Vec<(String, PrefillTile)> = Vec::new();
+    for (i, &(bm, bn, warps_m, warps_n)) in PREFILL_BK64_TILES.iter().enumerate() {
+        tiles.push((format!("prefill.bk64.t{i}"), PrefillTile { bm, bn, warps_m, warps_n, kstep: 2, kpart: false }));
+    }
+    for &(name, bm, bn, warps_m, warps_n) in &PREFILL_BK256_TILES {
+        tiles.push((format!("prefill.bk256.{name}"), PrefillTile { bm, bn, warps_m, warps_n, kstep: 8, kpart: false }));
+    }
+    let mut out = Vec::new();
+    for (base, tile) in tiles {
+        for kpart in [false, true] {
+            out.push(Candidate {
+                id: format!("{base}.{}", if kpart { "kpart" } else { "std" }),
+                backend: Backend::Cuda,
+                surface: Surface::Prefill,
+                family: Family::Imma,
+                tile: tile.bn,
+                cpt: 1,
+                rows: tile.bm,
+                kb: KbRule::Inherited,
+                prefill: Some(PrefillTile { kpart, ..tile }),
+            });
+        }
+    }
+    out
+}
+
+/// The M buckets the prefill surface is certified and timed at.
+pub const PREFILL_M: [usize; 8] = [32, 64, 128, 256, 512, 1024, 2048, 4096];
+
+/// The `auto` hand heuristic (a baseline, not a policy): the largest BK64 tile (by area,
+/// then registry order) whose tile count fills every SM once; the smallest tile when none
+/// does. Always the `std` form.
+pub fn prefill_auto(n: usize, m: usize, sms: u32) -> Candidate {
+    let cands: Vec<Candidate> =
+        prefill_candidates().into_iter().filter(|c| c.prefill.is_some_and(|t| t.kstep == 2 && !t.kpart)).collect();
+    let tiles = |c: &Candidate| n.div_ceil(c.tile as usize) * m.div_ceil(c.rows as usize);
+    let area = |c: &Candidate| c.tile * c.rows;
+    let filling = cands.iter().filter(|c| tiles(c) >= sms as usize).fold(None, |best: Option<&Candidate>, c| match best {
+        Some(b) if area(b) >= area(c) => Some(b),
+        _ => Some(c),
+    });
+    filling.unwrap_or(&cands[0]).clone()
 }
 
 /// The M values the grouped surface serves.
@@ -349,7 +548,17 @@ pub fn cpu_decode_candidates() -> Vec<Candidate> {
             KbRule::Waves(w) => format!("{base}.waves{w}"),
             _ => base,
         };
-        Candidate { id, backend: Backend::Cpu, surface: Surface::Decode, family, tile, cpt: 1, rows: 1, kb }
+        Candidate {
+            id,
+            backend: Backend::Cpu,
+            surface: Surface::Decode,
+            family,
+            tile,
+            cpt: 1,
+            rows: 1,
+            kb,
+            prefill: None,
+        }
     };
     let mut out = Vec::new();
     for tile in [16, 64, 256] {
@@ -378,6 +587,7 @@ pub fn cpu_grouped_candidates() -> Vec<Candidate> {
             cpt: 1,
             rows: u32::MAX,
             kb: KbRule::Inherited,
+            prefill: None,
         })
         .collect()
 }
@@ -389,6 +599,8 @@ pub fn candidates(backend: Backend, surface: Surface) -> Vec<Candidate> {
         (Backend::Cuda, Surface::Grouped) => grouped_candidates(),
         (Backend::Cpu, Surface::Decode) => cpu_decode_candidates(),
         (Backend::Cpu, Surface::Grouped) => cpu_grouped_candidates(),
+        (Backend::Cuda, Surface::Prefill) => prefill_candidates(),
+        (Backend::Cpu, Surface::Prefill) => Vec::new(),
     }
 }
 
@@ -396,6 +608,7 @@ pub fn candidates(backend: Backend, surface: Surface) -> Vec<Candidate> {
 pub fn all_candidates() -> Vec<Candidate> {
     let mut all = decode_candidates();
     all.extend(grouped_candidates());
+    all.extend(prefill_candidates());
     all.extend(cpu_decode_candidates());
     all.extend(cpu_grouped_candidates());
     all
@@ -410,18 +623,43 @@ pub fn kernel_specs() -> Vec<KernelSpec> {
     let mut specs: Vec<KernelSpec> = all_candidates()
         .iter()
         .filter(|c| c.backend == Backend::Cuda)
-        .flat_map(|c| Codebook::ALL.map(|cb| c.kernel(cb)))
+        .flat_map(|c| Codebook::ALL.into_iter().filter(|&cb| c.supports(cb)).map(|cb| c.kernel(cb)))
         .collect();
     specs.sort();
     specs.dedup();
     specs
 }
 
-/// sha256 of the canonical JSON of the registry (candidates, in order, with parameters).
-pub fn registry_digest() -> String {
-    let json = serde_json::to_vec(&all_candidates()).expect("candidates serialize");
+fn digest_of(surfaces: &[Surface]) -> String {
+    let cands: Vec<Candidate> = all_candidates().into_iter().filter(|c| surfaces.contains(&c.surface)).collect();
+    let json = serde_json::to_vec(&cands).expect("candidates serialize");
     hex(&Sha256::digest(json))
 }
+
+/// sha256 of the canonical JSON of the decode and grouped registry (candidates of both
+/// backends, in order, with parameters): what decode/grouped corpora and their policies bind.
+pub fn registry_digest() -> String {
+    digest_of(&[Surface::Decode, Surface::Grouped])
+}
+
+/// sha256 of the canonical JSON of the prefill candidates: what prefill certificates and
+/// benchmarks bind.
+pub fn prefill_registry_digest() -> String {
+    digest_of(&[Surface::Prefill])
+}
+
+/// The registry digest a collection over `m_values` binds: the decode and grouped registry,
+/// plus the prefill candidates when some M reaches the prefill surface (M >= 32).
+pub fn registry_digest_for(m_values: &[usize]) -> String {
+    if m_values.iter().any(|&m| m >= PREFILL_MIN_M) {
+        digest_of(&[Surface::Decode, Surface::Grouped, Surface::Prefill])
+    } else {
+        registry_digest()
+    }
+}
+
+/// The smallest M served by the prefill surface.
+pub const PREFILL_MIN_M: usize = 32;
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -467,6 +705,45 @@ mod tests {
                 assert!(c.plan(n, k, 132).is_some(), "{} at {n} x {k}", c.id);
             }
         }
+    }
+
+    #[test]
+    fn prefill_plans_inherit_bpp_and_fit_the_device() {
+        let std = find("prefill.bk64.t5.std").unwrap();
+        let kpart = find("prefill.bk64.t5.kpart").unwrap();
+        // 24576 x 4096 at M = 512 with bpp 22 (KBLK 128 -> 6 partitions).
+        let p = std.plan_prefill(Codebook::S4, 24_576, 4096, 512, 22).unwrap();
+        assert_eq!((p.bpp, p.kb, p.grid, p.z, p.threads, p.workspace), (22, 6, (192, 4), 1, 512, 0));
+        let q = kpart.plan_prefill(Codebook::S4, 24_576, 4096, 512, 22).unwrap();
+        assert_eq!((q.z, q.workspace), (6, 6 * 512 * 24_576));
+        // One partition: kpart needs no workspace; bpp above KBLK is clamped.
+        assert_eq!(kpart.plan_prefill(Codebook::S4, 100, 320, 40, 1000).unwrap().workspace, 0);
+        // BK256 tiles are s4 only.
+        let wide = find("prefill.bk256.wide.std").unwrap();
+        assert!(wide.plan_prefill(Codebook::S4, 4096, 4096, 64, 128).is_some());
+        assert!(wide.plan_prefill(Codebook::Nl4, 4096, 4096, 64, 128).is_none());
+        assert!(!kernel_specs().iter().any(|s| matches!(s, KernelSpec::Prefill { codebook, kstep: 8, .. } if *codebook != Codebook::S4)));
+        // Every prefill kernel fits the 227 KiB of shared memory an sm_90 CTA may have.
+        for spec in kernel_specs() {
+            if let Some(t) = spec.prefill_tile() {
+                assert!(spec.dynamic_shared() <= 232_448, "{}: {} B", spec.symbol(), spec.dynamic_shared());
+                assert!((2..=8).contains(&t.stages(spec.codebook())));
+            }
+        }
+    }
+
+    #[test]
+    fn the_auto_heuristic_takes_the_largest_tile_that_fills_the_device() {
+        // 24576 x 512 rows: 128 x 128 gives 192 x 4 = 768 tiles >= 132.
+        assert_eq!(prefill_auto(24_576, 512, 132).id, "prefill.bk64.t4.std");
+        // 1024 x 32 rows: no tile reaches 132 CTAs: the smallest.
+        assert_eq!(prefill_auto(1024, 32, 132).id, "prefill.bk64.t0.std");
+    }
+
+    #[test]
+    fn adding_prefill_left_the_decode_and_grouped_digest_alone() {
+        // The digest the committed H200 corpora and policies bind.
+        assert_eq!(registry_digest(), "8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717");
     }
 
     #[test]

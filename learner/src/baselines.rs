@@ -81,6 +81,8 @@ pub fn auto(t: &Trainer, m: u64, n: u64, _k: u64) -> usize {
                 }
             }
         }
+        // Corpora hold no prefill cells yet (the prefill surface has no candidates there).
+        Surface::Prefill => pick(generic.clone()),
     };
     chosen.or_else(|| generic.first().copied()).expect("every surface has a generic candidate")
 }

@@ -58,15 +58,19 @@ impl Corpus {
         match surface {
             Surface::Decode => &self.decode,
             Surface::Grouped => &self.grouped,
+            Surface::Prefill => &[],
         }
     }
 }
 
 /// Verify the seal (every payload's sha256, the registry digest of this checkout), then read.
 pub fn load(dir: &Path) -> Result<Corpus> {
-    let expected = Expected { registry_digest: Some(registry::registry_digest()), ..Default::default() };
-    let manifest = verify(dir, &expected).map_err(|source| FitError::Unauthenticated { dir: dir.into(), source })?;
+    // The plan says which surfaces the corpus covers, hence which registry digest it must
+    // bind; verify then authenticates the plan itself with every other payload.
     let plan = CollectionPlan::read(&dir.join(PLAN_FILE))?;
+    let expected =
+        Expected { registry_digest: Some(registry::registry_digest_for(&plan.inventory.m)), ..Default::default() };
+    let manifest = verify(dir, &expected).map_err(|source| FitError::Unauthenticated { dir: dir.into(), source })?;
     let backend = match plan.backend.as_str() {
         "cuda" => Backend::Cuda,
         "cpu" => Backend::Cpu,

@@ -111,7 +111,7 @@ pub fn latency(spec: &Spec, c: &Candidate, format: SourceFormat, mode: &str, m: 
     };
     let plan = match c.surface {
         Surface::Decode => c.plan(n, k, spec.units)?,
-        Surface::Grouped => c.plan_grouped(n, k, m, bpp)?,
+        Surface::Grouped | Surface::Prefill => c.plan_batched(format.codebook(), n, k, m, bpp)?,
     };
     let per_unit = 0.004 * format.codebook().payload_bytes() as f64 / 16.0;
     let efficiency = match (c.family, c.cpt) {
@@ -124,6 +124,7 @@ pub fn latency(spec: &Spec, c: &Candidate, format: SourceFormat, mode: &str, m: 
         Surface::Decode => 1.0,
         Surface::Grouped if c.family == Family::Mma16 => 0.5 + 0.05 * m as f64,
         Surface::Grouped => 0.6 + 0.4 * m.min(c.rows as usize) as f64,
+        Surface::Prefill => 0.5 + 0.01 * m as f64,
     };
     // The second alias of a codebook (e.g. Q4_K beside Q4_1) runs the wide family 4% slower.
     let alias = if c.family == Family::Wide && SourceFormat::aliases_of(format.codebook()).first() != Some(&format) { 1.04 } else { 1.0 };
@@ -232,7 +233,7 @@ fn cell(spec: &Spec, list: &[Candidate], format: SourceFormat, mode: &str, m: us
             m1_candidate: m1.map_or(String::new(), |x| x.0.into()),
             bpp: match c.surface {
                 Surface::Decode => c.plan(n, k, spec.units).map_or(0, |p| p.bpp),
-                Surface::Grouped => bpp,
+                Surface::Grouped | Surface::Prefill => bpp,
             },
             warmups: 1,
             samples: count,

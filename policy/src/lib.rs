@@ -47,6 +47,7 @@ pub fn descriptor(c: &registry::Candidate) -> CandidateDesc {
     let surface = match c.surface {
         registry::Surface::Decode => Surface::Decode,
         registry::Surface::Grouped => Surface::Grouped,
+        registry::Surface::Prefill => Surface::Prefill,
     };
     let kb = match c.kb {
         KbRule::Wide => KbFormula::Wide,
@@ -70,10 +71,15 @@ pub fn descriptor(c: &registry::Candidate) -> CandidateDesc {
     }
 }
 
-/// The descriptors of every registry candidate of `backend`, sorted by id.
+/// The descriptors of every decode and grouped registry candidate of `backend`, sorted by id.
+/// Prefill candidates are not fitted yet (the policy's prefill surface is served by its
+/// grouped bucket), so they stay out of policies and of the digest those bind.
 pub fn descriptors(backend: Backend) -> Vec<CandidateDesc> {
-    let mut v: Vec<CandidateDesc> =
-        registry::all_candidates().iter().filter(|c| c.backend == backend).map(descriptor).collect();
+    let mut v: Vec<CandidateDesc> = registry::all_candidates()
+        .iter()
+        .filter(|c| c.backend == backend && c.surface != registry::Surface::Prefill)
+        .map(descriptor)
+        .collect();
     v.sort_by(|a, b| a.id.cmp(&b.id));
     v
 }

@@ -94,8 +94,9 @@ impl SweepBackend {
                 let fx = CellFixture::new(&session.gpu, key.format, key.n, key.k, FIXTURE_SEED)?;
                 let decode = candidates(Backend::Cuda, Surface::Decode);
                 let grouped = candidates(Backend::Cuda, Surface::Grouped);
+                let prefill = candidates(Backend::Cuda, Surface::Prefill);
                 let inputs = CellInputs::decode(&decode, modes, protocol, &session.rejected, *copy_gbps);
-                sweep_cell(&session.gpu, &fx, &inputs, &grouped, m_values)
+                sweep_cell(&session.gpu, &fx, &inputs, &grouped, &prefill, m_values)
             }
         }
     }

@@ -39,8 +39,8 @@ fn bounded_f16(seed: u64, len: usize) -> Vec<f16> {
         .collect()
 }
 
-/// cuBLAS fp16 GEMV `y[N] = W[N][K] x[K]` (GemmEx, fp16 in and out, f32 compute), weight
-/// copies rotated like the kernels'. Returns the timings and the bytes of W.
+/// cuBLAS fp16 GEMV `y[N] = W[N][K] x[K]`: the GEMM below with one row. Returns the timings,
+/// the bytes of W and the weight copies.
 pub fn cublas_f16_gemv(
     gpu: &Gpu,
     n: usize,
@@ -48,23 +48,36 @@ pub fn cublas_f16_gemv(
     mode: Mode,
     protocol: &Protocol,
 ) -> Result<(Timed, usize, usize)> {
-    let blas = CudaBlas::new(gpu.stream.clone()).context("creating a cuBLAS handle")?;
-    let bytes = n * k * 2;
+    let (t, copies) = cublas_f16_gemm(gpu, 1, n, k, mode, protocol)?;
+    Ok((t, n * k * 2, copies))
+}
+
+/// Weight copies of a baseline GEMM: like the kernels', more than 3 x L2 between two uses.
+fn rotated<T: cudarc::driver::DeviceRepr>(
+    gpu: &Gpu,
+    first: cudarc::driver::CudaSlice<T>,
+    bytes: usize,
+) -> Result<Vec<cudarc::driver::CudaSlice<T>>> {
     let copies = copies_for(bytes, gpu.info.l2_bytes);
-    let w_host = bounded_f16(derive_seed(protocol.seed, "cublas w"), n * k);
-    let w0 = gpu.upload(&w_host)?;
-    drop(w_host);
-    let mut ws = vec![w0];
+    let mut ws = vec![first];
     for _ in 1..copies {
         ws.push(gpu.stream.clone_dtod(&ws[0]).context("copying weights")?);
     }
-    let x = gpu.upload(&bounded_f16(derive_seed(protocol.seed, "cublas x"), k))?;
-    let mut y = gpu.stream.alloc_zeros::<f16>(n).context("allocating y")?;
+    Ok(ws)
+}
+
+/// cuBLAS fp16 GEMM `Y[M][N] = X[M][K] W[N][K]^T` on dequantized (fp16) weights (GemmEx,
+/// fp16 in and out, f32 compute). Returns the timings and the weight copies.
+pub fn cublas_f16_gemm(gpu: &Gpu, m: usize, n: usize, k: usize, mode: Mode, protocol: &Protocol) -> Result<(Timed, usize)> {
+    let blas = CudaBlas::new(gpu.stream.clone()).context("creating a cuBLAS handle")?;
+    let ws = rotated(gpu, gpu.upload(&bounded_f16(derive_seed(protocol.seed, "cublas w"), n * k))?, n * k * 2)?;
+    let x = gpu.upload(&bounded_f16(derive_seed(protocol.seed, "cublas x"), m * k))?;
+    let mut y = gpu.stream.alloc_zeros::<f16>(m * n).context("allocating Y")?;
     let cfg = GemmConfig {
         transa: cublasOperation_t::CUBLAS_OP_T,
         transb: cublasOperation_t::CUBLAS_OP_N,
         m: n as i32,
-        n: 1,
+        n: m as i32,
         k: k as i32,
         alpha: f16::ONE,
         lda: k as i32,
@@ -72,12 +85,102 @@ pub fn cublas_f16_gemv(
         beta: f16::ZERO,
         ldc: n as i32,
     };
+    let copies = ws.len();
     let mut launch = |_: usize, copy: usize| -> Result<(), CudaError> {
-        // SAFETY: W is K x N column-major (N x K row-major), x has K and y N elements.
+        // SAFETY: W is K x N column-major (N x K row-major), X is K x M, Y is N x M.
         unsafe { blas.gemm(cfg, &ws[copy], &x, &mut y) }
             .map_err(|e| CudaError::Cublas { what: "GemmEx fp16".into(), message: format!("{e:?}") })
     };
     let t = time_candidates(gpu, mode, &Protocol { race_after: None, ..protocol.clone() }, 1, copies, &mut launch)?
         .remove(0);
-    Ok((t, bytes, copies))
+    Ok((t, copies))
+}
+
+/// cuBLASLt int8 GEMM `Y[M][N] = X[M][K] W[N][K]^T` (int8 in, int32 out and compute; the
+/// algorithm from cuBLASLt's heuristic with a 32 MiB workspace): the integer tensor-core
+/// roofline without any quantization scales. Returns the timings and the weight copies.
+pub fn cublaslt_i8_gemm(gpu: &Gpu, m: usize, n: usize, k: usize, mode: Mode, protocol: &Protocol) -> Result<(Timed, usize)> {
+    use cudarc::cublaslt::result as lt;
+    use cudarc::cublaslt::sys::{
+        cublasComputeType_t, cublasLtMatmulDescAttributes_t as Desc, cublasLtMatmulPreferenceAttributes_t as Pref,
+        cudaDataType,
+    };
+    use cudarc::driver::DevicePtr;
+    let fail = |what: &'static str| move |e: cudarc::cublaslt::result::CublasError| CudaError::Cublas { what: what.into(), message: format!("{e:?}") };
+    let bytes_i8 = |seed: &str, len: usize| -> Vec<i8> {
+        let s = derive_seed(protocol.seed, seed);
+        (0..len).map(|i| (splitmix64(s, i as u64) % 255) as i8).collect()
+    };
+    let ws = rotated(gpu, gpu.upload(&bytes_i8("cublaslt w", n * k))?, n * k)?;
+    let x = gpu.upload(&bytes_i8("cublaslt x", m * k))?;
+    let mut y = gpu.stream.alloc_zeros::<i32>(m * n).context("allocating Y")?;
+    const WORKSPACE: usize = 32 << 20;
+    let mut scratch = gpu.stream.alloc_zeros::<u8>(WORKSPACE).context("allocating the cuBLASLt workspace")?;
+    let handle = lt::create_handle().map_err(fail("cublasLtCreate"))?;
+    let desc = lt::create_matmul_desc(cublasComputeType_t::CUBLAS_COMPUTE_32I, cudaDataType::CUDA_R_32I)
+        .map_err(fail("cublasLtMatmulDescCreate"))?;
+    let trans: i32 = 1; // CUBLAS_OP_T (cublasOperation_t is an int)
+    // SAFETY: the descriptor is live; the attribute is a cublasOperation_t (an int).
+    unsafe {
+        lt::set_matmul_desc_attribute(desc, Desc::CUBLASLT_MATMUL_DESC_TRANSA, &trans as *const _ as *const _, std::mem::size_of_val(&trans))
+    }
+    .map_err(fail("setting TRANSA"))?;
+    // op(A) = W (N x K), B = X^T (K x M), D = Y^T (N x M), all column-major.
+    let a_layout = lt::create_matrix_layout(cudaDataType::CUDA_R_8I, k as u64, n as u64, k as i64).map_err(fail("layout A"))?;
+    let b_layout = lt::create_matrix_layout(cudaDataType::CUDA_R_8I, k as u64, m as u64, k as i64).map_err(fail("layout B"))?;
+    let d_layout = lt::create_matrix_layout(cudaDataType::CUDA_R_32I, n as u64, m as u64, n as i64).map_err(fail("layout D"))?;
+    let pref = lt::create_matmul_pref().map_err(fail("cublasLtMatmulPreferenceCreate"))?;
+    let limit = WORKSPACE as u64;
+    // SAFETY: live preference; the attribute is a u64.
+    unsafe {
+        lt::set_matmul_pref_attribute(pref, Pref::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit as *const _ as *const _, 8)
+    }
+    .map_err(fail("setting the workspace limit"))?;
+    // SAFETY: every descriptor is live.
+    let heuristic = unsafe { lt::get_matmul_algo_heuristic(handle, desc, a_layout, b_layout, d_layout, d_layout, pref) }
+        .map_err(fail("cublasLtMatmulAlgoGetHeuristic (int8)"))?;
+    let (alpha, beta) = (1i32, 0i32);
+    let copies = ws.len();
+    let stream = gpu.stream.cu_stream() as cudarc::cublaslt::sys::cudaStream_t;
+    let mut launch = |_: usize, copy: usize| -> Result<(), CudaError> {
+        let (w, _g1) = ws[copy].device_ptr(&gpu.stream);
+        let (xp, _g2) = x.device_ptr(&gpu.stream);
+        let (yp, _g3) = y.device_ptr(&gpu.stream);
+        let (sp, _g4) = scratch.device_ptr(&gpu.stream);
+        // SAFETY: buffers sized by the layouts above; the algorithm came from the heuristic
+        // for exactly these descriptors.
+        unsafe {
+            lt::matmul(
+                handle,
+                desc,
+                &alpha as *const i32 as *const _,
+                &beta as *const i32 as *const _,
+                w as *const _,
+                a_layout,
+                xp as *const _,
+                b_layout,
+                yp as *const _,
+                d_layout,
+                yp as *mut _,
+                d_layout,
+                &heuristic.algo,
+                sp as *mut _,
+                WORKSPACE,
+                stream,
+            )
+        }
+        .map_err(fail("cublasLtMatmul (int8)"))
+    };
+    let t = time_candidates(gpu, mode, &Protocol { race_after: None, ..protocol.clone() }, 1, copies, &mut launch);
+    // SAFETY: nothing uses the descriptors after this point.
+    unsafe {
+        let _ = lt::destroy_matmul_pref(pref);
+        let _ = lt::destroy_matrix_layout(a_layout);
+        let _ = lt::destroy_matrix_layout(b_layout);
+        let _ = lt::destroy_matrix_layout(d_layout);
+        let _ = lt::destroy_matmul_desc(desc);
+        let _ = lt::destroy_handle(handle);
+    }
+    let _ = (&mut y, &mut scratch);
+    Ok((t?.remove(0), copies))
 }

@@ -10,7 +10,7 @@ use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::{DeviceMatrix, Gpu};
 use vnni_kernels::fixture::{self, derive_seed, splitmix64};
 use vnni_kernels::reference::gemm_columns;
-use vnni_kernels::registry::{Candidate, Plan};
+use vnni_kernels::registry::{Candidate, Plan, PREFILL_MIN_M};
 use vnni_kernels::{quantize_activations, PackedMatrix, SourceFormat};
 
 use crate::gpu_timing::time_candidates;
@@ -26,18 +26,24 @@ pub struct CellResult {
     pub samples: Vec<SampleRow>,
 }
 
-/// Distinct sorted columns to check.
-pub fn check_columns(n: usize, seed: u64) -> Vec<usize> {
-    if n <= FULL_CHECK_MAX_N {
+/// Outputs (rows x columns) checked per candidate of a batched (M > 1) cell at most: every
+/// row is checked, over fewer sampled columns as M grows (the CPU reference costs M x
+/// columns x K). Grouped cells (M <= 31) stay within it at up to 8192 columns.
+pub const BATCHED_CHECK_OUTPUTS: usize = 1 << 18;
+
+/// Distinct sorted columns to check for M rows.
+pub fn check_columns(n: usize, m: usize, seed: u64) -> Vec<usize> {
+    if n <= FULL_CHECK_MAX_N && n * m <= BATCHED_CHECK_OUTPUTS {
         return (0..n).collect();
     }
+    let sampled = SAMPLED_COLUMNS.min((BATCHED_CHECK_OUTPUTS / m).max(64));
     let mut cols: Vec<usize> =
-        (0..SAMPLED_COLUMNS as u64 * 2).map(|i| (splitmix64(seed, i) % n as u64) as usize).collect();
+        (0..sampled as u64 * 2).map(|i| (splitmix64(seed, i) % n as u64) as usize).collect();
     cols.push(0);
     cols.push(n - 1);
     cols.sort_unstable();
     cols.dedup();
-    cols.truncate(SAMPLED_COLUMNS.max(2));
+    cols.truncate(sampled.max(2));
     cols
 }
 
@@ -83,8 +89,9 @@ impl CellFixture {
 pub enum Surface {
     /// M = 1: every decode candidate with its own bpp.
     Decode,
-    /// M rows: grouped candidates at the bpp inherited from `m1_candidate`.
-    Grouped { m: usize, m1_candidate: String, bpp: usize },
+    /// M rows: grouped (M <= 31) or prefill (M >= 32) candidates at the bpp inherited from
+    /// `m1_candidate`.
+    Inherited { m: usize, m1_candidate: String, bpp: usize },
 }
 
 pub struct CellInputs<'a> {
@@ -127,7 +134,7 @@ pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResul
     let (cb, n, k) = (w.codebook, w.n, w.k);
     let (m, m1_candidate) = match &c.surface {
         Surface::Decode => (1, String::new()),
-        Surface::Grouped { m, m1_candidate, .. } => (*m, m1_candidate.clone()),
+        Surface::Inherited { m, m1_candidate, .. } => (*m, m1_candidate.clone()),
     };
     let x = fixture::activations(m, k, c.seed);
     let a_cpu = quantize_activations(&x, m, k)?;
@@ -141,17 +148,17 @@ pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResul
     }
     let plan_of = |cand: &Candidate| match &c.surface {
         Surface::Decode => cand.plan(n, k, gpu.info.sms),
-        Surface::Grouped { bpp, .. } => cand.plan_grouped(n, k, m, *bpp),
+        Surface::Inherited { bpp, .. } => cand.plan_batched(cb, n, k, m, *bpp),
     };
     let launch =
         |cand: &Candidate, plan: &Plan, mat: &DeviceMatrix, y: &mut CudaSlice<f32>, ws: &mut CudaSlice<f32>| match &c
             .surface
         {
             Surface::Decode => gpu.launch_decode(cand, plan, mat, &act, 0, y, ws),
-            Surface::Grouped { .. } => gpu.launch_grouped(cand, plan, mat, &act, y, ws),
+            Surface::Inherited { .. } => gpu.launch_batched(cand, plan, mat, &act, y, ws),
         };
 
-    let cols = check_columns(n, derive_seed(c.seed, "columns"));
+    let cols = check_columns(n, m, derive_seed(c.seed, "columns"));
     let mut reference: BTreeMap<usize, Vec<f32>> = BTreeMap::new();
     let mut y = gpu.stream.alloc_zeros::<f32>(m * n).context("allocating outputs")?;
     let mut cands: Vec<(&Candidate, Plan)> = Vec::new();
@@ -238,21 +245,24 @@ pub fn best_row<'r>(rows: &'r [TimingRow], mode: &str) -> Option<&'r TimingRow> 
 }
 
 /// One sweep cell on the GPU: every decode candidate at M = 1, then the grouped candidates at
-/// each M >= 2 of `m_values` with the bpp of the fastest eligible graph-mode (else eager)
-/// decode candidate (what the policy would pick), in every mode.
+/// each M = 2..31 and the prefill candidates at each M >= 32 of `m_values`, with the bpp of
+/// the fastest eligible graph-mode (else eager) decode candidate (what the policy would
+/// pick), in every mode.
 pub fn sweep_cell(
     gpu: &Gpu,
     fx: &CellFixture,
     inputs: &CellInputs,
     grouped: &[Candidate],
+    prefill: &[Candidate],
     m_values: &[usize],
 ) -> Result<CellResult> {
     let mut cell = run_cell(gpu, fx, inputs)?;
     let best = best_row(&cell.rows, Mode::Graph.name()).or_else(|| best_row(&cell.rows, Mode::Eager.name())).cloned();
     if let Some(m1) = best {
         for &m in m_values.iter().filter(|&&m| m >= 2) {
-            let surface = Surface::Grouped { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
-            let g = run_cell(gpu, fx, &inputs.retarget(surface, grouped, inputs.modes))?;
+            let surface = Surface::Inherited { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
+            let candidates = if m >= PREFILL_MIN_M { prefill } else { grouped };
+            let g = run_cell(gpu, fx, &inputs.retarget(surface, candidates, inputs.modes))?;
             cell.rows.extend(g.rows);
             cell.samples.extend(g.samples);
         }

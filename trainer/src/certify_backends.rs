@@ -97,16 +97,16 @@ impl Backend for CudaBackend<'_> {
     fn grouped(&mut self, candidate: &str, bpp: usize) -> Result<Vec<f32>> {
         let a = self.a.as_ref().context("no activations")?;
         let c = find(candidate).with_context(|| format!("no candidate {candidate}"))?;
-        let plan = c.plan_grouped(self.w.n, self.w.k, a.m, bpp).with_context(|| format!("{candidate}: no plan"))?;
+        let plan = c
+            .plan_batched(self.w.codebook, self.w.n, self.w.k, a.m, bpp)
+            .with_context(|| format!("{candidate}: no plan for M = {}", a.m))?;
         Self::ensure(&mut self.y, self.gpu, a.m * self.w.n)?;
         Self::ensure(&mut self.ws, self.gpu, plan.workspace.max(1))?;
-        self.gpu.poison(&mut self.y)?;
-        self.gpu.poison(&mut self.ws)?;
-        self.gpu.launch_grouped(&c, &plan, &self.w, a, &mut self.y, &mut self.ws)?;
+        self.gpu.poison_prefix(&mut self.y, a.m * self.w.n)?;
+        self.gpu.poison_prefix(&mut self.ws, plan.workspace)?;
+        self.gpu.launch_batched(&c, &plan, &self.w, a, &mut self.y, &mut self.ws)?;
         self.gpu.synchronize()?;
-        let mut out = self.gpu.download(&self.y)?;
-        out.truncate(a.m * self.w.n);
-        Ok(out)
+        Ok(self.gpu.download_prefix(&self.y, a.m * self.w.n)?)
     }
     fn serial(&mut self, m1_candidate: &str, row: usize) -> Result<Vec<f32>> {
         let a = self.a.as_ref().context("no activations")?;
@@ -114,12 +114,10 @@ impl Backend for CudaBackend<'_> {
         let plan = c.plan(self.w.n, self.w.k, self.gpu.info.sms).with_context(|| format!("{m1_candidate}: no plan"))?;
         Self::ensure(&mut self.y, self.gpu, self.w.n)?;
         Self::ensure(&mut self.ws, self.gpu, plan.workspace.max(1))?;
-        self.gpu.poison(&mut self.y)?;
-        self.gpu.poison(&mut self.ws)?;
+        self.gpu.poison_prefix(&mut self.y, self.w.n)?;
+        self.gpu.poison_prefix(&mut self.ws, plan.workspace)?;
         self.gpu.launch_decode(&c, &plan, &self.w, a, row, &mut self.y, &mut self.ws)?;
         self.gpu.synchronize()?;
-        let mut out = self.gpu.download(&self.y)?;
-        out.truncate(self.w.n);
-        Ok(out)
+        Ok(self.gpu.download_prefix(&self.y, self.w.n)?)
     }
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use vnni_kernels::fixture::{self, derive_seed};
 use vnni_kernels::reference::gemm_columns;
-use vnni_kernels::registry::{candidates, Backend, Surface};
+use vnni_kernels::registry::{candidates, Backend, Surface, PREFILL_MIN_M};
 use vnni_kernels::{cpu, quantize_activations, SourceFormat};
 
 use crate::cell::{best_row, cell_weights, check_columns, CellResult, FIXTURE_SEED};
@@ -75,7 +75,8 @@ impl CpuSession {
 
     fn cell(&self, format: SourceFormat, n: usize, k: usize, m_values: &[usize], protocol: &Protocol) -> Result<CellResult> {
         let w = cell_weights(format, n, k, FIXTURE_SEED)?;
-        let cols = check_columns(n, derive_seed(FIXTURE_SEED, "columns"));
+        let max_m = m_values.iter().copied().filter(|&m| m < PREFILL_MIN_M).max().unwrap_or(1);
+        let cols = check_columns(n, max_m, derive_seed(FIXTURE_SEED, "columns"));
         let units = self.threads as u32;
         let mut out = CellResult { rows: Vec::new(), samples: Vec::new() };
         let mut ctx = CellContext {
@@ -115,10 +116,11 @@ impl CpuSession {
         })?;
         mode_rows(&ctx, Mode::Eager, &p1, &runs, &eligible, &timed, &mut out.rows, &mut out.samples);
 
-        // Grouped rows inherit the fastest decode candidate's bpp.
+        // Grouped rows inherit the fastest decode candidate's bpp. The CPU backend has no
+        // prefill surface: M >= 32 gets no rows.
         let Some(best) = best_row(&out.rows, Mode::Eager.name()).cloned() else { return Ok(out) };
         let grouped = candidates(Backend::Cpu, Surface::Grouped);
-        for &m in m_values.iter().filter(|&&m| m >= 2) {
+        for &m in m_values.iter().filter(|&&m| (2..PREFILL_MIN_M).contains(&m)) {
             let a = quantize_activations(&fixture::activations(m, k, FIXTURE_SEED), m, k)?;
             let want = gemm_columns(&w, &a, best.bpp, &cols)?;
             let mut runs = Vec::new();

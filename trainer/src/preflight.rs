@@ -39,7 +39,7 @@ pub fn rows(
         let users: Vec<&str> =
             cands.iter().filter(|c| c.kernel(spec.codebook()) == spec).map(|c| c.id.as_str()).collect();
         let st = statics.get(&sym).cloned();
-        let dev = gpu.map(|g| g.resources(&spec, spec.max_threads(), 0)).transpose()?;
+        let dev = gpu.map(|g| g.resources(&spec, spec.max_threads(), spec.dynamic_shared() as usize)).transpose()?;
         let mut why = Vec::new();
         match &st {
             None => why.push("missing from the ptxas log".to_string()),

@@ -151,6 +151,12 @@ impl Gpu {
             let f = modules[&spec.codebook()]
                 .load_function(&spec.symbol())
                 .map_err(driver(format!("loading {}", spec.symbol())))?;
+            let shared = spec.dynamic_shared();
+            if shared > 48 << 10 {
+                // Above 48 KiB a kernel must opt in to its dynamic shared memory.
+                f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
+                    .map_err(driver(format!("granting {} {shared} B of shared memory", spec.symbol())))?;
+            }
             functions.insert(spec.symbol(), f);
         }
         for name in ["vnni_quantize_activations", "vnni_reduce_partials"] {
@@ -207,6 +213,15 @@ impl Gpu {
 
     pub fn download<T: DeviceRepr + Default + Clone>(&self, src: &CudaSlice<T>) -> Result<Vec<T>, CudaError> {
         self.stream.clone_dtoh(src).map_err(driver("device-to-host copy"))
+    }
+
+    /// The first `len` elements of a (possibly larger) buffer.
+    pub fn download_prefix<T: DeviceRepr + Default + Clone>(
+        &self,
+        src: &CudaSlice<T>,
+        len: usize,
+    ) -> Result<Vec<T>, CudaError> {
+        self.stream.clone_dtoh(&src.slice(..len.min(src.len()))).map_err(driver("device-to-host copy"))
     }
 
     pub fn upload_matrix(&self, w: &PackedMatrix) -> Result<DeviceMatrix, CudaError> {
@@ -291,9 +306,9 @@ impl Gpu {
         self.launch_rows(cand, plan, w, a, row, 1, two_phase, y, workspace)
     }
 
-    /// Launch one grouped candidate over all `a.m` rows writing `y[M][N]`; `workspace` must
-    /// hold `plan.workspace` floats when the inherited bpp gives more than one partition.
-    pub fn launch_grouped(
+    /// Launch one grouped or prefill candidate over all `a.m` rows writing `y[M][N]`;
+    /// `workspace` must hold `plan.workspace` floats (partials of the two-phase forms).
+    pub fn launch_batched(
         &self,
         cand: &Candidate,
         plan: &Plan,
@@ -302,11 +317,15 @@ impl Gpu {
         y: &mut CudaSlice<f32>,
         workspace: &mut CudaSlice<f32>,
     ) -> Result<(), CudaError> {
-        self.launch_rows(cand, plan, w, a, 0, a.m, plan.kb > 1, y, workspace)
+        match cand.prefill {
+            Some(tile) => self.launch_rows(cand, plan, w, a, 0, a.m, tile.kpart && plan.kb > 1, y, workspace),
+            None => self.launch_rows(cand, plan, w, a, 0, a.m, plan.kb > 1, y, workspace),
+        }
     }
 
     /// The shared launcher: rows `row0 .. row0 + m` of `a`; with `two_phase` the kernel writes
-    /// `[KB][m][N]` partials and the ordered reduce folds them into `y`.
+    /// `[KB][m][N]` partials and the ordered reduce folds them into `y`. Prefill kernels take
+    /// their form as a second argument (`kpart`: CTA z walks partition z only).
     #[allow(clippy::too_many_arguments)]
     fn launch_rows(
         &self,
@@ -343,10 +362,14 @@ impl Gpu {
             shared_mem_bytes: plan.shared,
         };
         let kb = plan.kb as i32;
+        let kpart = i32::from(cand.prefill.is_some_and(|t| t.kpart));
         let mut b = self.stream.launch_builder(f);
         b.arg(&args);
         if cand.family == Family::FusedKpar {
             b.arg(&kb);
+        }
+        if cand.family == Family::Imma {
+            b.arg(&kpart);
         }
         // SAFETY: DecodeArgs matches vnni::DecodeArgs; the plan sizes the grid to the buffers.
         unsafe { b.launch(cfg) }.map_err(driver(format!("launching {}", cand.id)))?;
@@ -368,7 +391,12 @@ impl Gpu {
 
     /// Fill a buffer with 0xA5 bytes so values a kernel failed to write show up.
     pub fn poison<T>(&self, s: &mut CudaSlice<T>) -> Result<(), CudaError> {
-        let bytes = s.len() * std::mem::size_of::<T>();
+        self.poison_prefix(s, s.len())
+    }
+
+    /// Fill the first `len` elements with 0xA5 bytes.
+    pub fn poison_prefix<T>(&self, s: &mut CudaSlice<T>, len: usize) -> Result<(), CudaError> {
+        let bytes = len.min(s.len()) * std::mem::size_of::<T>();
         // SAFETY: the range is exactly the buffer.
         unsafe { cudarc::driver::result::memset_d8_async(self.ptr(s), 0xA5, bytes, self.stream.cu_stream()) }
             .map_err(driver("memset"))

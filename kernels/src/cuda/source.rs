@@ -8,11 +8,12 @@ use crate::registry::{hex, KernelSpec, GROUPED_THREADS};
 use crate::Codebook;
 
 /// The CUDA files, by name. Their digest is part of every build identity.
-pub const FILES: [(&str, &str); 6] = [
+pub const FILES: [(&str, &str); 7] = [
     ("contract.cuh", include_str!("../../cuda/contract.cuh")),
     ("codebook.cuh", include_str!("../../cuda/codebook.cuh")),
     ("decode_m1.cuh", include_str!("../../cuda/decode_m1.cuh")),
     ("grouped.cuh", include_str!("../../cuda/grouped.cuh")),
+    ("prefill.cuh", include_str!("../../cuda/prefill.cuh")),
     ("activation.cu", include_str!("../../cuda/activation.cu")),
     ("reduce.cu", include_str!("../../cuda/reduce.cu")),
 ];
@@ -110,6 +111,27 @@ pub fn entry_point(spec: &KernelSpec) -> String {
             min = GROUPED_MIN_BLOCKS,
             cb = codebook_constant(codebook),
         ),
+        KernelSpec::Prefill { codebook, bm, bn, warps_m, warps_n, kstep } => {
+            let tile = spec.prefill_tile().expect("a prefill kernel has a tile");
+            format!(
+                "extern \"C\" __global__ void __launch_bounds__({t}, {min}) {name}(const vnni::DecodeArgs a, int kpart) {{\n  vnni::prefill_tile<{cb}, {bm}, {bn}, {warps_m}, {warps_n}, {kstep}, {stages}>(a, kpart);\n}}\n",
+                t = spec.max_threads(),
+                min = (65536 / (prefill_register_budget(tile) * spec.max_threads())).max(1),
+                cb = codebook_constant(codebook),
+                stages = tile.stages(codebook),
+            )
+        }
+    }
+}
+
+/// Registers per thread of a prefill tile: 128 where a thread holds 32 partition
+/// accumulators (32 x 32 warp tiles: the 512-thread tile fits one CTA per SM), all 255 where
+/// it holds 64.
+fn prefill_register_budget(tile: crate::registry::PrefillTile) -> u32 {
+    if tile.elements_per_thread() <= 32 {
+        128
+    } else {
+        255
     }
 }
 
@@ -117,9 +139,9 @@ pub fn entry_point(spec: &KernelSpec) -> String {
 /// 16 rows (3 CTAs): R accumulators and R activation blocks in flight need them.
 const GROUPED_MIN_BLOCKS: u32 = 4;
 
-/// Source of the module holding `specs` (decode kernels).
+/// Source of the module holding `specs` (decode, grouped and prefill kernels).
 pub fn decode_module(specs: &[KernelSpec]) -> String {
-    let mut src = assemble(&["grouped.cuh"]);
+    let mut src = assemble(&["prefill.cuh"]);
     src.push_str("\n// Generated entry points (registry specializations).\n");
     for spec in specs {
         src.push_str(&entry_point(spec));

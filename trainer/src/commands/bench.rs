@@ -1,6 +1,8 @@
 //! `vnni-dispatch bench --backend cuda`: the copy roofline, cuBLAS fp16 GEMV and every
-//! decode candidate per codebook on the same shapes, in one run; writes CSVs and prints
-//! the best candidate per (shape, codebook) against the copy bandwidth.
+//! decode candidate per codebook on the same shapes, in one run; grouped rows and prefill
+//! tiles at the bpp of the best decode candidate, the prefill tiles beside cuBLAS fp16 GEMM
+//! (dequantized weights) and cuBLASLt int8 GEMM; writes CSVs and prints the best candidate per
+//! (shape, codebook) against the copy bandwidth, and per prefill shape in TOPS.
 
 use std::path::PathBuf;
 
@@ -8,10 +10,10 @@ use anyhow::{bail, Result};
 use vnni_corpus::schema::hex_f64;
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::Gpu;
-use vnni_kernels::registry::{decode_candidates, grouped_candidates};
+use vnni_kernels::registry::{decode_candidates, grouped_candidates, prefill_auto, prefill_candidates};
 use vnni_kernels::SourceFormat;
 
-use crate::baselines::{copy_bandwidth, cublas_f16_gemv};
+use crate::baselines::{copy_bandwidth, cublas_f16_gemm, cublas_f16_gemv, cublaslt_i8_gemm};
 use crate::cell::{best_row, run_cell, CellFixture, CellInputs, Surface, FIXTURE_SEED};
 use crate::shapes::parse_shapes;
 use crate::gpu_timing::{GpuSession, GpuTimingArgs};
@@ -33,7 +35,15 @@ pub struct Args {
     /// Row counts for the grouped rows (empty: none).
     #[arg(long, value_delimiter = ',', default_value = "2,4,8,16,31")]
     grouped_m: Vec<usize>,
-    /// Output directory for decode.csv, samples.csv, resources.csv, best.csv, grouped.csv.
+    /// Shapes that also get prefill tiles (M >= 32) at the bpp of the best M = 1 candidate,
+    /// beside cuBLAS fp16 and cuBLASLt int8 GEMMs (each must be in --shapes).
+    #[arg(long, default_value = "24576x4096,4096x12288")]
+    prefill_shapes: String,
+    /// Row counts for the prefill tiles (empty: none).
+    #[arg(long, value_delimiter = ',', default_value = "512,2048")]
+    prefill_m: Vec<usize>,
+    /// Output directory for decode.csv, samples.csv, resources.csv, best.csv, grouped.csv,
+    /// prefill.csv.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
 }
@@ -131,7 +141,26 @@ pub fn run(args: &Args) -> Result<()> {
     let grouped = grouped_candidates();
     let grouped_shapes = parse_shapes(&args.grouped_shapes)?;
     let mut grouped_summary: Vec<GroupedBest> = Vec::new();
+    let prefill = prefill_candidates();
+    let prefill_shapes = parse_shapes(&args.prefill_shapes)?;
+    if let Some((n, k)) = prefill_shapes.iter().find(|s| !shapes.contains(s)) {
+        bail!("--prefill-shapes {n}x{k} is not in --shapes: prefill inherits the bpp of that shape's best decode candidate");
+    }
+    let mut prefill_rows: Vec<PrefillRow> = Vec::new();
     for &(n, k) in &shapes {
+        if prefill_shapes.contains(&(n, k)) {
+            for &m in args.prefill_m.iter().filter(|&&m| m >= 32) {
+                for &mode in &modes {
+                    let ops = 2.0 * (m * n * k) as f64;
+                    let (t, _) = cublas_f16_gemm(&gpu, m, n, k, mode, &protocol)?;
+                    prefill_rows.push(PrefillRow::baseline(mode, "cublas.f16.gemm", m, n, k, &t, ops));
+                    samples.extend(samples_of(mode, "cublas.f16.gemm", n, k, &t));
+                    let (t, _) = cublaslt_i8_gemm(&gpu, m, n, k, mode, &protocol)?;
+                    prefill_rows.push(PrefillRow::baseline(mode, "cublaslt.i8.gemm", m, n, k, &t, ops));
+                    samples.extend(samples_of(mode, "cublaslt.i8.gemm", n, k, &t));
+                }
+            }
+        }
         for &mode in &modes {
             let (t, bytes, copies) = cublas_f16_gemv(&gpu, n, k, mode, &protocol)?;
             let b = Baseline { mode, name: "cublas.f16.gemv", n, k, bytes, copies };
@@ -150,12 +179,27 @@ pub fn run(args: &Args) -> Result<()> {
                 for &mode in &modes {
                     let Some(m1) = best_row(&cell_rows, mode.name()).cloned() else { continue };
                     for &m in &args.grouped_m {
-                        let surface = Surface::Grouped { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
+                        let surface = Surface::Inherited { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
                         let one_mode = [mode];
                         let g = run_cell(&gpu, &fx, &inputs.retarget(surface, &grouped, &one_mode))?;
                         grouped_summary.extend(best_row(&g.rows, mode.name()).map(|b| GroupedBest::new(b, &m1)));
                         cell_rows.extend(g.rows);
                         samples.extend(g.samples);
+                    }
+                }
+            }
+            if prefill_shapes.contains(&(n, k)) {
+                for &mode in &modes {
+                    let Some(m1) = best_row(&cell_rows, mode.name()).cloned() else { continue };
+                    for &m in args.prefill_m.iter().filter(|&&m| m >= 32) {
+                        let surface = Surface::Inherited { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
+                        let one_mode = [mode];
+                        let p = run_cell(&gpu, &fx, &inputs.retarget(surface, &prefill, &one_mode))?;
+                        let auto = prefill_auto(n, m, gpu.info.sms).id;
+                        // Raced-out tiles keep their (partial) medians: `auto` may be one of them.
+                        prefill_rows.extend(p.rows.iter().filter(|r| r.eligible).map(|r| PrefillRow::kernel(r, &auto)));
+                        cell_rows.extend(p.rows);
+                        samples.extend(p.samples);
                     }
                 }
             }
@@ -188,6 +232,7 @@ pub fn run(args: &Args) -> Result<()> {
     vnni_corpus::write_csv(&args.out.join("samples.csv"), &samples)?;
     vnni_corpus::write_csv(&args.out.join("resources.csv"), &resources)?;
     vnni_corpus::write_csv(&args.out.join("grouped.csv"), &grouped_summary)?;
+    vnni_corpus::write_csv(&args.out.join("prefill.csv"), &prefill_rows)?;
     let mismatched = rows.iter().filter(|r| r.mismatches > 0).count();
     println!(
         "\n{} | copy {copy_gbps:.0} GB/s | {} candidate rows, {mismatched} with mismatches",
@@ -230,10 +275,114 @@ pub fn run(args: &Args) -> Result<()> {
             );
         }
     }
+    print_prefill(&prefill_rows);
     if mismatched > 0 {
         bail!("{mismatched} candidate rows differ from the CPU reference");
     }
     Ok(())
+}
+
+/// One prefill timing in TOPS (2 M N K / median): a tile at its inherited bpp, or a cuBLAS
+/// baseline (codebook `-`). `auto` marks the tile the hand heuristic would pick.
+#[derive(serde::Serialize)]
+struct PrefillRow {
+    mode: String,
+    codebook: String,
+    source_format: String,
+    n: usize,
+    k: usize,
+    m: usize,
+    candidate: String,
+    median_us: f64,
+    p95_us: f64,
+    tops: f64,
+    bpp: usize,
+    m1_candidate: String,
+    auto: bool,
+    /// Dropped by racing (clearly slower than the leader after a few rounds).
+    dropped: bool,
+}
+
+impl PrefillRow {
+    fn kernel(r: &TimingRow, auto: &str) -> Self {
+        PrefillRow {
+            mode: r.mode.clone(),
+            codebook: r.codebook.clone(),
+            source_format: r.source_format.clone(),
+            n: r.n,
+            k: r.k,
+            m: r.m,
+            candidate: r.candidate.clone(),
+            median_us: r.median_us,
+            p95_us: r.p95_us,
+            tops: 2.0 * (r.m * r.n * r.k) as f64 / (r.median_us * 1e-6) / 1e12,
+            bpp: r.bpp,
+            m1_candidate: r.m1_candidate.clone(),
+            auto: r.candidate == auto,
+            dropped: r.dropped,
+        }
+    }
+
+    fn baseline(mode: Mode, name: &str, m: usize, n: usize, k: usize, t: &Timed, ops: f64) -> Self {
+        let s = summarize(&t.measured()).expect("baseline has samples");
+        PrefillRow {
+            mode: mode.name().into(),
+            codebook: "-".into(),
+            source_format: "-".into(),
+            n,
+            k,
+            m,
+            candidate: name.into(),
+            median_us: s.median,
+            p95_us: s.p95,
+            tops: ops / (s.median * 1e-6) / 1e12,
+            bpp: 0,
+            m1_candidate: String::new(),
+            auto: false,
+            dropped: false,
+        }
+    }
+}
+
+/// Per (mode, shape, M, codebook): the best tile and the `auto` tile in TOPS, beside the
+/// cuBLAS baselines of that (mode, shape, M).
+fn print_prefill(rows: &[PrefillRow]) {
+    if rows.is_empty() {
+        return;
+    }
+    println!(
+        "\n{:<6} {:<11} {:>5} {:<5} {:<24} {:>9} {:>6} {:>6} {:>9} {:>8}",
+        "mode", "shape", "M", "cb", "best prefill tile", "median_us", "TOPS", "auto", "cuBLASf16", "LtInt8"
+    );
+    let mut keys: Vec<(&str, usize, usize, usize, &str)> = rows
+        .iter()
+        .filter(|r| r.codebook != "-")
+        .map(|r| (r.mode.as_str(), r.n, r.k, r.m, r.codebook.as_str()))
+        .collect();
+    keys.dedup();
+    for (mode, n, k, m, cb) in keys {
+        let same = |r: &&PrefillRow| r.mode == mode && r.n == n && r.k == k && r.m == m;
+        let tops_of = |name: &str| rows.iter().filter(same).find(|r| r.candidate == name).map_or(f64::NAN, |r| r.tops);
+        let mine: Vec<&PrefillRow> = rows.iter().filter(same).filter(|r| r.codebook == cb).collect();
+        let Some(best) = mine.iter().copied().filter(|r| !r.dropped).min_by(|a, b| a.median_us.total_cmp(&b.median_us))
+        else {
+            continue;
+        };
+        let auto = mine.iter().find(|r| r.auto).map_or(f64::NAN, |r| r.tops);
+        println!(
+            "{:<6} {:<11} {:>5} {:<5} {:<24} {:>9.1} {:>6.0} {:>6.0} {:>9.0} {:>8.0}",
+            mode,
+            format!("{n}x{k}"),
+            m,
+            cb,
+            best.candidate,
+            best.median_us,
+            best.tops,
+            auto,
+            tops_of("cublas.f16.gemm"),
+            tops_of("cublaslt.i8.gemm")
+        );
+    }
 }
 
 /// The best grouped candidate for one (mode, shape, codebook, M) against the best M = 1.

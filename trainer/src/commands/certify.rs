@@ -1,18 +1,18 @@
-//! `vnni-dispatch certify`: batch-invariance certificates for the grouped surface. For each
-//! (source format, N, K, M, M = 1 identity, grouped candidate): the grouped candidate on M
-//! rows against M separate M = 1 launches, as raw f32 bits, and the grouped candidate against
-//! itself; every output and workspace buffer is pre-filled with 0xA5 bytes. Writes
-//! `certificates.jsonl`; any mismatch fails the command (it blocks install).
+//! `vnni-dispatch certify`: batch-invariance certificates for the grouped (M = 2..16, 31) or
+//! prefill (M = 32..4096) surface. For each (source format, N, K, M, M = 1 identity,
+//! candidate): the candidate on M rows against M separate M = 1 launches, as raw f32 bits,
+//! and the candidate against itself; every output and workspace buffer is pre-filled with
+//! 0xA5 bytes. Writes `certificates.jsonl`; any mismatch fails the command (it blocks install).
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use vnni_corpus::Certificate;
-use vnni_kernels::registry::{find, grouped_candidates, GROUPED_M};
+use vnni_kernels::registry::{find, grouped_candidates, prefill_candidates, GROUPED_M, PREFILL_M};
 use vnni_kernels::{fixture, quantize_activations, repack, SourceFormat};
 
-use crate::certify::{certify, serial_rows, Backend, Subject};
+use crate::certify::{certify, serial_rows, Backend, Serial, Subject};
 use crate::certify_backends::{CpuBackend, CudaBackend};
 use crate::shapes::parse_shapes;
 
@@ -20,13 +20,16 @@ use crate::shapes::parse_shapes;
 pub struct Args {
     #[arg(long, value_parser = ["cuda", "cpu"], default_value = "cuda")]
     backend: String,
+    /// Which batched surface: grouped rows or prefill tiles (CUDA only).
+    #[arg(long, value_parser = ["grouped", "prefill"], default_value = "grouped")]
+    surface: String,
     /// Source formats (default: all ten).
     #[arg(long, value_delimiter = ',')]
     formats: Vec<SourceFormat>,
     /// N x K shapes (K a multiple of 256 so every format applies).
     #[arg(long, default_value = "151936x4096,4096x4096,4096x12288,12288x4096,3072x1024,1536x8960")]
     shapes: String,
-    /// Row counts (default: 2..16 and 31).
+    /// Row counts (default: 2..16 and 31 grouped, 32..4096 by powers of two prefill).
     #[arg(long, value_delimiter = ',')]
     m: Vec<usize>,
     /// M = 1 identities to inherit bpp from (registry ids).
@@ -49,7 +52,15 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Result<()> {
     let formats = if args.formats.is_empty() { SourceFormat::ALL.to_vec() } else { args.formats.clone() };
-    let ms = if args.m.is_empty() { GROUPED_M.to_vec() } else { args.m.clone() };
+    let prefill = args.surface == "prefill";
+    if prefill && args.backend != "cuda" {
+        bail!("--surface prefill needs --backend cuda: the prefill tiles are CUDA kernels");
+    }
+    let ms = match (args.m.is_empty(), prefill) {
+        (false, _) => args.m.clone(),
+        (true, false) => GROUPED_M.to_vec(),
+        (true, true) => PREFILL_M.to_vec(),
+    };
     let shapes = parse_shapes(&args.shapes)?;
     for m1 in &args.m1 {
         find(m1).with_context(|| format!("--m1 {m1}: no such candidate in the registry"))?;
@@ -62,9 +73,10 @@ pub fn run(args: &Args) -> Result<()> {
     } else {
         None
     };
-    let grouped_ids: Vec<String> = match &gpu {
-        Some(_) => grouped_candidates().into_iter().map(|c| c.id).collect(),
-        None => vnni_kernels::registry::cpu_grouped_candidates().into_iter().map(|c| c.id).collect(),
+    let batched = match (&gpu, prefill) {
+        (Some(_), true) => prefill_candidates(),
+        (Some(_), false) => grouped_candidates(),
+        (None, _) => vnni_kernels::registry::cpu_grouped_candidates(),
     };
     let tmp = args.out.with_extension("inprogress");
     let mut file =
@@ -85,24 +97,43 @@ pub fn run(args: &Args) -> Result<()> {
             let mut cuda = gpu.as_ref().map(|g| CudaBackend::new(g, &w)).transpose()?;
             let started = std::time::Instant::now();
             let mut count = 0;
-            for &m in &ms {
-                let a = quantize_activations(&x_all[..m * k], m, k)?;
-                let mut cpu;
-                let backend: &mut dyn Backend = match cuda.as_mut() {
-                    Some(c) => {
-                        c.set_activations(&x_all[..m * k], m)?;
-                        c
-                    }
-                    None => {
-                        cpu = CpuBackend::new(&w, a, args.sms);
-                        &mut cpu
-                    }
+            let sms = gpu.as_ref().map_or(args.sms, |g| g.info.sms);
+            let ids: Vec<&str> =
+                batched.iter().filter(|c| c.supports(f.codebook())).map(|c| c.id.as_str()).collect();
+            for m1 in &args.m1 {
+                let Some(plan) = find(m1).unwrap().plan(n, k, sms) else { continue };
+                // Rows are quantized independently, so the M-row fixtures are prefixes of the
+                // largest: its serial M = 1 rows serve every M.
+                let serial_all = {
+                    let a = quantize_activations(&x_all, max_m, k)?;
+                    let mut cpu;
+                    let backend: &mut dyn Backend = match cuda.as_mut() {
+                        Some(c) => {
+                            c.set_activations(&x_all, max_m)?;
+                            c
+                        }
+                        None => {
+                            cpu = CpuBackend::new(&w, a, args.sms);
+                            &mut cpu
+                        }
+                    };
+                    serial_rows(backend, m1, max_m)?
                 };
-                let sms = gpu.as_ref().map_or(args.sms, |g| g.info.sms);
-                for m1 in &args.m1 {
-                    let Some(plan) = find(m1).unwrap().plan(n, k, sms) else { continue };
-                    let serial = serial_rows(backend, m1, m)?;
-                    for cand in &grouped_ids {
+                for &m in &ms {
+                    let a = quantize_activations(&x_all[..m * k], m, k)?;
+                    let mut cpu;
+                    let backend: &mut dyn Backend = match cuda.as_mut() {
+                        Some(c) => {
+                            c.set_activations(&x_all[..m * k], m)?;
+                            c
+                        }
+                        None => {
+                            cpu = CpuBackend::new(&w, a, args.sms);
+                            &mut cpu
+                        }
+                    };
+                    let serial = Serial::new(&serial_all[..m * n]);
+                    for cand in &ids {
                         let subject = Subject { codebook: f.codebook().name(), source_format: f.name(), n, k, m };
                         let cert = certify(backend, &subject, cand, m1, plan.bpp, &serial)?;
                         serde_json::to_writer(&mut file, &cert)?;
@@ -135,8 +166,9 @@ pub fn run(args: &Args) -> Result<()> {
     println!("{total} certificates, {} failed -> {}", failed.len(), args.out.display());
     if !failed.is_empty() {
         bail!(
-            "{} grouped results differ from their M = 1 decode: a structural failure that blocks install",
-            failed.len()
+            "{} {} results differ from their M = 1 decode: a structural failure that blocks install",
+            failed.len(),
+            args.surface
         );
     }
     Ok(())

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use vnni_corpus::collection::{plan_difference, CellStore, CollectionPlan};
-use vnni_kernels::registry::registry_digest;
+use vnni_kernels::registry::registry_digest_for;
 
 use super::sweep::finish;
 
@@ -25,12 +25,12 @@ pub fn run(args: &Args) -> Result<()> {
     let first = CellStore::new(&args.shards[0]);
     let plan_bytes = std::fs::read(first.plan_path()).with_context(|| format!("reading {}", first.plan_path().display()))?;
     let plan = CollectionPlan::read(&first.plan_path())?;
-    if plan.registry_digest != registry_digest() {
+    if plan.registry_digest != registry_digest_for(&plan.inventory.m) {
         bail!(
             "{}: collected with another candidate registry ({}); this checkout has {}",
             first.plan_path().display(),
             plan.registry_digest,
-            registry_digest()
+            registry_digest_for(&plan.inventory.m)
         );
     }
     for dir in &args.shards[1..] {

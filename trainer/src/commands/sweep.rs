@@ -15,7 +15,7 @@ use vnni_corpus::inventory::Inventory;
 use vnni_corpus::provenance::git_state;
 use vnni_corpus::seal::{seal, verify, Expected, MANIFEST};
 use vnni_kernels::cuda::source::kernel_source_digest;
-use vnni_kernels::registry::registry_digest;
+use vnni_kernels::registry::registry_digest_for;
 
 use crate::backend::SweepBackend;
 use crate::gpu_timing::GpuTimingArgs;
@@ -162,7 +162,7 @@ fn bind(args: &Args, store: &CellStore) -> Result<(CollectionPlan, SweepBackend,
         driver: info.driver,
         nvrtc: info.nvrtc,
         units: info.units,
-        registry_digest: registry_digest(),
+        registry_digest: registry_digest_for(&iplan.m),
         kernel_source_digest: kernel_source_digest(),
         version: format!("vnni-dispatch {} ({})", env!("CARGO_PKG_VERSION"), env!("VNNI_RUSTC_VERSION")),
         git_commit,
@@ -233,6 +233,7 @@ pub fn finish(store: &CellStore, plan: &CollectionPlan) -> Result<()> {
     let expected = Expected {
         registry_digest: Some(plan.registry_digest.clone()),
         inventory_digests: [(plan.inventory.profile.clone(), plan.inventory_digest.clone())].into(),
+        ..Default::default()
     };
     if corpus.join(MANIFEST).is_file() && verify(&corpus, &expected).is_ok() {
         println!("corpus already sealed: {}", corpus.display());

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use vnni_corpus::inventory::Inventory;
 use vnni_corpus::seal::{verify, Expected, MANIFEST};
-use vnni_kernels::registry::registry_digest;
+use vnni_kernels::registry::{registry_digest, registry_digest_for};
 use vnni_learner::{fit, FitOptions};
 use vnni_policy::Policy;
 
@@ -48,7 +48,9 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
         Inventory::load(&a.inventory).with_context(|| format!("loading the inventory {}", a.inventory.display()))?;
     let mut expected = Expected { registry_digest: Some(registry_digest()), ..Default::default() };
     for name in inv.profiles.keys() {
-        expected.inventory_digests.insert(name.clone(), inv.resolve(name)?.digest());
+        let plan = inv.resolve(name)?;
+        expected.inventory_digests.insert(name.clone(), plan.digest());
+        expected.registry_digests.insert(name.clone(), registry_digest_for(&plan.m));
     }
     let dirs = if a.corpus.is_empty() { holding(&a.root, MANIFEST) } else { a.corpus.clone() };
     if dirs.is_empty() {
