@@ -175,6 +175,28 @@ fn committed_certificates_and_bench_rows_validate() {
     assert!(res.iter().all(|r| r.verdict == "ok" && r.device_occupancy_blocks_per_sm.unwrap_or(0) > 0));
 }
 
+/// The prefill acceptance evidence: every codebook, every prefill bucket and every prefill
+/// tile that serves the codebook certified against M = 1 decode with zero mismatches.
+#[test]
+fn committed_prefill_certificates_cover_every_codebook_bucket_and_tile() {
+    use vnni_kernels::registry::{prefill_candidates, PREFILL_M};
+    use vnni_kernels::Codebook;
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let certs = read_certificates(&root.join("lfs-data/certificates/sm_90/prefill.jsonl")).unwrap();
+    assert!(certs.iter().all(|c| c.mismatches == 0 && c.repeat_mismatches == 0 && c.grouped_digest == c.serial_digest));
+    for cb in Codebook::ALL {
+        for m in PREFILL_M {
+            for cand in prefill_candidates().iter().filter(|c| c.supports(cb)) {
+                let n = certs.iter().filter(|c| c.codebook == cb.name() && c.m == m && c.candidate == cand.id).count();
+                // two shapes x two inherited bpp identities
+                assert!(n >= 4, "{cb} M={m} {}: {n} certificates", cand.id);
+            }
+        }
+    }
+    let rows = read_timing(&root.join("docs/perf/prefill-h200/rows.csv")).unwrap();
+    assert!(rows.iter().filter(|r| r.m >= 32).count() > 300 && rows.iter().all(|r| r.mismatches == 0));
+}
+
 #[test]
 fn resource_rows_must_agree_with_their_verdicts() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();

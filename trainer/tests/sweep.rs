@@ -227,3 +227,30 @@ fn another_plan_in_the_same_directory_is_refused() {
     ]);
     assert!(!ok && err.contains("holds another collection plan"), "{err}");
 }
+
+#[test]
+fn a_plan_with_a_prefill_bucket_binds_the_prefill_registry_and_seals_prefill_phases() {
+    let out = tmp("prefill");
+    let mut args = sweep_args(&out);
+    let at = args.iter().position(|a| a == "tiny").unwrap();
+    args[at] = "tiny-prefill".into();
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (ok, stdout, stderr) = vnni(&refs);
+    assert!(ok && stdout.contains("corpus sealed"), "{stdout}{stderr}");
+    let corpus = out.join("corpus");
+    let plan = CollectionPlan::read(&corpus.join("plan.json")).unwrap();
+    use vnni_kernels::registry::{registry_digest, registry_digest_for};
+    assert_eq!(plan.registry_digest, registry_digest_for(&[1, 2, 64]));
+    assert_ne!(plan.registry_digest, registry_digest(), "prefill candidates must be bound");
+    // The CPU backend has no prefill tiles: the prefill phases exist and are empty, the
+    // grouped rows are there.
+    for phase in ["prefill.development", "prefill.sealed"] {
+        assert_eq!(vnni_corpus::read::read_timing(&corpus.join(format!("{phase}.csv"))).unwrap().len(), 0);
+    }
+    let rows = read_corpus_rows(&corpus).unwrap();
+    assert!(rows.iter().any(|r| r.m == 2) && !rows.iter().any(|r| r.m == 64));
+    let (ok, o, e) =
+        vnni(&["verify", "--corpus", corpus.to_str().unwrap(), "--inventory", inventory().to_str().unwrap()]);
+    assert!(ok, "{o}{e}");
+    let _ = std::fs::remove_dir_all(&out);
+}

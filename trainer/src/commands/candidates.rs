@@ -1,12 +1,12 @@
 //! `vnni-dispatch candidates`: the candidate registry.
 
 use serde::Serialize;
-use vnni_kernels::registry::{all_candidates, registry_digest, Candidate, KbRule, Surface};
+use vnni_kernels::registry::{all_candidates, prefill_registry_digest, registry_digest, Candidate, KbRule, Surface};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Only this surface.
-    #[arg(long, value_parser = ["decode", "grouped"])]
+    #[arg(long, value_parser = ["decode", "grouped", "prefill"])]
     surface: Option<String>,
     /// Only this backend.
     #[arg(long, value_parser = ["cuda", "cpu"])]
@@ -17,7 +17,10 @@ pub struct Args {
 
 #[derive(Serialize)]
 struct Listing {
+    /// The decode and grouped candidates (what decode/grouped corpora and policies bind).
     registry_digest: String,
+    /// The prefill candidates (bound too by corpora with prefill rows).
+    prefill_registry_digest: String,
     candidates: Vec<Entry>,
 }
 
@@ -47,13 +50,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .filter(|c| match args.surface.as_deref() {
             None => true,
             Some("decode") => c.surface == Surface::Decode,
-            Some(_) => c.surface == Surface::Grouped,
+            Some("grouped") => c.surface == Surface::Grouped,
+            Some(_) => c.surface == Surface::Prefill,
         })
         .filter(|c| args.backend.as_deref().is_none_or(|b| b == c.backend.name()))
         .collect();
     if args.json {
         let listing = Listing {
             registry_digest: registry_digest(),
+            prefill_registry_digest: prefill_registry_digest(),
             candidates: cands
                 .into_iter()
                 .map(|c| Entry { generic_legal: c.generic_legal(), bpp_rule: bpp_rule(&c), candidate: c })
@@ -76,6 +81,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             bpp_rule(c)
         );
     }
-    println!("\n{} candidates; registry digest {}", cands.len(), registry_digest());
+    println!(
+        "\n{} candidates; registry digest {} (decode, grouped), {} (prefill)",
+        cands.len(),
+        registry_digest(),
+        prefill_registry_digest()
+    );
     Ok(())
 }
