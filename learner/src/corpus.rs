@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use vnni_corpus::collection::{CollectionPlan, PHASES, PLAN_FILE};
 use vnni_corpus::read::{read_samples, read_timing, BASELINES};
 use vnni_corpus::schema::parse_hex_f64;
-use vnni_corpus::seal::{verify, Expected, Manifest};
+use vnni_corpus::seal::{verify, Expected, Manifest, SealError, MANIFEST};
 use vnni_kernels::registry::{self, Backend, Candidate, Surface};
 use vnni_kernels::{Codebook, SourceFormat};
 
@@ -65,12 +65,21 @@ impl Corpus {
 
 /// Verify the seal (every payload's sha256, the registry digest of this checkout), then read.
 pub fn load(dir: &Path) -> Result<Corpus> {
-    // The plan says which surfaces the corpus covers, hence which registry digest it must
-    // bind; verify then authenticates the plan itself with every other payload.
+    let unauthenticated = |source| FitError::Unauthenticated { dir: dir.into(), source };
+    let manifest = verify(dir, &Expected::default()).map_err(unauthenticated)?;
+    // The (now authenticated) plan says which surfaces the corpus covers, hence which
+    // registry digest it must bind.
     let plan = CollectionPlan::read(&dir.join(PLAN_FILE))?;
-    let expected =
-        Expected { registry_digest: Some(registry::registry_digest_for(&plan.inventory.m)), ..Default::default() };
-    let manifest = verify(dir, &expected).map_err(|source| FitError::Unauthenticated { dir: dir.into(), source })?;
+    let want = registry::registry_digest_for(&plan.inventory.m);
+    if manifest.identity.inputs.registry_digest != want {
+        return Err(unauthenticated(SealError::Stale {
+            path: dir.join(MANIFEST),
+            what: "the registry digest",
+            expected: want,
+            found: manifest.identity.inputs.registry_digest.clone(),
+            fix: "the candidate registry changed since this corpus was collected; collect a new corpus",
+        }));
+    }
     let backend = match plan.backend.as_str() {
         "cuda" => Backend::Cuda,
         "cpu" => Backend::Cpu,

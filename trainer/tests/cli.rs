@@ -70,3 +70,16 @@ fn seal_and_verify_a_corpus_directory() {
     let (ok, out, _) = vnni(&["verify", "--root", empty.to_str().unwrap(), "--inventory", i]);
     assert!(ok && out.contains("no sealed corpus"), "{out}");
 }
+
+#[test]
+fn prefill_certificates_need_the_cuda_backend_and_the_listing_shows_the_tiles() {
+    let (ok, _, err) = vnni(&["certify", "--backend", "cpu", "--surface", "prefill", "--out", "/dev/null"]);
+    assert!(!ok && err.contains("--surface prefill needs --backend cuda"), "{err}");
+    let (ok, out, err) = vnni(&["candidates", "--surface", "prefill", "--json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["prefill_registry_digest"].as_str().unwrap(), vnni_kernels::registry::prefill_registry_digest());
+    let ids: Vec<&str> = v["candidates"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 16);
+    assert!(ids.contains(&"prefill.bk64.t5.kpart") && ids.contains(&"prefill.bk256.wide.std"), "{ids:?}");
+}

@@ -26,9 +26,11 @@ pub struct Args {
     /// Source formats (default: all ten).
     #[arg(long, value_delimiter = ',')]
     formats: Vec<SourceFormat>,
-    /// N x K shapes (K a multiple of 256 so every format applies).
-    #[arg(long, default_value = "151936x4096,4096x4096,4096x12288,12288x4096,3072x1024,1536x8960")]
-    shapes: String,
+    /// N x K shapes (K a multiple of 256 so every format applies). Default: six production
+    /// shapes (grouped); 2048x4096 and 1002x2304 (prefill, whose M = 4096 outputs of a
+    /// 151936-row LM head would take 2.5 GB per launch).
+    #[arg(long)]
+    shapes: Option<String>,
     /// Row counts (default: 2..16 and 31 grouped, 32..4096 by powers of two prefill).
     #[arg(long, value_delimiter = ',')]
     m: Vec<usize>,
@@ -61,7 +63,11 @@ pub fn run(args: &Args) -> Result<()> {
         (true, false) => GROUPED_M.to_vec(),
         (true, true) => PREFILL_M.to_vec(),
     };
-    let shapes = parse_shapes(&args.shapes)?;
+    let shapes = parse_shapes(args.shapes.as_deref().unwrap_or(if prefill {
+        "2048x4096,1002x2304"
+    } else {
+        "151936x4096,4096x4096,4096x12288,12288x4096,3072x1024,1536x8960"
+    }))?;
     for m1 in &args.m1 {
         find(m1).with_context(|| format!("--m1 {m1}: no such candidate in the registry"))?;
     }
