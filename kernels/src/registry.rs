@@ -266,6 +266,9 @@ impl Candidate {
         if tiles_n > u32::MAX as usize || tiles_m > 65_535 || z > 65_535 || m * n > i32::MAX as usize {
             return None;
         }
+        if tile.kpart && kb > 1 && kb * m * n * 4 > MAX_WORKSPACE_BYTES {
+            return None; // the partials would not fit beside the weights: the std form serves
+        }
         Some(Plan {
             bpp,
             kb,
@@ -658,6 +661,11 @@ pub fn registry_digest_for(m_values: &[usize]) -> String {
     }
 }
 
+/// The largest f32 partials workspace a candidate may need; a `kpart` prefill launch that
+/// would need more is illegal for the shape (an LM head at M = 4096 with 32 partitions
+/// would need 128 GiB).
+pub const MAX_WORKSPACE_BYTES: usize = 8 << 30;
+
 /// The smallest M served by the prefill surface.
 pub const PREFILL_MIN_M: usize = 32;
 
@@ -718,6 +726,9 @@ mod tests {
         assert_eq!((q.z, q.workspace), (6, 6 * 512 * 24_576));
         // One partition: kpart needs no workspace; bpp above KBLK is clamped.
         assert_eq!(kpart.plan_prefill(Codebook::S4, 100, 320, 40, 1000).unwrap().workspace, 0);
+        // kpart partials beyond MAX_WORKSPACE_BYTES are illegal; the std form still serves.
+        assert!(kpart.plan_prefill(Codebook::S4, 248_320, 4096, 4096, 4).is_none());
+        assert!(std.plan_prefill(Codebook::S4, 248_320, 4096, 4096, 4).is_some());
         // BK256 tiles are s4 only.
         let wide = find("prefill.bk256.wide.std").unwrap();
         assert!(wide.plan_prefill(Codebook::S4, 4096, 4096, 64, 128).is_some());

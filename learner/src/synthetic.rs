@@ -287,7 +287,7 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
         driver: "-".into(),
         nvrtc: "-".into(),
         units: spec.units,
-        registry_digest: registry::registry_digest(),
+        registry_digest: registry::registry_digest_for(&spec.ms),
         kernel_source_digest: "-".into(),
         version: "synthetic".into(),
         git_commit: "-".into(),
@@ -335,7 +335,7 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
         profile: "synthetic".into(),
         inventory_digest: plan.inventory.digest(),
         inventory_sources: Vec::new(),
-        registry_digest: registry::registry_digest(),
+        registry_digest: registry::registry_digest_for(&plan.inventory.m),
         arguments_digest: plan.digest(),
         build: BuildIdentity {
             kernel_source_digest: "-".into(),

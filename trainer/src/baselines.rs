@@ -116,9 +116,12 @@ pub fn cublaslt_i8_gemm(gpu: &Gpu, m: usize, n: usize, k: usize, mode: Mode, pro
     let mut y = gpu.stream.alloc_zeros::<i32>(m * n).context("allocating Y")?;
     const WORKSPACE: usize = 32 << 20;
     let mut scratch = gpu.stream.alloc_zeros::<u8>(WORKSPACE).context("allocating the cuBLASLt workspace")?;
-    let handle = lt::create_handle().map_err(fail("cublasLtCreate"))?;
-    let desc = lt::create_matmul_desc(cublasComputeType_t::CUBLAS_COMPUTE_32I, cudaDataType::CUDA_R_32I)
-        .map_err(fail("cublasLtMatmulDescCreate"))?;
+    let mut objects = LtObjects::default();
+    let handle = *objects.handle.insert(lt::create_handle().map_err(fail("cublasLtCreate"))?);
+    let desc = *objects.desc.insert(
+        lt::create_matmul_desc(cublasComputeType_t::CUBLAS_COMPUTE_32I, cudaDataType::CUDA_R_32I)
+            .map_err(fail("cublasLtMatmulDescCreate"))?,
+    );
     let trans: i32 = 1; // CUBLAS_OP_T (cublasOperation_t is an int)
     // SAFETY: the descriptor is live; the attribute is a cublasOperation_t (an int).
     unsafe {
@@ -126,10 +129,15 @@ pub fn cublaslt_i8_gemm(gpu: &Gpu, m: usize, n: usize, k: usize, mode: Mode, pro
     }
     .map_err(fail("setting TRANSA"))?;
     // op(A) = W (N x K), B = X^T (K x M), D = Y^T (N x M), all column-major.
-    let a_layout = lt::create_matrix_layout(cudaDataType::CUDA_R_8I, k as u64, n as u64, k as i64).map_err(fail("layout A"))?;
-    let b_layout = lt::create_matrix_layout(cudaDataType::CUDA_R_8I, k as u64, m as u64, k as i64).map_err(fail("layout B"))?;
-    let d_layout = lt::create_matrix_layout(cudaDataType::CUDA_R_32I, n as u64, m as u64, n as i64).map_err(fail("layout D"))?;
-    let pref = lt::create_matmul_pref().map_err(fail("cublasLtMatmulPreferenceCreate"))?;
+    let mut layout = |t: cudaDataType, rows: usize, cols: usize| -> Result<_, CudaError> {
+        let l = lt::create_matrix_layout(t, rows as u64, cols as u64, rows as i64).map_err(fail("a matrix layout"))?;
+        objects.layouts.push(l);
+        Ok(l)
+    };
+    let a_layout = layout(cudaDataType::CUDA_R_8I, k, n)?;
+    let b_layout = layout(cudaDataType::CUDA_R_8I, k, m)?;
+    let d_layout = layout(cudaDataType::CUDA_R_32I, n, m)?;
+    let pref = *objects.pref.insert(lt::create_matmul_pref().map_err(fail("cublasLtMatmulPreferenceCreate"))?);
     let limit = WORKSPACE as u64;
     // SAFETY: live preference; the attribute is a u64.
     unsafe {
@@ -172,15 +180,37 @@ pub fn cublaslt_i8_gemm(gpu: &Gpu, m: usize, n: usize, k: usize, mode: Mode, pro
         .map_err(fail("cublasLtMatmul (int8)"))
     };
     let t = time_candidates(gpu, mode, &Protocol { race_after: None, ..protocol.clone() }, 1, copies, &mut launch);
-    // SAFETY: nothing uses the descriptors after this point.
-    unsafe {
-        let _ = lt::destroy_matmul_pref(pref);
-        let _ = lt::destroy_matrix_layout(a_layout);
-        let _ = lt::destroy_matrix_layout(b_layout);
-        let _ = lt::destroy_matrix_layout(d_layout);
-        let _ = lt::destroy_matmul_desc(desc);
-        let _ = lt::destroy_handle(handle);
-    }
+    drop(objects);
     let _ = (&mut y, &mut scratch);
     Ok((t?.remove(0), copies))
+}
+
+/// The cuBLASLt objects of one GEMM, destroyed on drop (also when a step fails half way).
+#[derive(Default)]
+struct LtObjects {
+    handle: Option<cudarc::cublaslt::sys::cublasLtHandle_t>,
+    desc: Option<cudarc::cublaslt::sys::cublasLtMatmulDesc_t>,
+    layouts: Vec<cudarc::cublaslt::sys::cublasLtMatrixLayout_t>,
+    pref: Option<cudarc::cublaslt::sys::cublasLtMatmulPreference_t>,
+}
+
+impl Drop for LtObjects {
+    fn drop(&mut self) {
+        use cudarc::cublaslt::result as lt;
+        // SAFETY: each object was created once, is destroyed once, and nothing uses it after.
+        unsafe {
+            if let Some(p) = self.pref.take() {
+                let _ = lt::destroy_matmul_pref(p);
+            }
+            for l in self.layouts.drain(..) {
+                let _ = lt::destroy_matrix_layout(l);
+            }
+            if let Some(d) = self.desc.take() {
+                let _ = lt::destroy_matmul_desc(d);
+            }
+            if let Some(h) = self.handle.take() {
+                let _ = lt::destroy_handle(h);
+            }
+        }
+    }
 }

@@ -31,20 +31,22 @@ pub struct CellResult {
 /// columns x K). Grouped cells (M <= 31) stay within it at up to 8192 columns.
 pub const BATCHED_CHECK_OUTPUTS: usize = 1 << 18;
 
-/// Distinct sorted columns to check for M rows.
+/// Distinct sorted columns to check for M rows: all of them for small outputs, else the first
+/// and the last column (tails of the last tile) plus seeded columns spread over all of N,
+/// at most `sampled` in all.
 pub fn check_columns(n: usize, m: usize, seed: u64) -> Vec<usize> {
     if n <= FULL_CHECK_MAX_N && n * m <= BATCHED_CHECK_OUTPUTS {
         return (0..n).collect();
     }
-    let sampled = SAMPLED_COLUMNS.min((BATCHED_CHECK_OUTPUTS / m).max(64));
-    let mut cols: Vec<usize> =
-        (0..sampled as u64 * 2).map(|i| (splitmix64(seed, i) % n as u64) as usize).collect();
-    cols.push(0);
-    cols.push(n - 1);
-    cols.sort_unstable();
-    cols.dedup();
-    cols.truncate(sampled.max(2));
-    cols
+    let sampled = SAMPLED_COLUMNS.min((BATCHED_CHECK_OUTPUTS / m).max(64)).min(n);
+    let mut cols: std::collections::BTreeSet<usize> = [0, n - 1].into();
+    // Draws in stream order (not sorted first, which would keep only the low columns).
+    let mut i = 0;
+    while cols.len() < sampled {
+        cols.insert((splitmix64(seed, i) % n as u64) as usize);
+        i += 1;
+    }
+    cols.into_iter().collect()
 }
 
 /// Weight copies so that the bytes touched between two uses of one copy exceed 3 x L2.
@@ -268,4 +270,23 @@ pub fn sweep_cell(
         }
     }
     Ok(cell)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sampled_columns_cover_both_ends_and_the_whole_width() {
+        for (n, m) in [(151_936, 1), (24_576, 512), (24_576, 4096), (9_000, 31)] {
+            let cols = check_columns(n, m, 7);
+            let want = SAMPLED_COLUMNS.min((BATCHED_CHECK_OUTPUTS / m).max(64));
+            assert_eq!(cols.len(), want, "{n} x M={m}");
+            assert!(cols.windows(2).all(|w| w[0] < w[1]));
+            assert_eq!((cols[0], *cols.last().unwrap()), (0, n - 1));
+            // Spread: some sampled column lies in the top tenth of N (not only low columns).
+            assert!(cols.iter().filter(|&&c| c >= n - n / 10 && c < n - 1).count() > want / 20, "{n} x M={m}");
+        }
+        assert_eq!(check_columns(4096, 31, 7), (0..4096).collect::<Vec<_>>());
+    }
 }

@@ -98,14 +98,14 @@ fn baseline_row(gpu: &Gpu, b: &Baseline, t: &Timed, copy_gbps: f64, p: &Protocol
     }
 }
 
-fn samples_of(mode: Mode, name: &str, n: usize, k: usize, t: &Timed) -> Vec<SampleRow> {
+fn samples_of(mode: Mode, name: &str, m: usize, n: usize, k: usize, t: &Timed) -> Vec<SampleRow> {
     t.samples
         .iter()
         .map(|s| SampleRow {
             mode: mode.name().into(),
             source_format: "-".into(),
             codebook: "-".into(),
-            m: 1,
+            m,
             n,
             k,
             candidate: name.into(),
@@ -135,7 +135,7 @@ pub fn run(args: &Args) -> Result<()> {
     eprintln!("copy bandwidth {copy_gbps:.0} GB/s (read + write)");
     let copy = Baseline { mode: Mode::Eager, name: "copy", n: 0, k: 0, bytes: 2 * copy_bytes, copies: 1 };
     rows.push(baseline_row(&gpu, &copy, &copy_t, copy_gbps, &protocol));
-    samples.extend(samples_of(Mode::Eager, "copy", 0, 0, &copy_t));
+    samples.extend(samples_of(Mode::Eager, "copy", 1, 0, 0, &copy_t));
 
     let candidates = decode_candidates();
     let grouped = grouped_candidates();
@@ -154,10 +154,10 @@ pub fn run(args: &Args) -> Result<()> {
                     let ops = 2.0 * (m * n * k) as f64;
                     let (t, _) = cublas_f16_gemm(&gpu, m, n, k, mode, &protocol)?;
                     prefill_rows.push(PrefillRow::baseline(mode, "cublas.f16.gemm", m, n, k, &t, ops));
-                    samples.extend(samples_of(mode, "cublas.f16.gemm", n, k, &t));
+                    samples.extend(samples_of(mode, "cublas.f16.gemm", m, n, k, &t));
                     let (t, _) = cublaslt_i8_gemm(&gpu, m, n, k, mode, &protocol)?;
                     prefill_rows.push(PrefillRow::baseline(mode, "cublaslt.i8.gemm", m, n, k, &t, ops));
-                    samples.extend(samples_of(mode, "cublaslt.i8.gemm", n, k, &t));
+                    samples.extend(samples_of(mode, "cublaslt.i8.gemm", m, n, k, &t));
                 }
             }
         }
@@ -165,7 +165,7 @@ pub fn run(args: &Args) -> Result<()> {
             let (t, bytes, copies) = cublas_f16_gemv(&gpu, n, k, mode, &protocol)?;
             let b = Baseline { mode, name: "cublas.f16.gemv", n, k, bytes, copies };
             rows.push(baseline_row(&gpu, &b, &t, copy_gbps, &protocol));
-            samples.extend(samples_of(mode, "cublas.f16.gemv", n, k, &t));
+            samples.extend(samples_of(mode, "cublas.f16.gemv", 1, n, k, &t));
         }
         for &cb in &codebooks {
             let started = std::time::Instant::now();
@@ -174,10 +174,12 @@ pub fn run(args: &Args) -> Result<()> {
             let inputs = CellInputs::decode(&candidates, &modes, &protocol, &rejected, copy_gbps);
             let cell = run_cell(&gpu, &fx, &inputs)?;
             let mut cell_rows = cell.rows;
+            // The M = 1 rows the batched surfaces inherit from (before grouped rows join them).
+            let decode_rows = cell_rows.clone();
             samples.extend(cell.samples);
             if grouped_shapes.contains(&(n, k)) {
                 for &mode in &modes {
-                    let Some(m1) = best_row(&cell_rows, mode.name()).cloned() else { continue };
+                    let Some(m1) = best_row(&decode_rows, mode.name()).cloned() else { continue };
                     for &m in &args.grouped_m {
                         let surface = Surface::Inherited { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
                         let one_mode = [mode];
@@ -190,7 +192,7 @@ pub fn run(args: &Args) -> Result<()> {
             }
             if prefill_shapes.contains(&(n, k)) {
                 for &mode in &modes {
-                    let Some(m1) = best_row(&cell_rows, mode.name()).cloned() else { continue };
+                    let Some(m1) = best_row(&decode_rows, mode.name()).cloned() else { continue };
                     for &m in args.prefill_m.iter().filter(|&&m| m >= 32) {
                         let surface = Surface::Inherited { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
                         let one_mode = [mode];

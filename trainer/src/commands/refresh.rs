@@ -3,8 +3,9 @@
 //! optionally install; then print one summary table. Each step is this binary's own
 //! subcommand run as a child process, so a step's failure names itself and a rerun resumes
 //! (published cells are kept). The output directory holds everything, each piece reusable:
-//! `corpus/` (sealed), `policy.json`, `tables/`, `certificates.jsonl`, `report/` (the corpus
-//! report; the fit report in `report/fit/`).
+//! `corpus/` (sealed), `policy.json`, `tables/`, `certificates.jsonl` (and, for a CUDA
+//! profile with prefill M, `prefill-certificates.jsonl`), `report/` (the corpus report; the fit
+//! report in `report/fit/`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,7 +14,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use vnni_corpus::collection::{CollectionPlan, PLAN_FILE};
 use vnni_corpus::read::read_certificates;
-use vnni_kernels::registry::{candidates, Backend, Surface};
+use vnni_kernels::registry::{candidates, Backend, Surface, PREFILL_MIN_M};
 use vnni_policy::Policy;
 
 #[derive(clap::Args)]
@@ -147,6 +148,29 @@ pub fn run(a: &Args) -> Result<()> {
     let (ok, _) = step("certify", &cert_args, &mut steps)?;
     if !ok {
         bail!("batch-invariance certification failed (see above): grouped rows differ from single-row decodes");
+    }
+    // Prefill tiles (CUDA only) at the plan's prefill M values.
+    let prefill_m: Vec<String> =
+        plan.inventory.m.iter().filter(|&&m| m >= PREFILL_MIN_M).map(|m| m.to_string()).collect();
+    if backend == Backend::Cuda && !prefill_m.is_empty() {
+        let mut args: Vec<String> = vec![
+            "certify".into(),
+            "--backend".into(),
+            "cuda".into(),
+            "--surface".into(),
+            "prefill".into(),
+            "--m".into(),
+            prefill_m.join(","),
+            "--out".into(),
+            s(&out.join("prefill-certificates.jsonl")),
+        ];
+        if let Some(c) = &a.cache {
+            args.extend(["--cache".into(), s(c)]);
+        }
+        let (ok, _) = step("certify prefill", &args, &mut steps)?;
+        if !ok {
+            bail!("prefill certification failed (see above): prefill rows differ from single-row decodes");
+        }
     }
 
     // 3. Fit (a failed gate still writes the policy, for inspection). A policy of an earlier
