@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use vnni_kernels::registry::PREFILL_MIN_M;
 use vnni_kernels::SourceFormat;
 
 use crate::inventory::{Partition, Plan};
@@ -24,11 +25,12 @@ pub const PHASES: [&str; 4] = ["decode_m1.development", "decode_m1.sealed", "gro
 /// The prefill phases (M >= 32): present exactly when the plan has a prefill M.
 pub const PREFILL_PHASES: [&str; 2] = ["prefill.development", "prefill.sealed"];
 
-/// The phase stem of rows with M activation rows: decode_m1, grouped (2..31) or prefill.
+/// The phase stem of rows with M activation rows: decode_m1, grouped or prefill (the
+/// registry's surfaces).
 pub fn phase_of(m: usize) -> &'static str {
     match m {
         1 => "decode_m1",
-        2..=31 => "grouped",
+        m if m < PREFILL_MIN_M => "grouped",
         _ => "prefill",
     }
 }

@@ -163,7 +163,8 @@ pub enum KernelSpec {
     Fused { codebook: Codebook, columns: u32 },
     GroupedRows { codebook: Codebook, rows: u32 },
     GroupedMma16 { codebook: Codebook },
-    Prefill { codebook: Codebook, bm: u32, bn: u32, warps_m: u32, warps_n: u32, kstep: u32 },
+    /// One kernel serves both forms (`kpart` is a launch argument): `tile.kpart` is false.
+    Prefill { codebook: Codebook, tile: PrefillTile },
 }
 
 /// Threads per CTA of the grouped kernels.
@@ -177,8 +178,8 @@ impl KernelSpec {
             KernelSpec::Fused { codebook, columns } => format!("vnni_fused_{codebook}_c{columns}"),
             KernelSpec::GroupedRows { codebook, rows } => format!("vnni_grouped_rows_{codebook}_r{rows}"),
             KernelSpec::GroupedMma16 { codebook } => format!("vnni_grouped_mma16_{codebook}"),
-            KernelSpec::Prefill { codebook, bm, bn, warps_m, warps_n, kstep } => {
-                format!("vnni_prefill_{codebook}_{bm}x{bn}_w{warps_m}x{warps_n}_bk{}", kstep * 32)
+            KernelSpec::Prefill { codebook, tile: t } => {
+                format!("vnni_prefill_{codebook}_{}x{}_w{}x{}_bk{}", t.bm, t.bn, t.warps_m, t.warps_n, t.kstep * 32)
             }
         }
     }
@@ -199,16 +200,14 @@ impl KernelSpec {
             KernelSpec::Tile { tile, cpt, .. } => tile / cpt,
             KernelSpec::Fused { .. } => MAX_THREADS,
             KernelSpec::GroupedRows { .. } | KernelSpec::GroupedMma16 { .. } => GROUPED_THREADS,
-            KernelSpec::Prefill { warps_m, warps_n, .. } => 32 * warps_m * warps_n,
+            KernelSpec::Prefill { tile, .. } => tile.threads(),
         }
     }
 
     /// The prefill tile a kernel implements (either form: `kpart` is a launch argument).
     pub fn prefill_tile(&self) -> Option<PrefillTile> {
         match *self {
-            KernelSpec::Prefill { bm, bn, warps_m, warps_n, kstep, .. } => {
-                Some(PrefillTile { bm, bn, warps_m, warps_n, kstep, kpart: false })
-            }
+            KernelSpec::Prefill { tile, .. } => Some(tile),
             _ => None,
         }
     }
@@ -327,15 +326,8 @@ impl Candidate {
             Family::Rows => KernelSpec::GroupedRows { codebook, rows: self.rows },
             Family::Mma16 => KernelSpec::GroupedMma16 { codebook },
             Family::Imma => {
-                let t = self.prefill.expect("prefill candidates carry their tile");
-                KernelSpec::Prefill {
-                    codebook,
-                    bm: t.bm,
-                    bn: t.bn,
-                    warps_m: t.warps_m,
-                    warps_n: t.warps_n,
-                    kstep: t.kstep,
-                }
+                let tile = self.prefill.expect("prefill candidates carry their tile");
+                KernelSpec::Prefill { codebook, tile: PrefillTile { kpart: false, ..tile } }
             }
             Family::Wide | Family::Direct | Family::Kpar => {
                 KernelSpec::Tile { codebook, tile: self.tile, cpt: self.cpt }
@@ -733,7 +725,7 @@ mod tests {
         let wide = find("prefill.bk256.wide.std").unwrap();
         assert!(wide.plan_prefill(Codebook::S4, 4096, 4096, 64, 128).is_some());
         assert!(wide.plan_prefill(Codebook::Nl4, 4096, 4096, 64, 128).is_none());
-        assert!(!kernel_specs().iter().any(|s| matches!(s, KernelSpec::Prefill { codebook, kstep: 8, .. } if *codebook != Codebook::S4)));
+        assert!(!kernel_specs().iter().any(|s| matches!(s, KernelSpec::Prefill { codebook, tile } if tile.kstep == 8 && *codebook != Codebook::S4)));
         // Every prefill kernel fits the 227 KiB of shared memory an sm_90 CTA may have.
         for spec in kernel_specs() {
             if let Some(t) = spec.prefill_tile() {

@@ -212,7 +212,7 @@ impl Gpu {
     }
 
     pub fn download<T: DeviceRepr + Default + Clone>(&self, src: &CudaSlice<T>) -> Result<Vec<T>, CudaError> {
-        self.stream.clone_dtoh(src).map_err(driver("device-to-host copy"))
+        self.download_prefix(src, src.len())
     }
 
     /// The first `len` elements of a (possibly larger) buffer.
@@ -317,10 +317,10 @@ impl Gpu {
         y: &mut CudaSlice<f32>,
         workspace: &mut CudaSlice<f32>,
     ) -> Result<(), CudaError> {
-        match cand.prefill {
-            Some(tile) => self.launch_rows(cand, plan, w, a, 0, a.m, tile.kpart && plan.kb > 1, y, workspace),
-            None => self.launch_rows(cand, plan, w, a, 0, a.m, plan.kb > 1, y, workspace),
-        }
+        // Grouped kernels write partials whenever there are partitions; prefill tiles only in
+        // the kpart form.
+        let two_phase = plan.kb > 1 && cand.prefill.is_none_or(|t| t.kpart);
+        self.launch_rows(cand, plan, w, a, 0, a.m, two_phase, y, workspace)
     }
 
     /// The shared launcher: rows `row0 .. row0 + m` of `a`; with `two_phase` the kernel writes

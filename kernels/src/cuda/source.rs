@@ -111,10 +111,14 @@ pub fn entry_point(spec: &KernelSpec) -> String {
             min = GROUPED_MIN_BLOCKS,
             cb = codebook_constant(codebook),
         ),
-        KernelSpec::Prefill { codebook, bm, bn, warps_m, warps_n, kstep } => {
-            let tile = spec.prefill_tile().expect("a prefill kernel has a tile");
+        KernelSpec::Prefill { codebook, tile } => {
             format!(
                 "extern \"C\" __global__ void __launch_bounds__({t}, {min}) {name}(const vnni::DecodeArgs a, int kpart) {{\n  vnni::prefill_tile<{cb}, {bm}, {bn}, {warps_m}, {warps_n}, {kstep}, {stages}>(a, kpart);\n}}\n",
+                bm = tile.bm,
+                bn = tile.bn,
+                warps_m = tile.warps_m,
+                warps_n = tile.warps_n,
+                kstep = tile.kstep,
                 t = spec.max_threads(),
                 min = (65536 / (prefill_register_budget(tile) * spec.max_threads())).max(1),
                 cb = codebook_constant(codebook),

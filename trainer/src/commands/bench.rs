@@ -10,7 +10,7 @@ use anyhow::{bail, Result};
 use vnni_corpus::schema::hex_f64;
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::Gpu;
-use vnni_kernels::registry::{decode_candidates, grouped_candidates, prefill_auto, prefill_candidates};
+use vnni_kernels::registry::{decode_candidates, grouped_candidates, prefill_auto, prefill_candidates, PREFILL_MIN_M};
 use vnni_kernels::SourceFormat;
 
 use crate::baselines::{copy_bandwidth, cublas_f16_gemm, cublas_f16_gemv, cublaslt_i8_gemm};
@@ -149,7 +149,7 @@ pub fn run(args: &Args) -> Result<()> {
     let mut prefill_rows: Vec<PrefillRow> = Vec::new();
     for &(n, k) in &shapes {
         if prefill_shapes.contains(&(n, k)) {
-            for &m in args.prefill_m.iter().filter(|&&m| m >= 32) {
+            for &m in args.prefill_m.iter().filter(|&&m| m >= PREFILL_MIN_M) {
                 for &mode in &modes {
                     let ops = 2.0 * (m * n * k) as f64;
                     let (t, _) = cublas_f16_gemm(&gpu, m, n, k, mode, &protocol)?;
@@ -193,7 +193,7 @@ pub fn run(args: &Args) -> Result<()> {
             if prefill_shapes.contains(&(n, k)) {
                 for &mode in &modes {
                     let Some(m1) = best_row(&decode_rows, mode.name()).cloned() else { continue };
-                    for &m in args.prefill_m.iter().filter(|&&m| m >= 32) {
+                    for &m in args.prefill_m.iter().filter(|&&m| m >= PREFILL_MIN_M) {
                         let surface = Surface::Inherited { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
                         let one_mode = [mode];
                         let p = run_cell(&gpu, &fx, &inputs.retarget(surface, &prefill, &one_mode))?;

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use vnni_corpus::Certificate;
 use vnni_kernels::registry::{find, grouped_candidates, prefill_candidates, GROUPED_M, PREFILL_M};
-use vnni_kernels::{fixture, quantize_activations, repack, SourceFormat};
+use vnni_kernels::{fixture, quantize_activations, repack, PackedMatrix, SourceFormat};
 
 use crate::certify::{certify, serial_rows, Backend, Serial, Subject};
 use crate::certify_backends::{CpuBackend, CudaBackend};
@@ -101,6 +101,7 @@ pub fn run(args: &Args) -> Result<()> {
             let max_m = *ms.iter().max().unwrap();
             let x_all = fixture::activations(max_m, k, 0xA11CE);
             let mut cuda = gpu.as_ref().map(|g| CudaBackend::new(g, &w)).transpose()?;
+            let mut cpu = None;
             let started = std::time::Instant::now();
             let mut count = 0;
             let sms = gpu.as_ref().map_or(args.sms, |g| g.info.sms);
@@ -110,34 +111,9 @@ pub fn run(args: &Args) -> Result<()> {
                 let Some(plan) = find(m1).unwrap().plan(n, k, sms) else { continue };
                 // Rows are quantized independently, so the M-row fixtures are prefixes of the
                 // largest: its serial M = 1 rows serve every M.
-                let serial_all = {
-                    let a = quantize_activations(&x_all, max_m, k)?;
-                    let mut cpu;
-                    let backend: &mut dyn Backend = match cuda.as_mut() {
-                        Some(c) => {
-                            c.set_activations(&x_all, max_m)?;
-                            c
-                        }
-                        None => {
-                            cpu = CpuBackend::new(&w, a, args.sms);
-                            &mut cpu
-                        }
-                    };
-                    serial_rows(backend, m1, max_m)?
-                };
+                let serial_all = serial_rows(with_rows(&mut cuda, &mut cpu, &w, &x_all, max_m, args.sms)?, m1, max_m)?;
                 for &m in &ms {
-                    let a = quantize_activations(&x_all[..m * k], m, k)?;
-                    let mut cpu;
-                    let backend: &mut dyn Backend = match cuda.as_mut() {
-                        Some(c) => {
-                            c.set_activations(&x_all[..m * k], m)?;
-                            c
-                        }
-                        None => {
-                            cpu = CpuBackend::new(&w, a, args.sms);
-                            &mut cpu
-                        }
-                    };
+                    let backend = with_rows(&mut cuda, &mut cpu, &w, &x_all[..m * k], m, args.sms)?;
                     let serial = Serial::new(&serial_all[..m * n]);
                     for cand in &ids {
                         let subject = Subject { codebook: f.codebook().name(), source_format: f.name(), n, k, m };
@@ -178,4 +154,22 @@ pub fn run(args: &Args) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The backend (CUDA when open, else the CPU kernels) holding the `m` activation rows `x`.
+fn with_rows<'b, 'w>(
+    cuda: &'b mut Option<CudaBackend<'w>>,
+    cpu: &'b mut Option<CpuBackend<'w>>,
+    w: &'w PackedMatrix,
+    x: &[f32],
+    m: usize,
+    sms: u32,
+) -> Result<&'b mut (dyn Backend + 'w)> {
+    Ok(match cuda {
+        Some(c) => {
+            c.set_activations(x, m)?;
+            c
+        }
+        None => cpu.insert(CpuBackend::new(w, quantize_activations(x, m, w.k)?, sms)),
+    })
 }
