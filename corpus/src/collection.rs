@@ -8,11 +8,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use vnni_kernels::registry::PREFILL_MIN_M;
-use vnni_kernels::SourceFormat;
+use vnni_kernels::digest::sha256_hex;
+use vnni_kernels::{Backend, Mode, SourceFormat, Surface};
 
-use crate::inventory::{Partition, Plan};
+use crate::inventory::{Partition, InventoryPlan};
 use crate::read::{read_samples, read_timing, ReadError};
 use crate::schema::{SampleRow, TimingRow};
 use crate::seal::{BuildIdentity, SealInputs, SourceFile};
@@ -28,11 +27,17 @@ pub const PREFILL_PHASES: [&str; 2] = ["prefill.development", "prefill.sealed"];
 /// The phase stem of rows with M activation rows: decode_m1, grouped or prefill (the
 /// registry's surfaces).
 pub fn phase_of(m: usize) -> &'static str {
-    match m {
-        1 => "decode_m1",
-        m if m < PREFILL_MIN_M => "grouped",
-        _ => "prefill",
+    match Surface::of_m(m) {
+        Surface::Decode => "decode_m1",
+        Surface::Grouped => "grouped",
+        Surface::Prefill => "prefill",
     }
+}
+
+/// The aggregate CSV stem (and sidecar stem) of rows with M activation rows in a partition:
+/// `decode_m1.development`, `grouped.sealed`, ...
+pub fn phase_stem(m: usize, partition: Partition) -> String {
+    format!("{}.{}", phase_of(m), partition.name())
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -56,8 +61,7 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> CollectionError + '_ {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CollectionPlan {
     pub schema: String,
-    /// `cuda` or `cpu`.
-    pub backend: String,
+    pub backend: Backend,
     pub arch: String,
     pub device: String,
     pub driver: String,
@@ -73,8 +77,8 @@ pub struct CollectionPlan {
     pub inventory_digest: String,
     pub inventory_sources: Vec<SourceFile>,
     /// The modes this backend measures of the profile's (CPU: eager only).
-    pub modes: Vec<String>,
-    pub inventory: Plan,
+    pub modes: Vec<Mode>,
+    pub inventory: InventoryPlan,
 }
 
 /// One cell key.
@@ -155,13 +159,13 @@ impl CollectionPlan {
     }
 
     pub fn digest(&self) -> String {
-        hex(&Sha256::digest(self.to_bytes()))
+        sha256_hex(&self.to_bytes())
     }
 
     /// What sealing this collection's corpus records.
     pub fn seal_inputs(&self) -> SealInputs {
         SealInputs {
-            backend: self.backend.clone(),
+            backend: self.backend,
             arch: self.arch.clone(),
             profile: self.inventory.profile.clone(),
             inventory_digest: self.inventory_digest.clone(),
@@ -193,9 +197,6 @@ impl CollectionPlan {
     }
 }
 
-pub(crate) fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
 
 /// Who measured a cell (per-device provenance).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -374,11 +375,11 @@ impl CellStore {
             path,
             message: format!("{what} does not belong to cell {}", key.stem()),
         };
-        if let Some(r) = rows.iter().find(|r| (r.source_format.as_str(), r.n, r.k) != (key.format.name(), key.n, key.k)) {
-            return Err(wrong(self.rows_path(key), format!("row {} {} {}x{}", r.candidate, r.source_format, r.n, r.k)));
+        if let Some(r) = rows.iter().find(|r| (r.source_format, r.n, r.k) != (Some(key.format), key.n, key.k)) {
+            return Err(wrong(self.rows_path(key), format!("row {} {:?} {}x{}", r.candidate, r.source_format, r.n, r.k)));
         }
-        if let Some(s) = samples.iter().find(|s| (s.source_format.as_str(), s.n, s.k) != (key.format.name(), key.n, key.k)) {
-            return Err(wrong(self.samples_path(key), format!("sample of {} {} {}x{}", s.candidate, s.source_format, s.n, s.k)));
+        if let Some(s) = samples.iter().find(|s| (s.source_format, s.n, s.k) != (Some(key.format), key.n, key.k)) {
+            return Err(wrong(self.samples_path(key), format!("sample of {} {:?} {}x{}", s.candidate, s.source_format, s.n, s.k)));
         }
         let pp = self.provenance_path(key);
         let text = std::fs::read(&pp).map_err(io(&pp))?;
@@ -472,21 +473,17 @@ pub fn assemble(store: &CellStore, plan: &CollectionPlan, out: &Path) -> Result<
             });
         }
         let (rows, samples, prov) = store.read_cell(&key)?;
-        let part = match key.partition {
-            Partition::Development => "development",
-            Partition::Sealed => "sealed",
-        };
         let unplanned = |m: usize| CollectionError::Mismatch {
             path: store.rows_path(&key),
             message: format!("a row with M = {m}, which the plan does not have"),
         };
         for r in rows {
-            let phase = phases.get_mut(format!("{}.{part}", phase_of(r.m)).as_str()).ok_or_else(|| unplanned(r.m))?;
+            let phase = phases.get_mut(phase_stem(r.m, key.partition).as_str()).ok_or_else(|| unplanned(r.m))?;
             phase.0.push(r);
             total += 1;
         }
         for s in samples {
-            let phase = phases.get_mut(format!("{}.{part}", phase_of(s.m)).as_str()).ok_or_else(|| unplanned(s.m))?;
+            let phase = phases.get_mut(phase_stem(s.m, key.partition).as_str()).ok_or_else(|| unplanned(s.m))?;
             phase.1.push(s);
         }
         provenance.push(prov);
@@ -508,7 +505,7 @@ pub fn inventory_sources(dir: &Path) -> Result<Vec<SourceFile>, CollectionError>
         if p.extension().is_some_and(|x| x == "toml") {
             let bytes = std::fs::read(&p).map_err(io(&p))?;
             let name = p.file_name().expect("a file").to_string_lossy().into_owned();
-            out.push(SourceFile { path: name, sha256: hex(&Sha256::digest(&bytes)) });
+            out.push(SourceFile { path: name, sha256: sha256_hex(&bytes) });
         }
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use vnni_kernels::SourceFormat;
+use vnni_kernels::digest::sha256_hex;
+use vnni_kernels::{Mode, SourceFormat};
 
 #[derive(Debug, thiserror::Error)]
 pub enum InventoryError {
@@ -30,6 +30,16 @@ pub enum InventoryError {
 pub enum Partition {
     Development,
     Sealed,
+}
+
+impl Partition {
+    /// `development` or `sealed`, as in the corpus file names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Partition::Development => "development",
+            Partition::Sealed => "sealed",
+        }
+    }
 }
 
 /// Where a shape was defined.
@@ -68,7 +78,7 @@ pub struct Profile {
     #[serde(default)]
     pub formats: Option<Vec<String>>,
     pub m: Vec<usize>,
-    pub modes: Vec<String>,
+    pub modes: Vec<Mode>,
     pub warmups: usize,
     pub samples: usize,
 }
@@ -304,7 +314,7 @@ impl Inventory {
     }
 
     /// Resolve a profile to its plan.
-    pub fn resolve(&self, name: &str) -> Result<Plan, InventoryError> {
+    pub fn resolve(&self, name: &str) -> Result<InventoryPlan, InventoryError> {
         let p = self.profiles.get(name).ok_or_else(|| InventoryError::UnknownProfile {
             name: name.to_string(),
             known: self.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
@@ -336,7 +346,7 @@ impl Inventory {
         let mut m = p.m.clone();
         m.sort_unstable();
         m.dedup();
-        Ok(Plan {
+        Ok(InventoryPlan {
             profile: name.to_string(),
             m,
             modes: p.modes.clone(),
@@ -375,22 +385,22 @@ pub struct PlanShape {
 /// A resolved profile. Its canonical JSON (field order fixed, shapes sorted by (N, K), formats
 /// in registry order) is the same on every machine, and so is its digest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Plan {
+pub struct InventoryPlan {
     pub profile: String,
     pub m: Vec<usize>,
-    pub modes: Vec<String>,
+    pub modes: Vec<Mode>,
     pub warmups: usize,
     pub samples: usize,
     pub shapes: Vec<PlanShape>,
 }
 
-impl Plan {
+impl InventoryPlan {
     pub fn canonical_json(&self) -> String {
         serde_json::to_string(self).expect("plans serialize")
     }
 
     pub fn digest(&self) -> String {
-        Sha256::digest(self.canonical_json().as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+        sha256_hex(self.canonical_json().as_bytes())
     }
 
     /// Cells = (source format, N, K, M) x modes.

@@ -18,8 +18,8 @@ pub enum ReadError {
     Row { path: PathBuf, line: u64, column: String, message: String },
 }
 
-/// Baseline rows the bench writes beside registry candidates.
-pub const BASELINES: [&str; 2] = ["copy", "cublas.f16.gemv"];
+/// Baseline rows the bench writes beside registry candidates (the registry owns the ids).
+pub use vnni_kernels::registry::BASELINE_IDS as BASELINES;
 
 /// Whether `id` names a registry candidate or a baseline.
 pub fn known_candidate(id: &str) -> bool {
@@ -107,7 +107,7 @@ pub fn read_timing(path: &Path) -> Result<Vec<TimingRow>, ReadError> {
             return Err(row_err(path, line, "eligible", "a row with mismatches cannot be eligible"));
         }
         let key = format!(
-            "{}|{}|{}|{}|{}|{}|{}|{}|{}",
+            "{}|{}|{}|{:?}|{:?}|{}|{}|{}|{}",
             r.backend, r.arch, r.mode, r.source_format, r.codebook, r.m, r.n, r.k, r.candidate
         );
         check_unique(&mut seen, key, path, line, "candidate", "key")?;
@@ -130,7 +130,7 @@ pub fn read_samples(path: &Path) -> Result<Vec<SampleRow>, ReadError> {
             }
         }
         let key =
-            format!("{}|{}|{}|{}|{}|{}|{}|{}", r.mode, r.source_format, r.codebook, r.m, r.n, r.k, r.candidate, r.round);
+            format!("{}|{:?}|{:?}|{}|{}|{}|{}|{}", r.mode, r.source_format, r.codebook, r.m, r.n, r.k, r.candidate, r.round);
         check_unique(&mut seen, key, path, line, "round", "sample")?;
         out.push(r);
     }

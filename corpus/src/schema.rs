@@ -1,6 +1,7 @@
 //! Row schemas. Field order is column order; every file starts with a header row.
 
 use serde::{Deserialize, Serialize};
+use vnni_kernels::{Backend, CandidateId, Codebook, Mode, SourceFormat};
 
 /// One kernel specialization's resources (`resources.csv`). Static fields come from the
 /// ptxas log (NVRTC, no GPU needed); device fields from cuFuncGetAttribute and the
@@ -9,7 +10,7 @@ use serde::{Deserialize, Serialize};
 pub struct ResourceRow {
     pub arch: String,
     pub kernel: String,
-    pub codebook: String,
+    pub codebook: Codebook,
     /// Threads per CTA the kernel is compiled for (launch bound).
     pub threads: u32,
     pub registers: u32,
@@ -29,21 +30,23 @@ pub struct ResourceRow {
 /// The aggregate of one candidate in one cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimingRow {
-    pub backend: String,
+    pub backend: Backend,
     pub arch: String,
     pub device: String,
-    /// `eager` or `graph`.
-    pub mode: String,
-    /// The GGUF source format whose packed weights were measured (aliases share a codebook).
-    pub source_format: String,
-    pub codebook: String,
+    pub mode: Mode,
+    /// The GGUF source format whose packed weights were measured (aliases share a codebook);
+    /// `-` for a baseline (copy, cuBLAS), which has none.
+    #[serde(with = "dash")]
+    pub source_format: Option<SourceFormat>,
+    #[serde(with = "dash")]
+    pub codebook: Option<Codebook>,
     pub m: usize,
     pub n: usize,
     pub k: usize,
     /// A registry candidate id, or a baseline (`copy`, `cublas.f16.gemv`).
-    pub candidate: String,
-    /// Grouped rows: the M = 1 candidate whose bpp they inherit (empty for decode).
-    pub m1_candidate: String,
+    pub candidate: CandidateId,
+    /// Grouped and prefill rows: the M = 1 candidate whose bpp they inherit (empty for decode).
+    pub m1_candidate: Option<CandidateId>,
     pub bpp: usize,
     pub warmups: usize,
     pub samples: usize,
@@ -73,13 +76,16 @@ pub struct TimingRow {
 /// exact f64 survives.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SampleRow {
-    pub mode: String,
-    pub source_format: String,
-    pub codebook: String,
+    pub mode: Mode,
+    /// `-` for a baseline's samples.
+    #[serde(with = "dash")]
+    pub source_format: Option<SourceFormat>,
+    #[serde(with = "dash")]
+    pub codebook: Option<Codebook>,
     pub m: usize,
     pub n: usize,
     pub k: usize,
-    pub candidate: String,
+    pub candidate: CandidateId,
     pub round: usize,
     /// Position of the candidate in this round's shuffled order.
     pub order: usize,
@@ -92,16 +98,16 @@ pub struct SampleRow {
 /// compared as raw f32 bit patterns, plus the grouped candidate against itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Certificate {
-    pub backend: String,
+    pub backend: Backend,
     pub arch: String,
-    pub codebook: String,
-    pub source_format: String,
+    pub codebook: Codebook,
+    pub source_format: SourceFormat,
     pub n: usize,
     pub k: usize,
     pub m: usize,
     pub bpp: usize,
-    pub m1_candidate: String,
-    pub candidate: String,
+    pub m1_candidate: CandidateId,
+    pub candidate: CandidateId,
     /// Outputs (M x N) compared.
     pub outputs: usize,
     pub mismatches: usize,
@@ -111,6 +117,36 @@ pub struct Certificate {
     /// sha256 of the grouped output's f32 bits (little-endian, row-major).
     pub grouped_digest: String,
     pub serial_digest: String,
+}
+
+/// A word that may be absent, written `-` when it is (baseline rows have no source format or
+/// codebook).
+mod dash {
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<T: Display, S: Serializer>(v: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.collect_str(v),
+            None => s.serialize_str("-"),
+        }
+    }
+
+    pub fn deserialize<'de, T, D>(d: D) -> Result<Option<T>, D::Error>
+    where
+        T: FromStr,
+        T::Err: Display,
+        D: Deserializer<'de>,
+    {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        if s == "-" {
+            Ok(None)
+        } else {
+            s.parse().map(Some).map_err(serde::de::Error::custom)
+        }
+    }
 }
 
 /// `f64` as C99 hex-float text (`0x1.8p+1`), exact and locale-free.

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use vnni_kernels::digest::{hex, sha256_hex};
+use vnni_kernels::Backend;
 
 pub const MANIFEST: &str = "corpus.manifest.json";
 pub const SCHEMA: &str = "vnni-corpus-manifest-v1";
@@ -74,9 +76,6 @@ pub struct Manifest {
     pub identity: Identity,
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> SealError + '_ {
     move |e| SealError::Io { path: path.to_path_buf(), message: e.to_string() }
@@ -138,7 +137,7 @@ fn payload_files(dir: &Path) -> Result<Vec<String>, SealError> {
 
 impl Identity {
     pub fn corpus_id(&self) -> String {
-        hex(&Sha256::digest(serde_json::to_vec(self).expect("identity serializes")))
+        sha256_hex(&serde_json::to_vec(self).expect("identity serializes"))
     }
 }
 
@@ -152,7 +151,7 @@ pub struct SourceFile {
 /// What a seal records besides the payloads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SealInputs {
-    pub backend: String,
+    pub backend: Backend,
     pub arch: String,
     pub profile: String,
     pub inventory_digest: String,

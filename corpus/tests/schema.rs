@@ -19,17 +19,17 @@ fn tmp(name: &str) -> PathBuf {
 
 fn timing(candidate: &str, n: usize, median: f64) -> TimingRow {
     TimingRow {
-        source_format: "Q4_0".into(),
-        backend: "cuda".into(),
+        source_format: Some(vnni_kernels::SourceFormat::Q4_0),
+        backend: "cuda".parse().unwrap(),
         arch: "sm_90".into(),
         device: "NVIDIA H200".into(),
-        mode: "graph".into(),
-        codebook: "s4".into(),
+        mode: "graph".parse().unwrap(),
+        codebook: Some(vnni_kernels::Codebook::S4),
         m: 1,
         n,
         k: 4096,
-        candidate: candidate.into(),
-        m1_candidate: String::new(),
+        candidate: candidate.parse().unwrap(),
+        m1_candidate: None,
         bpp: 128,
         warmups: 2,
         samples: 12,
@@ -56,13 +56,13 @@ fn timing(candidate: &str, n: usize, median: f64) -> TimingRow {
 
 fn sample(round: usize, v: f64) -> SampleRow {
     SampleRow {
-        source_format: "Q4_0".into(),
-        mode: "graph".into(),
-        codebook: "s4".into(),
+        source_format: Some(vnni_kernels::SourceFormat::Q4_0),
+        mode: "graph".parse().unwrap(),
+        codebook: Some(vnni_kernels::Codebook::S4),
         m: 1,
         n: 4096,
         k: 4096,
-        candidate: "decode.wide.tn128.cpt2".into(),
+        candidate: "decode.wide.tn128.cpt2".parse().unwrap(),
         round,
         order: 0,
         warmup: false,
@@ -136,16 +136,16 @@ fn zstd_sidecars_round_trip_and_validate_hex_samples() {
 #[test]
 fn certificates_read_back_and_name_the_bad_line() {
     let c = Certificate {
-        backend: "cuda".into(),
+        backend: "cuda".parse().unwrap(),
         arch: "sm_90".into(),
-        codebook: "s4".into(),
-        source_format: "Q4_0".into(),
+        codebook: "s4".parse().unwrap(),
+        source_format: "Q4_0".parse().unwrap(),
         n: 8,
         k: 64,
         m: 2,
         bpp: 2,
-        m1_candidate: "decode.wide.tn128.cpt2".into(),
-        candidate: "grouped.rows.r2".into(),
+        m1_candidate: "decode.wide.tn128.cpt2".parse().unwrap(),
+        candidate: "grouped.rows.r2".parse().unwrap(),
         outputs: 16,
         mismatches: 0,
         repeat_mismatches: 0,
@@ -187,7 +187,7 @@ fn committed_prefill_certificates_cover_every_codebook_bucket_and_tile() {
     for cb in Codebook::ALL {
         for m in PREFILL_M {
             for cand in prefill_candidates().iter().filter(|c| c.supports(cb)) {
-                let n = certs.iter().filter(|c| c.codebook == cb.name() && c.m == m && c.candidate == cand.id).count();
+                let n = certs.iter().filter(|c| c.codebook == cb && c.m == m && c.candidate == cand.id).count();
                 // two shapes x two inherited bpp identities
                 assert!(n >= 4, "{cb} M={m} {}: {n} certificates", cand.id);
             }

@@ -20,7 +20,7 @@ fn tmpdir(tag: &str) -> PathBuf {
 
 fn inputs() -> SealInputs {
     SealInputs {
-        backend: "cpu".into(),
+        backend: "cpu".parse().unwrap(),
         arch: "x86_64".into(),
         profile: "family-smoke".into(),
         inventory_digest: "inv1".into(),

@@ -11,18 +11,14 @@
 //!   elements 4i .. 4i+3 at shifts 0, 2, 4, 6.
 //! - `s8`: 32 two's-complement bytes.
 
-use std::fmt;
-use std::str::FromStr;
-
-use serde::Serialize;
-
 use crate::contract::ScaleRule;
+use crate::vocab::Vocabulary;
 
 /// The IQ4 non-linear value table (IQ4_NL, IQ4_XS).
 pub const IQ4_TABLE: [i8; 16] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
+/// Serialized, parsed and shown as its name (`s4`, `nl4`, ...): see [`Vocabulary`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Codebook {
     S4,
     Nl4,
@@ -176,19 +172,11 @@ pub(crate) fn encode_sixth_bits(values: &[u8; 32], out: &mut [u8]) {
     }
 }
 
-impl fmt::Display for Codebook {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+impl Vocabulary for Codebook {
+    const WHAT: &'static str = "codebook";
+    const ALL: &'static [Self] = &Codebook::ALL;
+    fn name(self) -> &'static str {
+        Codebook::name(self)
     }
 }
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown codebook {0:?} (known: s4, nl4, u4, s5, u5, s6d, s8)")]
-pub struct UnknownCodebook(pub String);
-
-impl FromStr for Codebook {
-    type Err = UnknownCodebook;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL.into_iter().find(|c| c.name() == s.trim()).ok_or_else(|| UnknownCodebook(s.to_string()))
-    }
-}
+crate::vocabulary_impls!(Codebook);

@@ -16,7 +16,7 @@ use crate::registry::{Backend, Candidate, Family, Surface};
 use crate::ShapeError;
 
 fn illegal(c: &Candidate, w: &PackedMatrix, why: &'static str) -> ShapeError {
-    ShapeError::Illegal { candidate: c.id.clone(), n: w.n, k: w.k, why }
+    ShapeError::Illegal { candidate: c.id.to_string(), n: w.n, k: w.k, why }
 }
 
 /// Run a CPU decode (M = 1) candidate; `units` is the worker thread count its bpp formula

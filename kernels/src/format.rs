@@ -133,3 +133,13 @@ impl FromStr for SourceFormat {
         Self::ALL.into_iter().find(|f| f.name() == base).ok_or_else(|| UnknownFormat(s.to_string()))
     }
 }
+
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for SourceFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &SourceFormat::ALL
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
+}

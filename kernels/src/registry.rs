@@ -2,40 +2,14 @@
 //! kernel configuration; its id is stable text, its arithmetic identity is the bpp it
 //! derives for a shape, and the registry digest binds every corpus to this exact list.
 
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
+use crate::digest::sha256_hex;
+pub use crate::vocab::{Backend, CandidateId, Surface, PREFILL_MIN_M};
 use crate::Codebook;
-
-/// Where a candidate runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Backend {
-    /// CUDA kernels compiled by NVRTC (`kernels/cuda/`).
-    Cuda,
-    /// rayon kernels on the host (`cpu.rs`), the same contract.
-    Cpu,
-}
-
-impl Backend {
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Cuda => "cuda",
-            Backend::Cpu => "cpu",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Surface {
-    /// M = 1.
-    Decode,
-    /// M = 2..16 and 31 (speculative-decoding verifier rows); bpp inherited from M = 1.
-    Grouped,
-    /// M >= 32 (prompt processing): IMMA GEMM tiles; bpp inherited from M = 1.
-    Prefill,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -135,7 +109,7 @@ pub enum KbRule {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Candidate {
-    pub id: String,
+    pub id: CandidateId,
     pub backend: Backend,
     pub surface: Surface,
     pub family: Family,
@@ -221,7 +195,7 @@ impl KernelSpec {
 
 /// A candidate's launch geometry for one shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Plan {
+pub struct LaunchPlan {
     /// K-blocks per partition: the arithmetic identity.
     pub bpp: usize,
     /// Partitions actually launched: `ceil(KBLK / bpp)`.
@@ -253,7 +227,7 @@ impl Candidate {
     }
 
     /// Launch geometry of a prefill candidate for M rows of `codebook` at the inherited `bpp`.
-    pub fn plan_prefill(&self, codebook: Codebook, n: usize, k: usize, m: usize, bpp: usize) -> Option<Plan> {
+    pub fn plan_prefill(&self, codebook: Codebook, n: usize, k: usize, m: usize, bpp: usize) -> Option<LaunchPlan> {
         let tile = self.prefill?;
         if !self.supports(codebook) {
             return None;
@@ -268,7 +242,7 @@ impl Candidate {
         if tile.kpart && kb > 1 && kb * m * n * 4 > MAX_WORKSPACE_BYTES {
             return None; // the partials would not fit beside the weights: the std form serves
         }
-        Some(Plan {
+        Some(LaunchPlan {
             bpp,
             kb,
             grid: (tiles_n as u32, tiles_m as u32),
@@ -280,7 +254,7 @@ impl Candidate {
     }
 
     /// Launch geometry of a grouped or prefill candidate for M rows at the inherited `bpp`.
-    pub fn plan_batched(&self, codebook: Codebook, n: usize, k: usize, m: usize, bpp: usize) -> Option<Plan> {
+    pub fn plan_batched(&self, codebook: Codebook, n: usize, k: usize, m: usize, bpp: usize) -> Option<LaunchPlan> {
         match self.surface {
             Surface::Grouped => self.plan_grouped(n, k, m, bpp),
             Surface::Prefill => self.plan_prefill(codebook, n, k, m, bpp),
@@ -289,7 +263,7 @@ impl Candidate {
     }
 
     /// Launch geometry of a grouped candidate for M rows at the inherited `bpp`.
-    pub fn plan_grouped(&self, n: usize, k: usize, m: usize, bpp: usize) -> Option<Plan> {
+    pub fn plan_grouped(&self, n: usize, k: usize, m: usize, bpp: usize) -> Option<LaunchPlan> {
         if self.surface != Surface::Grouped {
             return None;
         }
@@ -299,7 +273,7 @@ impl Candidate {
         if tiles > u32::MAX as usize || slices > 65_535 || kb > 65_535 {
             return None;
         }
-        Some(Plan {
+        Some(LaunchPlan {
             bpp,
             kb,
             grid: (tiles as u32, kb as u32),
@@ -350,7 +324,7 @@ impl Candidate {
 
     /// Derive bpp and the launch geometry for N x K on a device with `sms` multiprocessors;
     /// `None` where the candidate is illegal for the shape.
-    pub fn plan(&self, n: usize, k: usize, sms: u32) -> Option<Plan> {
+    pub fn plan(&self, n: usize, k: usize, sms: u32) -> Option<LaunchPlan> {
         if self.surface != Surface::Decode || n == 0 || k == 0 || k % 32 != 0 {
             return None;
         }
@@ -380,7 +354,7 @@ impl Candidate {
         if threads > MAX_THREADS || tiles > u32::MAX as usize {
             return None;
         }
-        Some(Plan { bpp, kb, grid, z: 1, threads, shared, workspace })
+        Some(LaunchPlan { bpp, kb, grid, z: 1, threads, shared, workspace })
     }
 }
 
@@ -394,22 +368,26 @@ fn candidate(family: Family, tile: u32, cpt: u32, kb: KbRule) -> Candidate {
             unreachable!("grouped and prefill candidates are built by their own functions")
         }
     };
-    let id = match kb {
+    let name = match kb {
         KbRule::Wide => base,
         KbRule::Literal(k) => format!("{base}.kb{k}"),
         KbRule::Capped(k) => format!("{base}.cap{k}"),
         KbRule::Waves(w) => format!("{base}.waves{w}"),
         KbRule::Inherited => base,
     };
-    Candidate { id, backend: Backend::Cuda, surface: Surface::Decode, family, tile, cpt, rows: 1, kb, prefill: None }
+    Candidate { id: id(name), backend: Backend::Cuda, surface: Surface::Decode, family, tile, cpt, rows: 1, kb, prefill: None }
 }
 
-/// Every grouped (M = 2..16, 31) candidate, in registry order.
-pub fn grouped_candidates() -> Vec<Candidate> {
+/// A registry id; the registry's own spellings are valid by construction (tested).
+fn id(name: String) -> CandidateId {
+    CandidateId::new(name).expect("registry ids are valid candidate ids")
+}
+
+fn build_grouped() -> Vec<Candidate> {
     let mut out: Vec<Candidate> = [2, 4, 8, 16]
         .into_iter()
         .map(|r| Candidate {
-            id: format!("grouped.rows.r{r}"),
+            id: id(format!("grouped.rows.r{r}")),
             backend: Backend::Cuda,
             surface: Surface::Grouped,
             family: Family::Rows,
@@ -421,7 +399,7 @@ pub fn grouped_candidates() -> Vec<Candidate> {
         })
         .collect();
     out.push(Candidate {
-        id: "grouped.mma16".into(),
+        id: id("grouped.mma16".into()),
         backend: Backend::Cuda,
         surface: Surface::Grouped,
         family: Family::Mma16,
@@ -442,9 +420,7 @@ pub const PREFILL_BK64_TILES: [(u32, u32, u32, u32); 6] =
 /// The BK256 prefill tiles of `s4`: (name, BM, BN, warps along M, warps along N).
 pub const PREFILL_BK256_TILES: [(&str, u32, u32, u32, u32); 2] = [("wide", 128, 128, 2, 4), ("narrow", 128, 64, 4, 2)];
 
-/// Every prefill (M >= 32) candidate, in registry order: each tile in the `std` form, then
-/// the `kpart` form.
-pub fn prefill_candidates() -> Vec<Candidate> {
+fn build_prefill() -> Vec<Candidate> {
     let mut tiles: Vec<(String, PrefillTile)> = Vec::new();
     for (i, &(bm, bn, warps_m, warps_n)) in PREFILL_BK64_TILES.iter().enumerate() {
         tiles.push((format!("prefill.bk64.t{i}"), PrefillTile { bm, bn, warps_m, warps_n, kstep: 2, kpart: false }));
@@ -456,7 +432,7 @@ pub fn prefill_candidates() -> Vec<Candidate> {
     for (base, tile) in tiles {
         for kpart in [false, true] {
             out.push(Candidate {
-                id: format!("{base}.{}", if kpart { "kpart" } else { "std" }),
+                id: id(format!("{base}.{}", if kpart { "kpart" } else { "std" })),
                 backend: Backend::Cuda,
                 surface: Surface::Prefill,
                 family: Family::Imma,
@@ -492,8 +468,7 @@ pub fn prefill_auto(n: usize, m: usize, sms: u32) -> Candidate {
 /// The M values the grouped surface serves.
 pub const GROUPED_M: [usize; 16] = [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 31];
 
-/// Every decode (M = 1) candidate, in registry order (the deterministic tie-break order).
-pub fn decode_candidates() -> Vec<Candidate> {
+fn build_decode() -> Vec<Candidate> {
     let mut out = Vec::new();
     for tile in [128, 256, 512] {
         for cpt in [1, 2, 4] {
@@ -531,20 +506,20 @@ pub fn decode_candidates() -> Vec<Candidate> {
 /// The CPU backend's decode candidates: row tiles over N with all of K (`wide`), and K
 /// partitions with an ordered fold (`kpar`, literal KB or the waves formula with
 /// units = worker threads). Tiles are columns per rayon task.
-pub fn cpu_decode_candidates() -> Vec<Candidate> {
+fn build_cpu_decode() -> Vec<Candidate> {
     let cpu = |family: Family, tile: u32, kb: KbRule| {
         let base = match family {
             Family::Wide => format!("cpu.decode.wide.t{tile}"),
             _ => format!("cpu.decode.kpar.t{tile}"),
         };
-        let id = match kb {
+        let name = match kb {
             KbRule::Literal(k) => format!("{base}.kb{k}"),
             KbRule::Capped(k) => format!("{base}.cap{k}"),
             KbRule::Waves(w) => format!("{base}.waves{w}"),
             _ => base,
         };
         Candidate {
-            id,
+            id: id(name),
             backend: Backend::Cpu,
             surface: Surface::Decode,
             family,
@@ -570,11 +545,11 @@ pub fn cpu_decode_candidates() -> Vec<Candidate> {
 }
 
 /// The CPU backend's grouped candidates: column tiles, each weight block decoded once for all rows.
-pub fn cpu_grouped_candidates() -> Vec<Candidate> {
+fn build_cpu_grouped() -> Vec<Candidate> {
     [16, 64]
         .into_iter()
         .map(|tile| Candidate {
-            id: format!("cpu.grouped.rows.t{tile}"),
+            id: id(format!("cpu.grouped.rows.t{tile}")),
             backend: Backend::Cpu,
             surface: Surface::Grouped,
             family: Family::Rows,
@@ -587,30 +562,66 @@ pub fn cpu_grouped_candidates() -> Vec<Candidate> {
         .collect()
 }
 
+/// The registry, built once: every candidate in registry order (CUDA decode, grouped,
+/// prefill, then CPU decode, grouped) and an index by id.
+struct Registry {
+    all: Vec<Candidate>,
+    by_id: BTreeMap<CandidateId, usize>,
+}
+
+fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let mut all = build_decode();
+        all.extend(build_grouped());
+        all.extend(build_prefill());
+        all.extend(build_cpu_decode());
+        all.extend(build_cpu_grouped());
+        let by_id = all.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
+        Registry { all, by_id }
+    })
+}
+
 /// The candidates of one backend and surface, in registry order.
 pub fn candidates(backend: Backend, surface: Surface) -> Vec<Candidate> {
-    match (backend, surface) {
-        (Backend::Cuda, Surface::Decode) => decode_candidates(),
-        (Backend::Cuda, Surface::Grouped) => grouped_candidates(),
-        (Backend::Cpu, Surface::Decode) => cpu_decode_candidates(),
-        (Backend::Cpu, Surface::Grouped) => cpu_grouped_candidates(),
-        (Backend::Cuda, Surface::Prefill) => prefill_candidates(),
-        (Backend::Cpu, Surface::Prefill) => Vec::new(),
-    }
+    registry().all.iter().filter(|c| c.backend == backend && c.surface == surface).cloned().collect()
 }
 
-/// All candidates of every backend and surface.
-pub fn all_candidates() -> Vec<Candidate> {
-    let mut all = decode_candidates();
-    all.extend(grouped_candidates());
-    all.extend(prefill_candidates());
-    all.extend(cpu_decode_candidates());
-    all.extend(cpu_grouped_candidates());
-    all
+/// Every decode (M = 1) CUDA candidate, in registry order (the deterministic tie-break order).
+pub fn decode_candidates() -> Vec<Candidate> {
+    candidates(Backend::Cuda, Surface::Decode)
 }
 
-pub fn find(id: &str) -> Option<Candidate> {
-    all_candidates().into_iter().find(|c| c.id == id)
+/// Every grouped (M = 2..16, 31) CUDA candidate, in registry order.
+pub fn grouped_candidates() -> Vec<Candidate> {
+    candidates(Backend::Cuda, Surface::Grouped)
+}
+
+/// Every prefill (M >= 32) candidate, in registry order: each tile in the `std` form, then
+/// the `kpart` form.
+pub fn prefill_candidates() -> Vec<Candidate> {
+    candidates(Backend::Cuda, Surface::Prefill)
+}
+
+/// The CPU backend's decode candidates (see `build_cpu_decode`).
+pub fn cpu_decode_candidates() -> Vec<Candidate> {
+    candidates(Backend::Cpu, Surface::Decode)
+}
+
+/// The CPU backend's grouped candidates (see `build_cpu_grouped`).
+pub fn cpu_grouped_candidates() -> Vec<Candidate> {
+    candidates(Backend::Cpu, Surface::Grouped)
+}
+
+/// All candidates of every backend and surface, in registry order.
+pub fn all_candidates() -> &'static [Candidate] {
+    &registry().all
+}
+
+/// The candidate with this id (an index lookup).
+pub fn find(id: &str) -> Option<&'static Candidate> {
+    let r = registry();
+    r.by_id.get(id).map(|&i| &r.all[i])
 }
 
 /// Every distinct kernel specialization the registry needs, sorted.
@@ -625,20 +636,63 @@ pub fn kernel_specs() -> Vec<KernelSpec> {
     specs
 }
 
-fn digest_of(surfaces: &[Surface]) -> String {
-    let cands: Vec<Candidate> = all_candidates().into_iter().filter(|c| surfaces.contains(&c.surface)).collect();
-    let json = serde_json::to_vec(&cands).expect("candidates serialize");
-    hex(&Sha256::digest(json))
+/// The canonical descriptor of one candidate: the text its registry digest hashes. It is
+/// written field by field here, not derived from the Rust type, so refactoring `Candidate`
+/// cannot move a digest that committed corpora bind. The form is one JSON object:
+/// `{"id":…,"backend":…,"surface":…,"family":…,"tile":…,"cpt":…,"rows":…,"kb":…}` where
+/// `kb` is `"wide"`, `"inherited"`, or `{"literal"|"capped"|"waves":count}`, and prefill
+/// candidates append `"prefill":{"bm":…,"bn":…,"warps_m":…,"warps_n":…,"kstep":…,"kpart":…}`.
+/// Families are `wide`, `direct`, `kpar`, `fused_kpar`, `rows`, `mma16`, `imma`.
+pub fn descriptor(c: &Candidate) -> String {
+    let family = match c.family {
+        Family::Wide => "wide",
+        Family::Direct => "direct",
+        Family::Kpar => "kpar",
+        Family::FusedKpar => "fused_kpar",
+        Family::Rows => "rows",
+        Family::Mma16 => "mma16",
+        Family::Imma => "imma",
+    };
+    let kb = match c.kb {
+        KbRule::Wide => "\"wide\"".to_string(),
+        KbRule::Inherited => "\"inherited\"".to_string(),
+        KbRule::Literal(k) => format!("{{\"literal\":{k}}}"),
+        KbRule::Capped(k) => format!("{{\"capped\":{k}}}"),
+        KbRule::Waves(w) => format!("{{\"waves\":{w}}}"),
+    };
+    let mut d = format!(
+        "{{\"id\":\"{}\",\"backend\":\"{}\",\"surface\":\"{}\",\"family\":\"{family}\",\"tile\":{},\"cpt\":{},\"rows\":{},\"kb\":{kb}",
+        c.id,
+        c.backend.name(),
+        c.surface.name(),
+        c.tile,
+        c.cpt,
+        c.rows
+    );
+    if let Some(t) = c.prefill {
+        d.push_str(&format!(
+            ",\"prefill\":{{\"bm\":{},\"bn\":{},\"warps_m\":{},\"warps_n\":{},\"kstep\":{},\"kpart\":{}}}",
+            t.bm, t.bn, t.warps_m, t.warps_n, t.kstep, t.kpart
+        ));
+    }
+    d.push('}');
+    d
 }
 
-/// sha256 of the canonical JSON of the decode and grouped registry (candidates of both
-/// backends, in order, with parameters): what decode/grouped corpora and their policies bind.
+/// sha256 of `[descriptor,descriptor,…]` over the candidates of `surfaces`, registry order.
+fn digest_of(surfaces: &[Surface]) -> String {
+    let descriptors: Vec<String> =
+        all_candidates().iter().filter(|c| surfaces.contains(&c.surface)).map(descriptor).collect();
+    sha256_hex(format!("[{}]", descriptors.join(",")).as_bytes())
+}
+
+/// The digest of the decode and grouped registry (candidates of both backends, in order,
+/// with parameters): what decode/grouped corpora and their policies bind.
 pub fn registry_digest() -> String {
     digest_of(&[Surface::Decode, Surface::Grouped])
 }
 
-/// sha256 of the canonical JSON of the prefill candidates: what prefill certificates and
-/// benchmarks bind.
+/// The digest of the prefill candidates: what prefill certificates and benchmarks bind.
 pub fn prefill_registry_digest() -> String {
     digest_of(&[Surface::Prefill])
 }
@@ -653,17 +707,15 @@ pub fn registry_digest_for(m_values: &[usize]) -> String {
     }
 }
 
+/// Ids of the baselines the bench and sweep time beside the candidates (rows and samples
+/// carry them in the candidate column): device copy bandwidth, cuBLAS fp16 GEMV and GEMM on
+/// dequantized weights, cuBLASLt int8 GEMM without scales. Never dispatched.
+pub const BASELINE_IDS: [&str; 4] = ["copy", "cublas.f16.gemv", "cublas.f16.gemm", "cublaslt.i8.gemm"];
+
 /// The largest f32 partials workspace a candidate may need; a `kpart` prefill launch that
 /// would need more is illegal for the shape (an LM head at M = 4096 with 32 partitions
 /// would need 128 GiB).
 pub const MAX_WORKSPACE_BYTES: usize = 8 << 30;
-
-/// The smallest M served by the prefill surface.
-pub const PREFILL_MIN_M: usize = 32;
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 #[cfg(test)]
 mod tests {
@@ -744,9 +796,36 @@ mod tests {
     }
 
     #[test]
-    fn adding_prefill_left_the_decode_and_grouped_digest_alone() {
-        // The digest the committed H200 corpora and policies bind.
+    fn digests_are_pinned() {
+        // What the committed corpora, policies and certificates bind: decode + grouped (the
+        // H200 session/grid corpora), prefill alone, and all three (the h200-prefill corpus).
+        // A change here orphans them: it needs a new collection, never a new pin.
         assert_eq!(registry_digest(), "8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717");
+        assert_eq!(prefill_registry_digest(), "c8ced69a27815182bbccd866f18584c44d59560659615a3a73e99ea80b89d49f");
+        assert_eq!(registry_digest_for(&[1, 2, 32]), "69a5f1e4720096e612a2db65036e613b76ba5ed7553f5ec45c5761da98fe8571");
+        assert_eq!(registry_digest_for(&[1, 16, 31]), registry_digest());
+    }
+
+    #[test]
+    fn the_descriptor_does_not_follow_the_rust_type() {
+        // The descriptor is written by hand: it equals today's serde form of a candidate, but
+        // a renamed field or a new one would change serde's, not the descriptor.
+        let c = find("decode.kpar.tn128.cpt1.waves2").unwrap();
+        assert_eq!(
+            descriptor(c),
+            r#"{"id":"decode.kpar.tn128.cpt1.waves2","backend":"cuda","surface":"decode","family":"kpar","tile":128,"cpt":1,"rows":1,"kb":{"waves":2}}"#
+        );
+        let p = find("prefill.bk256.narrow.kpart").unwrap();
+        assert!(descriptor(p).ends_with(r#""kb":"inherited","prefill":{"bm":128,"bn":64,"warps_m":4,"warps_n":2,"kstep":8,"kpart":true}}"#));
+    }
+
+    #[test]
+    fn the_index_finds_every_candidate() {
+        for c in all_candidates() {
+            assert_eq!(find(&c.id).map(|f| &f.id), Some(&c.id));
+        }
+        assert!(find("decode.nosuch").is_none());
+        assert!(std::ptr::eq(find("grouped.mma16").unwrap(), find("grouped.mma16").unwrap()));
     }
 
     #[test]

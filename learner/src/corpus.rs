@@ -10,7 +10,7 @@ use vnni_corpus::read::{read_samples, read_timing, BASELINES};
 use vnni_corpus::schema::parse_hex_f64;
 use vnni_corpus::seal::{verify, Expected, Manifest, SealError, MANIFEST};
 use vnni_kernels::registry::{self, Backend, Candidate, Surface};
-use vnni_kernels::{Codebook, SourceFormat};
+use vnni_kernels::{CandidateId, Codebook, Mode, SourceFormat};
 
 use crate::error::{FitError, Result};
 use crate::regret::{regrets, Measured};
@@ -20,7 +20,7 @@ use crate::ucb::{cell_ucb, ALPHA};
 pub struct Cell {
     pub format: SourceFormat,
     pub codebook: Codebook,
-    pub mode: String,
+    pub mode: Mode,
     pub m: u64,
     pub n: u64,
     pub k: u64,
@@ -80,13 +80,7 @@ pub fn load(dir: &Path) -> Result<Corpus> {
             fix: "the candidate registry changed since this corpus was collected; collect a new corpus",
         }));
     }
-    let backend = match plan.backend.as_str() {
-        "cuda" => Backend::Cuda,
-        "cpu" => Backend::Cpu,
-        other => {
-            return Err(FitError::Corpus { path: dir.join(PLAN_FILE), message: format!("unknown backend {other:?}") })
-        }
-    };
+    let backend = plan.backend;
     let decode = registry::candidates(backend, Surface::Decode);
     let grouped = registry::candidates(backend, Surface::Grouped);
     let mut cells = Vec::new();
@@ -94,30 +88,35 @@ pub fn load(dir: &Path) -> Result<Corpus> {
         let sealed = phase.ends_with(".sealed");
         let rows_path = dir.join(format!("{phase}.csv"));
         let samples_path = dir.join(format!("{phase}.timing.csv.zst"));
-        let mut samples: BTreeMap<SampleKey, Vec<f64>> = BTreeMap::new();
-        for s in read_samples(&samples_path)? {
-            if s.warmup {
+        let bad = |path: &PathBuf, line: usize, message: String| FitError::Corpus {
+            path: path.clone(),
+            message: format!("row {}: {message}", line + 2),
+        };
+        let mut samples: BTreeMap<(RowKey, CandidateId), Vec<f64>> = BTreeMap::new();
+        for (line, s) in read_samples(&samples_path)?.into_iter().enumerate() {
+            if s.warmup || BASELINES.contains(&s.candidate.as_str()) {
                 continue;
             }
+            let format = s.source_format.ok_or_else(|| bad(&samples_path, line, "a candidate's sample without a source format".into()))?;
             let v = parse_hex_f64(&s.latency_us_hex).expect("validated by read_samples");
-            samples.entry((s.mode, s.source_format, s.m, s.n, s.k, s.candidate)).or_default().push(v);
+            let key = RowKey { format, mode: s.mode, m: s.m, n: s.n, k: s.k };
+            samples.entry((key, s.candidate)).or_default().push(v);
         }
-        let mut grouped_rows: BTreeMap<CellKey, BTreeMap<String, Measured>> = BTreeMap::new();
+        let mut grouped_rows: BTreeMap<RowKey, BTreeMap<CandidateId, Measured>> = BTreeMap::new();
         for (line, r) in read_timing(&rows_path)?.into_iter().enumerate() {
             if BASELINES.contains(&r.candidate.as_str()) {
                 continue;
             }
-            let bad = |message: String| FitError::Corpus { path: rows_path.clone(), message: format!("row {}: {message}", line + 2) };
             if r.backend != plan.backend {
-                return Err(bad(format!("backend {:?} in a {:?} corpus", r.backend, plan.backend)));
+                return Err(bad(&rows_path, line, format!("backend {} in a {} corpus", r.backend, plan.backend)));
             }
+            let format = r.source_format.ok_or_else(|| bad(&rows_path, line, "a candidate row without a source format".into()))?;
             let measured = Measured { median_us: r.median_us, eligible: r.eligible };
-            grouped_rows.entry((r.source_format, r.mode, r.m, r.n, r.k)).or_default().insert(r.candidate, measured);
+            let key = RowKey { format, mode: r.mode, m: r.m, n: r.n, k: r.k };
+            grouped_rows.entry(key).or_default().insert(r.candidate, measured);
         }
-        for ((format_name, mode, m, n, k), rows) in grouped_rows {
-            let format: SourceFormat = format_name
-                .parse()
-                .map_err(|e| FitError::Corpus { path: rows_path.clone(), message: format!("{e}") })?;
+        for (key, rows) in grouped_rows {
+            let RowKey { format, mode, m, n, k } = key;
             let surface = if m == 1 { Surface::Decode } else { Surface::Grouped };
             let list = if m == 1 { &decode } else { &grouped };
             for id in rows.keys() {
@@ -131,11 +130,12 @@ pub fn load(dir: &Path) -> Result<Corpus> {
             let entries: Vec<Option<Measured>> = list.iter().map(|c| rows.get(&c.id).copied()).collect();
             let mut cell_samples: Vec<Option<&[f64]>> = Vec::with_capacity(list.len());
             for (c, e) in list.iter().zip(&entries) {
-                let key = (mode.clone(), format_name.clone(), m, n, k, c.id.clone());
                 cell_samples.push(match e {
-                    Some(e) if e.eligible => Some(samples.get(&key).map(Vec::as_slice).ok_or_else(|| FitError::Corpus {
-                        path: samples_path.clone(),
-                        message: format!("no samples for {format_name} {mode} M={m} {n}x{k} {}", c.id),
+                    Some(e) if e.eligible => Some(samples.get(&(key, c.id.clone())).map(Vec::as_slice).ok_or_else(|| {
+                        FitError::Corpus {
+                            path: samples_path.clone(),
+                            message: format!("no samples for {format} {mode} M={m} {n}x{k} {}", c.id),
+                        }
                     })?),
                     _ => None,
                 });
@@ -156,5 +156,33 @@ pub fn load(dir: &Path) -> Result<Corpus> {
     Ok(Corpus { dir: dir.into(), manifest, plan, backend, decode, grouped, cells })
 }
 
-type SampleKey = (String, String, usize, usize, usize, String);
-type CellKey = (String, String, usize, usize, usize);
+/// The runtime key of a group of rows: (source format, mode, M, N, K). Ordered by the
+/// source format's *name*, then mode, M, N, K: the order of the string keys the learner used
+/// before the vocabulary was typed, which the cell order (and so every committed policy's
+/// bytes) depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RowKey {
+    format: SourceFormat,
+    mode: Mode,
+    m: usize,
+    n: usize,
+    k: usize,
+}
+
+impl RowKey {
+    fn order(&self) -> (&'static str, Mode, usize, usize, usize) {
+        (self.format.name(), self.mode, self.m, self.n, self.k)
+    }
+}
+
+impl Ord for RowKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.order().cmp(&other.order())
+    }
+}
+
+impl PartialOrd for RowKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}

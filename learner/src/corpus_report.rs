@@ -27,7 +27,7 @@ use crate::error::{FitError, Result};
 use crate::map::write_maps;
 use crate::regret::REGRET_CAP;
 use crate::report::{pct, BASELINES_LEGEND};
-use crate::stats::{nearest_rank, p95};
+use crate::regret_stats::{nearest_rank, p95};
 use crate::{fit, FitOptions};
 
 /// Codebooks whose decision maps the report draws (the first ones, sorted by name).
@@ -81,9 +81,11 @@ fn decode_bests(dir: &Path) -> Result<BTreeMap<String, BTreeMap<SeriesKey, Vec<C
                 median_us: r.median_us,
                 gbps: r.gbps,
                 pct_copy: (r.pct_copy_bw > 0.0).then_some(r.pct_copy_bw),
-                candidate: r.candidate,
+                candidate: r.candidate.to_string(),
             };
-            let key = (r.codebook, (r.source_format, r.mode), r.n, r.k);
+            let word = |w: Option<String>| w.unwrap_or_else(|| "-".into());
+            let series = (word(r.source_format.map(|f| f.to_string())), r.mode.to_string());
+            let key = (word(r.codebook.map(|c| c.to_string())), series, r.n, r.k);
             // Strictly faster replaces: of equal medians the first row (registry order) stays.
             match best.get(&key) {
                 Some(b) if b.median_us <= row.median_us => {}
@@ -253,7 +255,7 @@ struct InSample {
 fn in_sample(policy: &Policy, corpus: &Corpus, overlays: bool) -> InSample {
     let mut out = InSample { by_group: BTreeMap::new(), unanswered: 0, via_overlay: 0 };
     for cell in &corpus.cells {
-        let Ok(sel) = policy.select_with(cell.codebook.name(), &cell.mode, cell.m, cell.n, cell.k, overlays) else {
+        let Ok(sel) = policy.select_with(cell.codebook.name(), cell.mode.name(), cell.m, cell.n, cell.k, overlays) else {
             out.unanswered += 1;
             continue;
         };

@@ -10,7 +10,7 @@ use crate::baselines::{auto, Log2Table};
 use crate::domains::Sample;
 use crate::features::FeatureSet;
 use crate::regret::pick_banded;
-use crate::stats::Summary;
+use crate::regret_stats::Summary;
 use crate::tree::{Hyper, Trainer};
 
 pub const FOLDS: usize = 5;

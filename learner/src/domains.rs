@@ -83,7 +83,7 @@ pub fn skeleton(corpus: &Corpus) -> Policy {
         codebooks = Codebook::ALL.iter().map(|c| c.name().to_string()).collect();
         codebooks.sort();
     }
-    let modes: Vec<String> = corpus.plan.modes.iter().cloned().collect::<BTreeSet<_>>().into_iter().collect();
+    let modes: Vec<String> = corpus.plan.modes.iter().map(|m| m.name().to_string()).collect::<BTreeSet<_>>().into_iter().collect();
     Policy {
         schema: SCHEMA.into(),
         provenance: Provenance {
@@ -146,7 +146,7 @@ pub fn domain_of(skeleton: &Policy, codebook: &str, mode: &str, m: u64, n: u64, 
 pub fn samples(corpus: &Corpus, skeleton: &Policy, sealed: bool) -> BTreeMap<DomainKey, Vec<Sample>> {
     let mut keys: BTreeMap<(DomainKey, u64, u64, u64), Vec<usize>> = BTreeMap::new();
     for (i, c) in corpus.cells.iter().enumerate().filter(|(_, c)| c.sealed == sealed) {
-        if let Some(d) = domain_of(skeleton, c.codebook.name(), &c.mode, c.m, c.n, c.k) {
+        if let Some(d) = domain_of(skeleton, c.codebook.name(), c.mode.name(), c.m, c.n, c.k) {
             keys.entry((d, c.m, c.n, c.k)).or_default().push(i);
         }
     }

@@ -7,7 +7,8 @@
 //! - [`features`], [`cart`], [`tree`]: a deterministic CART per domain over integer features, canonical splits, relabelling.
 //! - [`cv`]: grouped cross-validation over (N, K) geometries; [`baselines`] beside it.
 //! - [`borrow`], [`overlays`]: domains without data, exact-shape overlays.
-//! - [`certify`], [`ledger`]: the one sealed certification and its ledger.
+//! - [`sealed`], [`ledger`]: the one sealed certification and its ledger.
+//! - [`regret_stats`]: p95, geomean and means of regret over rows (percentiles from `vnni_measure::stats`).
 //! - [`report`], [`map`]: the fit report (Markdown, decision-map PNGs).
 //! - [`corpus_report`]: bandwidth vs the copy roofline, regret CDFs and maps of a corpus; [`canvas`] draws every PNG.
 //! - [`synthetic`]: sealed synthetic corpora from a known cost model (tests, demos).
@@ -16,7 +17,6 @@ pub mod baselines;
 pub mod borrow;
 pub mod canvas;
 pub mod cart;
-pub mod certify;
 pub mod corpus;
 pub mod corpus_report;
 pub mod cv;
@@ -27,8 +27,9 @@ pub mod ledger;
 pub mod map;
 pub mod overlays;
 pub mod regret;
+pub mod regret_stats;
 pub mod report;
-pub mod stats;
+pub mod sealed;
 pub mod synthetic;
 pub mod tree;
 pub mod ucb;
@@ -43,7 +44,7 @@ pub use error::{FitError, Result};
 
 use crate::cv::{Folds, Heldout};
 use crate::domains::DomainKey;
-use crate::stats::Summary;
+use crate::regret_stats::Summary;
 use crate::tree::Trainer;
 
 #[derive(Debug, Clone)]
@@ -170,7 +171,7 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
     policy.check()?;
     policy.check_registry()?;
 
-    let sealed_outcome = certify::certify(&policy, &corpus, &sealed, opts.p95_max)?;
+    let sealed_outcome = sealed::certify(&policy, &corpus, &sealed, opts.p95_max)?;
     if let (Some(l), Some(outcome)) = (&opts.ledger, &sealed_outcome) {
         ledger::record(l, &corpus_id, outcome)?;
     }

@@ -34,7 +34,7 @@ pub fn exact_overlays<'s>(
                         m_bucket: d.bucket,
                         n: s.n,
                         k: s.k,
-                        candidate: list[w].id.clone(),
+                        candidate: list[w].id.to_string(),
                     });
                 }
             }

@@ -2,19 +2,23 @@
 //! (plan.json, the four phases' rows and zstd sample sidecars, corpus.manifest.json), so the
 //! learner can be tested end to end where the right answers are known. The model follows each
 //! candidate's real launch plan from the registry: CTAs (tasks) over `units` slots in waves,
-//! work per task from tile x bpp, a reduce for K partitions, a launch cost per mode.
+//! work per task from tile x bpp, a reduce for K partitions, a launch cost per mode. Only the
+//! latencies are invented: rows, samples, phases and the seal come from the code the sweep
+//! runs (`vnni_measure::rows`, `phase_stem`, `CollectionPlan::seal_inputs`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use vnni_corpus::collection::{CollectionPlan, COLLECTION_SCHEMA, PHASES, PLAN_FILE};
-use vnni_corpus::inventory::{Partition, Plan, PlanShape};
-use vnni_corpus::schema::hex_f64;
-use vnni_corpus::seal::{seal, BuildIdentity, Manifest, SealInputs};
+use vnni_corpus::collection::{phase_stem, CollectionPlan, COLLECTION_SCHEMA, PHASES, PLAN_FILE};
+use vnni_corpus::inventory::{Partition, InventoryPlan, PlanShape};
+use vnni_corpus::seal::{seal, Manifest};
 use vnni_corpus::{write_bytes, write_csv, SampleRow, TimingRow};
 use vnni_kernels::fixture::{derive_seed, splitmix64};
-use vnni_kernels::registry::{self, Backend, Candidate, Family, Surface};
-use vnni_kernels::SourceFormat;
+use vnni_kernels::registry::{self, Candidate, Family};
+use vnni_kernels::{Backend, CandidateId, Mode, SourceFormat, Surface};
+use vnni_measure::cell::CellResult;
+use vnni_measure::protocol::{Protocol, Sample, Timed};
+use vnni_measure::rows::{mode_rows, CellContext, Checked, ModeTimings};
 
 /// What to generate.
 #[derive(Debug, Clone)]
@@ -26,7 +30,7 @@ pub struct Spec {
     pub formats: Vec<SourceFormat>,
     /// Including 1.
     pub ms: Vec<usize>,
-    pub modes: Vec<String>,
+    pub modes: Vec<Mode>,
     pub samples: usize,
     /// Lognormal sigma of the per-sample noise.
     pub noise: f64,
@@ -35,9 +39,9 @@ pub struct Spec {
     pub overlay: Vec<(usize, usize)>,
     /// (format, candidate): that candidate is the fastest in every cell of the format but
     /// produces wrong bits (ineligible).
-    pub wrong_bits: Option<(SourceFormat, String)>,
+    pub wrong_bits: Option<(SourceFormat, CandidateId)>,
     /// (candidate, N, K): that candidate is made the clear winner at that geometry.
-    pub boost: Option<(String, usize, usize)>,
+    pub boost: Option<(CandidateId, usize, usize)>,
     pub seed: u64,
 }
 
@@ -52,7 +56,7 @@ impl Spec {
             ks: half_octaves(256, 16384),
             formats: vec![SourceFormat::Q4_0, SourceFormat::Q4_1, SourceFormat::Q4_K, SourceFormat::Q8_0],
             ms: vec![1, 2, 4, 8],
-            modes: vec!["eager".into()],
+            modes: vec![Mode::Eager],
             samples: 15,
             noise: 0.01,
             sealed_every: 5,
@@ -70,7 +74,7 @@ impl Spec {
             units: 132,
             ns: half_octaves(256, 131072),
             ks: half_octaves(256, 32768),
-            modes: vec!["eager".into(), "graph".into()],
+            modes: vec![Mode::Eager, Mode::Graph],
             ms: vec![1, 2, 4, 8, 16],
             ..Spec::cpu(seed)
         }
@@ -104,7 +108,7 @@ pub fn half_octaves(lo: usize, hi: usize) -> Vec<usize> {
 }
 
 /// Seconds-free latency model in microseconds; `None` where the candidate is illegal.
-pub fn latency(spec: &Spec, c: &Candidate, format: SourceFormat, mode: &str, m: usize, n: usize, k: usize, bpp: usize) -> Option<f64> {
+pub fn latency(spec: &Spec, c: &Candidate, format: SourceFormat, mode: Mode, m: usize, n: usize, k: usize, bpp: usize) -> Option<f64> {
     let slots = match spec.backend {
         Backend::Cuda => spec.units as usize * 4,
         Backend::Cpu => spec.units as usize,
@@ -148,7 +152,7 @@ pub fn latency(spec: &Spec, c: &Candidate, format: SourceFormat, mode: &str, m: 
         (true, Family::FusedKpar) => 0.2 + (n * plan.kb) as f64 * 2e-6,
         (true, _) => 1.0 + (n * plan.kb * m) as f64 * 1e-5,
     };
-    let launch = if mode == "graph" { 0.5 } else { 2.0 };
+    let launch = if mode == Mode::Graph { 0.5 } else { 2.0 };
     let boost = match &spec.boost {
         Some((id, bn, bk)) if id == &c.id && (*bn, *bk) == (n, k) => 0.5,
         _ => 1.0,
@@ -162,29 +166,19 @@ fn normal(seed: u64, i: u64) -> f64 {
     (-2.0 * u(0).ln()).sqrt() * (std::f64::consts::TAU * u(1)).cos()
 }
 
-fn median(sorted: &[f64]) -> f64 {
-    let n = sorted.len();
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    }
-}
-
-struct Measured {
-    row: TimingRow,
-    samples: Vec<SampleRow>,
-}
+/// The synthetic machine's copy bandwidth (GB/s), the roofline of `pct_copy_bw`.
+const COPY_GBPS: f64 = 1000.0;
 
 /// Time one cell of candidates the way the sweep reports it (racing drops those slower than
-/// 1.3x the leader after a third of the samples).
-#[allow(clippy::too_many_arguments)]
-fn cell(spec: &Spec, list: &[Candidate], format: SourceFormat, mode: &str, m: usize, n: usize, k: usize, m1: Option<(&str, usize)>) -> Vec<Measured> {
+/// 1.3x the leader after a third of the samples): invented samples, the sweep's rows.
+fn cell(spec: &Spec, list: &[Candidate], format: SourceFormat, mode: Mode, shape: (usize, usize, usize), m1: Option<(&CandidateId, usize)>) -> CellResult {
+    let (m, n, k) = shape;
     let bpp = m1.map_or(0, |x| x.1);
     let truth: Vec<Option<f64>> = list.iter().map(|c| latency(spec, c, format, mode, m, n, k, bpp)).collect();
     let wrong = |c: &Candidate| spec.wrong_bits.as_ref().is_some_and(|(f, id)| *f == format && *id == c.id);
     let leader = truth.iter().flatten().copied().fold(f64::INFINITY, f64::min);
-    let mut out = Vec::new();
+    let mut runs = Vec::new();
+    let mut timed = Vec::new();
     for (c, t) in list.iter().zip(&truth) {
         let Some(mut t) = *t else { continue };
         if wrong(c) {
@@ -193,71 +187,48 @@ fn cell(spec: &Spec, list: &[Candidate], format: SourceFormat, mode: &str, m: us
         let dropped = t > 1.3 * leader;
         let count = if dropped { (spec.samples / 3).max(3) } else { spec.samples };
         let seed = derive_seed(spec.seed, &format!("{format} {mode} {m} {n} {k} {}", c.id));
-        let mut values: Vec<f64> = (0..count as u64).map(|i| t * (spec.noise * normal(seed, i)).exp()).collect();
-        let mut samples: Vec<SampleRow> = Vec::new();
-        let sample = |round: usize, warmup: bool, v: f64| SampleRow {
-            mode: mode.into(),
-            source_format: format.name().into(),
-            codebook: format.codebook().name().into(),
-            m,
-            n,
-            k,
-            candidate: c.id.clone(),
-            round,
+        // A cold warmup sample the learner must ignore, then the measured ones.
+        let mut samples = vec![Sample { round: 0, order: 0, warmup: true, latency_us: t * 3.0 }];
+        samples.extend((0..count as u64).map(|i| Sample {
+            round: i as usize + 1,
             order: 0,
-            warmup,
-            latency_us_hex: hex_f64(v),
+            warmup: false,
+            latency_us: t * (spec.noise * normal(seed, i)).exp(),
+        }));
+        let bpp = match c.surface {
+            Surface::Decode => c.plan(n, k, spec.units).map_or(0, |p| p.bpp),
+            Surface::Grouped | Surface::Prefill => bpp,
         };
-        // A cold warmup sample the learner must ignore.
-        samples.push(sample(0, true, t * 3.0));
-        samples.extend(values.iter().enumerate().map(|(i, &v)| sample(i + 1, false, v)));
-        values.sort_by(f64::total_cmp);
-        let med = median(&values);
-        let mut dev: Vec<f64> = values.iter().map(|v| (v - med).abs()).collect();
-        dev.sort_by(f64::total_cmp);
-        let mean = values.iter().sum::<f64>() / values.len() as f64;
-        let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / values.len() as f64).sqrt();
-        let p95 = values[((0.95 * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1];
-        let weight_bytes = n * k / 32 * format.codebook().payload_bytes();
-        let row = TimingRow {
-            backend: spec.backend.name().into(),
-            arch: "synthetic".into(),
-            device: "synthetic".into(),
-            mode: mode.into(),
-            source_format: format.name().into(),
-            codebook: format.codebook().name().into(),
-            m,
-            n,
-            k,
-            candidate: c.id.clone(),
-            m1_candidate: m1.map_or(String::new(), |x| x.0.into()),
-            bpp: match c.surface {
-                Surface::Decode => c.plan(n, k, spec.units).map_or(0, |p| p.bpp),
-                Surface::Grouped | Surface::Prefill => bpp,
-            },
-            warmups: 1,
-            samples: count,
-            replays: 1,
-            weight_copies: 1,
-            seed: spec.seed,
-            min_us: values[0],
-            median_us: med,
-            p95_us: p95,
-            mad_us: median(&dev),
-            cv: sd / mean,
-            weight_bytes,
-            gbps: weight_bytes as f64 / med / 1e3,
-            pct_copy_bw: 0.0,
-            checked: n * m,
-            mismatches: usize::from(wrong(c)),
-            first_mismatch: if wrong(c) { "row 0 col 0: synthetic".into() } else { String::new() },
-            eligible: !wrong(c),
-            dropped,
+        let bad = wrong(c);
+        runs.push(Checked {
+            id: c.id.clone(),
+            bpp,
+            mismatches: usize::from(bad),
+            first_mismatch: if bad { "row 0 col 0: synthetic".into() } else { String::new() },
             registers: 0,
-            occupancy_blocks_per_sm: 0,
-        };
-        out.push(Measured { row, samples });
+            occupancy: 0,
+        });
+        timed.push(Timed { replays: 1, samples, dropped });
     }
+    let ctx = CellContext {
+        backend: spec.backend,
+        arch: "synthetic",
+        device: "synthetic",
+        format,
+        m,
+        n,
+        k,
+        m1_candidate: m1.map(|x| x.0),
+        weight_bytes: n * k / 32 * format.codebook().payload_bytes(),
+        weight_copies: 1,
+        checked: n,
+        copy_gbps: COPY_GBPS,
+    };
+    let eligible: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].mismatches == 0).collect();
+    let timed: Vec<Timed> = eligible.iter().map(|&i| timed[i].clone()).collect();
+    let protocol = Protocol { warmups: 1, samples: spec.samples, seed: spec.seed, ..Protocol::default() };
+    let mut out = CellResult::default();
+    mode_rows(&ctx, &ModeTimings { mode, protocol: &protocol, runs: &runs, eligible: &eligible, timed: &timed }, &mut out);
     out
 }
 
@@ -278,10 +249,10 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
             names: vec![format!("synthetic.{n}x{k}")],
         })
         .collect();
-    let inventory = Plan { profile: "synthetic".into(), m: spec.ms.clone(), modes: spec.modes.clone(), warmups: 1, samples: spec.samples, shapes };
+    let inventory = InventoryPlan { profile: "synthetic".into(), m: spec.ms.clone(), modes: spec.modes.clone(), warmups: 1, samples: spec.samples, shapes };
     let plan = CollectionPlan {
         schema: COLLECTION_SCHEMA.into(),
-        backend: spec.backend.name().into(),
+        backend: spec.backend,
         arch: "synthetic".into(),
         device: "synthetic".into(),
         driver: "-".into(),
@@ -297,54 +268,37 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
         modes: spec.modes.clone(),
         inventory,
     };
-    let mut phases: Vec<(Vec<TimingRow>, Vec<SampleRow>)> = vec![Default::default(); PHASES.len()];
+    let mut phases: BTreeMap<String, CellResult> = PHASES.iter().map(|p| (p.to_string(), CellResult::default())).collect();
     for shape in &plan.inventory.shapes {
-        let sealed = shape.partition == Partition::Sealed;
+        let (n, k) = (shape.n, shape.k);
         for &format in &shape.formats {
-            for mode in &spec.modes {
-                let decode_cell = cell(spec, &decode, format, mode, 1, shape.n, shape.k, None);
+            for &mode in &spec.modes {
+                let decode_cell = cell(spec, &decode, format, mode, (1, n, k), None);
                 // Grouped rows inherit the bpp of the fastest generic decode candidate.
                 let m1 = decode_cell
+                    .rows
                     .iter()
-                    .filter(|x| x.row.eligible && registry::find(&x.row.candidate).is_some_and(|c| c.generic_legal()))
-                    .min_by(|a, b| a.row.median_us.total_cmp(&b.row.median_us))
-                    .map(|x| (x.row.candidate.clone(), x.row.bpp))
+                    .filter(|r| r.eligible && registry::find(&r.candidate).is_some_and(|c| c.generic_legal()))
+                    .min_by(|a, b| a.median_us.total_cmp(&b.median_us))
+                    .map(|r| (r.candidate.clone(), r.bpp))
                     .expect("generic candidates are legal everywhere");
-                let mut push = |phase: usize, cells: Vec<Measured>| {
-                    for x in cells {
-                        phases[phase].0.push(x.row);
-                        phases[phase].1.extend(x.samples);
-                    }
+                let mut push = |m: usize, c: CellResult| {
+                    let phase = phases.get_mut(&phase_stem(m, shape.partition)).expect("decode and grouped phases");
+                    phase.rows.extend(c.rows);
+                    phase.samples.extend(c.samples);
                 };
-                push(usize::from(sealed), decode_cell);
+                push(1, decode_cell);
                 for &m in spec.ms.iter().filter(|&&m| m >= 2) {
-                    push(2 + usize::from(sealed), cell(spec, &grouped, format, mode, m, shape.n, shape.k, Some((&m1.0, m1.1))));
+                    push(m, cell(spec, &grouped, format, mode, (m, n, k), Some((&m1.0, m1.1))));
                 }
             }
         }
     }
     let err = |e: vnni_corpus::WriteError| e.to_string();
-    for (phase, (rows, samples)) in PHASES.iter().zip(&phases) {
-        write_csv(&dir.join(format!("{phase}.csv")), rows).map_err(err)?;
-        write_csv(&dir.join(format!("{phase}.timing.csv.zst")), samples).map_err(err)?;
+    for (phase, c) in &phases {
+        write_csv::<TimingRow>(&dir.join(format!("{phase}.csv")), &c.rows).map_err(err)?;
+        write_csv::<SampleRow>(&dir.join(format!("{phase}.timing.csv.zst")), &c.samples).map_err(err)?;
     }
     write_bytes(&dir.join(PLAN_FILE), &plan.to_bytes()).map_err(err)?;
-    let inputs = SealInputs {
-        backend: spec.backend.name().into(),
-        arch: "synthetic".into(),
-        profile: "synthetic".into(),
-        inventory_digest: plan.inventory.digest(),
-        inventory_sources: Vec::new(),
-        registry_digest: registry::registry_digest_for(&plan.inventory.m),
-        arguments_digest: plan.digest(),
-        build: BuildIdentity {
-            kernel_source_digest: "-".into(),
-            nvrtc: "-".into(),
-            driver: "-".into(),
-            device: "synthetic".into(),
-            git_commit: "-".into(),
-            git_dirty: false,
-        },
-    };
-    seal(dir, &inputs).map_err(|e| e.to_string())
+    seal(dir, &plan.seal_inputs()).map_err(|e| e.to_string())
 }

@@ -15,7 +15,7 @@ use crate::corpus::Corpus;
 use crate::domains::Sample;
 use crate::features::FeatureSet;
 use crate::regret::{alias_scores, minimax_winner, pick_banded, TIE_BAND};
-use crate::stats::{mean, p95};
+use crate::regret_stats::{mean, p95};
 
 /// Hyperparameters chosen by cross-validation.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]

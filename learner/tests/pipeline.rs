@@ -54,7 +54,7 @@ fn aliases_collapse_to_one_candidate_per_runtime_key() {
             disagreements += usize::from(alone.len() > 1);
             let o: Vec<_> = f.policy.overlays.iter().filter(|o| o.m_bucket == 0 && (o.n, o.k) == (s.n, s.k)).collect();
             assert_eq!(o.len(), 1, "{d}: one overlay for {}x{}", s.n, s.k);
-            assert_eq!(o[0].candidate, c.decode[winner].id);
+            assert_eq!(c.decode[winner].id, o[0].candidate);
         }
     }
     assert!(disagreements > 0, "the aliases never disagree: the test would prove nothing");
@@ -63,7 +63,7 @@ fn aliases_collapse_to_one_candidate_per_runtime_key() {
 #[test]
 fn wrong_bits_never_reach_the_policy() {
     let wrong = "cpu.decode.wide.t64".to_string();
-    let spec = Spec { formats: vec![SourceFormat::Q4_1, SourceFormat::Q4_K], wrong_bits: Some((SourceFormat::Q4_1, wrong.clone())), overlay: vec![(1024, 1024), (4096, 512)], ..small(3) };
+    let spec = Spec { formats: vec![SourceFormat::Q4_1, SourceFormat::Q4_K], wrong_bits: Some((SourceFormat::Q4_1, wrong.parse().unwrap())), overlay: vec![(1024, 1024), (4096, 512)], ..small(3) };
     let dir = common::corpus("wrong", &spec);
     let f = fit(&dir, &FitOptions::default()).unwrap();
     assert!(f.policy.overlays.iter().all(|o| o.candidate != wrong));
@@ -78,7 +78,7 @@ fn wrong_bits_never_reach_the_policy() {
 #[test]
 fn overlays_take_precedence_and_certification_turns_them_off() {
     let literal = "cpu.decode.kpar.t64.kb4".to_string();
-    let spec = Spec { boost: Some((literal.clone(), 2048, 2048)), overlay: vec![(2048, 2048)], ..small(4) };
+    let spec = Spec { boost: Some((literal.parse().unwrap(), 2048, 2048)), overlay: vec![(2048, 2048)], ..small(4) };
     let dir = common::corpus("overlay", &spec);
     let p = fit(&dir, &FitOptions::default()).unwrap().policy;
     let on = p.select("s4", "eager", 1, 2048, 2048).unwrap();

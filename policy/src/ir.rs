@@ -8,17 +8,9 @@ use sha2::{Digest, Sha256};
 
 pub const SCHEMA: &str = "vnni-policy-v1";
 
-/// Which kernel surface serves an M bucket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Surface {
-    /// M = 1: decode candidates choose their own bpp.
-    Decode,
-    /// M >= 2 rows: grouped candidates inherit the decode selection's bpp for (codebook, mode, N, K).
-    Grouped,
-    /// M >= 32 IMMA tiles (none in the registry yet).
-    Prefill,
-}
+/// Which kernel surface serves an M bucket: the registry's one `Surface` (serialized as
+/// `decode`, `grouped`, `prefill`).
+pub use vnni_kernels::Surface;
 
 /// `lo ..= hi` (hi `None`: unbounded). Buckets are contiguous from M = 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

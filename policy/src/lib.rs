@@ -44,11 +44,7 @@ pub enum PolicyError {
 
 /// The IR descriptor of a registry candidate.
 pub fn descriptor(c: &registry::Candidate) -> CandidateDesc {
-    let surface = match c.surface {
-        registry::Surface::Decode => Surface::Decode,
-        registry::Surface::Grouped => Surface::Grouped,
-        registry::Surface::Prefill => Surface::Prefill,
-    };
+    let surface = c.surface;
     let kb = match c.kb {
         KbRule::Wide => KbFormula::Wide,
         KbRule::Literal(kb) => KbFormula::Literal { kb: kb as u64 },
@@ -58,7 +54,7 @@ pub fn descriptor(c: &registry::Candidate) -> CandidateDesc {
     };
     let family = family_name(c.family);
     CandidateDesc {
-        id: c.id.clone(),
+        id: c.id.to_string(),
         backend: c.backend.name().into(),
         surface,
         family,

@@ -1,4 +1,4 @@
-use vnni_kernels::registry::{all_candidates, Backend, Surface as RegSurface};
+use vnni_kernels::registry::{all_candidates, Backend};
 
 use crate::example::example_policy;
 use crate::*;
@@ -15,7 +15,7 @@ fn the_example_is_total_and_matches_the_registry() {
 
 #[test]
 fn bpp_formulas_equal_the_registry_plans() {
-    for c in all_candidates().iter().filter(|c| c.surface == RegSurface::Decode) {
+    for c in all_candidates().iter().filter(|c| c.surface == Surface::Decode) {
         let d = descriptor(c);
         for units in [2u32, 132] {
             for (n, k) in [(1, 32), (64, 320), (4096, 12288), (151_936, 4096), (300, 32 * 97), (2_147_483_647, 32 * 1024)] {

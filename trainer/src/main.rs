@@ -1,27 +1,16 @@
-//! `vnni-dispatch`: the command line. Each subcommand lives in `commands/`; this file
-//! only parses arguments and reports errors.
+//! `vnni-dispatch`: the command line. Each subcommand lives in `commands/` as typed
+//! arguments and a thin `run` over the libraries (`vnni-measure`, `vnni-learner`,
+//! `vnni-generator`, `vnni-corpus`); this file parses arguments and reports errors.
 
-mod backend;
-mod baselines;
-mod cell;
-mod certify;
-mod certify_backends;
+mod argv;
 mod commands;
-mod cpu_backend;
-mod gpu_timing;
-mod preflight;
-mod progress;
-mod rows;
-mod shapes;
-mod stats;
-mod timing;
 
 use clap::{Parser, Subcommand};
 
-#[derive(Parser)]
+#[derive(Parser, Debug, PartialEq)]
 #[command(
     name = "vnni-dispatch",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("VNNI_RUSTC_VERSION"), ")"),
     about = "Sweep, fit and generate dispatch tables for NativeVNNI integer kernels"
 )]
 struct Cli {
@@ -29,7 +18,7 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Subcommand)]
+#[derive(Subcommand, Debug, PartialEq)]
 enum Command {
     /// The one command: collect (or reuse) a corpus, certify, fit, generate, validate, report, optionally install.
     Refresh(commands::refresh::Args),
@@ -44,10 +33,10 @@ enum Command {
     /// Measure decode kernels against the copy roofline and cuBLAS on the GPU.
     Bench(commands::bench::Args),
     /// Seal a finished corpus directory into corpus.manifest.json.
-    Seal(commands::seal::SealArgs),
+    Seal(commands::seal::Args),
     /// Verify sealed corpora (all committed ones by default), refit and regenerate committed tables.
-    Verify(commands::verify::VerifyArgs),
-    /// Certify that grouped rows are byte-identical to single-row decode.
+    Verify(commands::verify::Args),
+    /// Certify that grouped (or prefill) rows are byte-identical to single-row decode.
     Certify(commands::certify::Args),
     /// Collect a profile's cells on a backend, cell by cell (resumable, shardable), and seal the corpus.
     Sweep(commands::sweep::Args),
@@ -61,21 +50,65 @@ enum Command {
     Report(commands::report::Args),
 }
 
-fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
-        Command::Formats(args) => commands::formats::run(&args),
-        Command::Candidates(args) => commands::candidates::run(&args),
-        Command::Inventory(args) => commands::inventory::run(&args),
-        Command::Preflight(args) => commands::preflight::run(&args),
-        Command::Bench(args) => commands::bench::run(&args),
-        Command::Sweep(args) => commands::sweep::run(&args),
-        Command::Merge(args) => commands::merge::run(&args),
-        Command::Refresh(args) => commands::refresh::run(&args),
-        Command::Fit(args) => commands::fit::run(&args),
-        Command::Generate(args) => commands::generate::run(&args),
-        Command::Report(args) => commands::report::run(&args),
-        Command::Certify(args) => commands::certify::run(&args),
-        Command::Seal(args) => commands::seal::run_seal(&args),
-        Command::Verify(args) => commands::verify::run(&args),
+impl argv::ToArgv for Command {
+    fn to_argv(&self) -> Vec<String> {
+        match self {
+            Command::Refresh(a) => a.to_argv(),
+            Command::Formats(a) => a.to_argv(),
+            Command::Inventory(a) => a.to_argv(),
+            Command::Candidates(a) => a.to_argv(),
+            Command::Preflight(a) => a.to_argv(),
+            Command::Bench(a) => a.to_argv(),
+            Command::Seal(a) => a.to_argv(),
+            Command::Verify(a) => a.to_argv(),
+            Command::Certify(a) => a.to_argv(),
+            Command::Sweep(a) => a.to_argv(),
+            Command::Merge(a) => a.to_argv(),
+            Command::Fit(a) => a.to_argv(),
+            Command::Generate(a) => a.to_argv(),
+            Command::Report(a) => a.to_argv(),
+        }
     }
 }
+
+fn run(command: &Command) -> anyhow::Result<()> {
+    match command {
+        Command::Formats(args) => commands::formats::run(args),
+        Command::Candidates(args) => commands::candidates::run(args),
+        Command::Inventory(args) => commands::inventory::run(args),
+        Command::Preflight(args) => commands::preflight::run(args),
+        Command::Bench(args) => commands::bench::run(args),
+        Command::Sweep(args) => commands::sweep::run(args),
+        Command::Merge(args) => commands::merge::run(args),
+        Command::Refresh(args) => commands::refresh::run(args),
+        Command::Fit(args) => commands::fit::run(args),
+        Command::Generate(args) => commands::generate::run(args),
+        Command::Report(args) => commands::report::run(args),
+        Command::Certify(args) => commands::certify::run(args),
+        Command::Seal(args) => commands::seal::run(args),
+        Command::Verify(args) => commands::verify::run(args),
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match run(&cli.command) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // The error chain once, each cause on its own line; a backtrace only when asked
+            // for with VNNI_BACKTRACE=1 (RUST_BACKTRACE is often set on developer machines
+            // and would print one for every ordinary error).
+            eprintln!("error: {e}");
+            for cause in e.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            if std::env::var_os("VNNI_BACKTRACE").is_some_and(|v| v == "1") {
+                eprintln!("\n{}", e.backtrace());
+            }
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -48,7 +48,7 @@ fn gpu_commands_explain_a_missing_gpu() {
         return; // a GPU machine: the device script exercises these commands.
     }
     let sweep = ["sweep", "--backend", "cuda", "--inventory", "../corpus/inventory", "--out", "../target/no-gpu-sweep"];
-    for args in [&["bench", "--shapes", "64x64"][..], &sweep[..]] {
+    for args in [&["bench", "--shapes", "64x64", "--prefill-shapes", "64x64"][..], &sweep[..]] {
         let cmd = args[0];
         let (ok, _, stderr) = vnni(args);
         assert!(!ok, "{cmd} succeeded without a GPU");

@@ -52,7 +52,7 @@ fn row_keys(corpus: &Path) -> BTreeSet<String> {
     let rows = read_corpus_rows(corpus).unwrap();
     let keys: Vec<String> = rows
         .iter()
-        .map(|r| format!("{} {} {}x{} m{} {}", r.mode, r.source_format, r.n, r.k, r.m, r.candidate))
+        .map(|r| format!("{} {:?} {}x{} m{} {}", r.mode, r.source_format, r.n, r.k, r.m, r.candidate))
         .collect();
     let set: BTreeSet<String> = keys.iter().cloned().collect();
     assert_eq!(set.len(), keys.len(), "a row appears twice in {}", corpus.display());

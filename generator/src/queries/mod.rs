@@ -50,7 +50,7 @@ pub struct InventoryPoints {
 
 impl InventoryPoints {
     /// The points of a resolved inventory profile.
-    pub fn from_plan(plan: &vnni_corpus::inventory::Plan) -> InventoryPoints {
+    pub fn from_plan(plan: &vnni_corpus::inventory::InventoryPlan) -> InventoryPoints {
         InventoryPoints {
             shapes: plan.shapes.iter().map(|s| (s.n as u64, s.k as u64)).collect(),
             m: plan.m.iter().map(|&m| m as u64).collect(),

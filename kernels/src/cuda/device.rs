@@ -12,9 +12,10 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 
+use super::launch::LaunchCheck;
 use super::{driver, nvrtc, ptxas, source, CudaError};
 use crate::activation::QuantizedActivations;
-use crate::registry::{kernel_specs, Candidate, Family, KernelSpec, Plan};
+use crate::registry::{kernel_specs, Candidate, Family, KernelSpec, LaunchPlan};
 use crate::{Codebook, PackedMatrix};
 
 /// What the device says about itself.
@@ -40,9 +41,14 @@ pub struct DeviceResources {
     pub occupancy_blocks_per_sm: u32,
 }
 
+/// A device buffer (cudarc's, re-exported so callers need no cudarc of their own).
+pub type DeviceBuffer<T> = CudaSlice<T>;
+
+/// The device. Its context and stream stay inside this crate: callers allocate, copy,
+/// launch, time and capture through the methods here, which check what they are given.
 pub struct Gpu {
-    pub ctx: Arc<CudaContext>,
-    pub stream: Arc<CudaStream>,
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) stream: Arc<CudaStream>,
     pub info: DeviceInfo,
     /// Kept alive for the functions resolved from them.
     _modules: Vec<Arc<CudaModule>>,
@@ -76,6 +82,41 @@ pub struct DeviceActivations {
     pub q: CudaSlice<i8>,
     pub d: CudaSlice<f32>,
     pub sum: CudaSlice<i32>,
+}
+
+/// One launch of a candidate on device weights and activation rows.
+pub struct Launch<'a> {
+    pub candidate: &'a Candidate,
+    pub plan: &'a LaunchPlan,
+    pub weights: &'a DeviceMatrix,
+    pub activations: &'a DeviceActivations,
+    pub first_row: usize,
+    pub rows: usize,
+    /// Grouped or prefill (all rows at an inherited bpp), else decode (one row).
+    pub batched: bool,
+}
+
+impl<'a> Launch<'a> {
+    /// A decode (M = 1) candidate on activation row `row`.
+    pub fn decode(
+        candidate: &'a Candidate,
+        plan: &'a LaunchPlan,
+        weights: &'a DeviceMatrix,
+        activations: &'a DeviceActivations,
+        row: usize,
+    ) -> Self {
+        Launch { candidate, plan, weights, activations, first_row: row, rows: 1, batched: false }
+    }
+
+    /// A grouped or prefill candidate on every activation row.
+    pub fn batched(
+        candidate: &'a Candidate,
+        plan: &'a LaunchPlan,
+        weights: &'a DeviceMatrix,
+        activations: &'a DeviceActivations,
+    ) -> Self {
+        Launch { candidate, plan, weights, activations, first_row: 0, rows: activations.m, batched: true }
+    }
 }
 
 /// Kernel arguments of the decode families (matches `vnni::DecodeArgs`).
@@ -289,56 +330,43 @@ impl Gpu {
         s.device_ptr(&self.stream).0
     }
 
-    /// Launch one decode candidate (M = 1, row `row` of `a`) writing `y[N]`; `workspace`
-    /// must hold `plan.workspace` floats for the kpar family.
-    #[allow(clippy::too_many_arguments)]
-    pub fn launch_decode(
-        &self,
-        cand: &Candidate,
-        plan: &Plan,
-        w: &DeviceMatrix,
-        a: &DeviceActivations,
-        row: usize,
-        y: &mut CudaSlice<f32>,
-        workspace: &mut CudaSlice<f32>,
-    ) -> Result<(), CudaError> {
-        let two_phase = cand.family == Family::Kpar && plan.kb > 1;
-        self.launch_rows(cand, plan, w, a, row, 1, two_phase, y, workspace)
+    /// A zeroed device buffer of `len` elements.
+    pub fn alloc_zeros<T: DeviceRepr + cudarc::driver::ValidAsZeroBits>(&self, len: usize) -> Result<DeviceBuffer<T>, CudaError> {
+        self.stream.alloc_zeros::<T>(len).map_err(driver(format!("allocating {len} elements")))
     }
 
-    /// Launch one grouped or prefill candidate over all `a.m` rows writing `y[M][N]`;
-    /// `workspace` must hold `plan.workspace` floats (partials of the two-phase forms).
-    pub fn launch_batched(
+    /// Launch one candidate (`Launch::decode` for one row, `Launch::batched` for all rows)
+    /// writing `y[rows][N]`; two-phase forms write `[KB][rows][N]` partials into `workspace`
+    /// and the ordered reduce folds them into `y`. Every length, the plan and the codebook are
+    /// checked (`LaunchCheck`) before anything unsafe happens.
+    pub fn launch(
         &self,
-        cand: &Candidate,
-        plan: &Plan,
-        w: &DeviceMatrix,
-        a: &DeviceActivations,
-        y: &mut CudaSlice<f32>,
-        workspace: &mut CudaSlice<f32>,
+        l: &Launch,
+        y: &mut DeviceBuffer<f32>,
+        workspace: &mut DeviceBuffer<f32>,
     ) -> Result<(), CudaError> {
-        // Grouped kernels write partials whenever there are partitions; prefill tiles only in
-        // the kpart form.
-        let two_phase = plan.kb > 1 && cand.prefill.is_none_or(|t| t.kpart);
-        self.launch_rows(cand, plan, w, a, 0, a.m, two_phase, y, workspace)
-    }
-
-    /// The shared launcher: rows `row0 .. row0 + m` of `a`; with `two_phase` the kernel writes
-    /// `[KB][m][N]` partials and the ordered reduce folds them into `y`. Prefill kernels take
-    /// their form as a second argument (`kpart`: CTA z walks partition z only).
-    #[allow(clippy::too_many_arguments)]
-    fn launch_rows(
-        &self,
-        cand: &Candidate,
-        plan: &Plan,
-        w: &DeviceMatrix,
-        a: &DeviceActivations,
-        row0: usize,
-        m: usize,
-        two_phase: bool,
-        y: &mut CudaSlice<f32>,
-        workspace: &mut CudaSlice<f32>,
-    ) -> Result<(), CudaError> {
+        let (cand, plan, w, a) = (l.candidate, l.plan, l.weights, l.activations);
+        let check = LaunchCheck {
+            candidate: cand,
+            plan,
+            codebook: w.codebook,
+            n: w.n,
+            k: w.k,
+            sms: self.info.sms,
+            payload_len: w.payload.len(),
+            scale_len: w.scale.len(),
+            second_len: w.second.as_ref().map(|s| s.len()),
+            activation_rows: a.m,
+            activation_k: a.k,
+            activation_lens: (a.q.len(), a.d.len(), a.sum.len()),
+            first_row: l.first_row,
+            rows: l.rows,
+            batched: l.batched,
+            y_len: y.len(),
+            workspace_len: workspace.len(),
+        };
+        let two_phase = check.verify()?;
+        let (row0, m) = (l.first_row, l.rows);
         let spec = cand.kernel(w.codebook);
         let f = self.function(&spec)?;
         let kblk = w.k / 32;
@@ -371,7 +399,9 @@ impl Gpu {
         if cand.family == Family::Imma {
             b.arg(&kpart);
         }
-        // SAFETY: DecodeArgs matches vnni::DecodeArgs; the plan sizes the grid to the buffers.
+        // SAFETY: DecodeArgs matches vnni::DecodeArgs; `check` proved the plan is the
+        // registry's for this shape (so the grid covers exactly the buffers), the weights,
+        // activation rows, outputs and partials hold what the kernel reads and writes.
         unsafe { b.launch(cfg) }.map_err(driver(format!("launching {}", cand.id)))?;
         if two_phase {
             let r = self.common_function("vnni_reduce_partials")?;
@@ -383,7 +413,7 @@ impl Gpu {
             };
             let mut b = self.stream.launch_builder(r);
             b.arg(&*workspace).arg(&mut *y).arg(&outputs).arg(&kb);
-            // SAFETY: workspace holds kb * m * n partials, y holds m * n outputs.
+            // SAFETY: checked above: workspace holds kb * m * n partials, y holds m * n outputs.
             unsafe { b.launch(cfg) }.map_err(driver("launching the ordered reduce"))?;
         }
         Ok(())

@@ -3,10 +3,17 @@
 //! libnvrtc at run time, so this builds on machines without CUDA; missing libraries are
 //! reported as [`CudaError::MissingLibrary`], never a panic.
 
+#[cfg(feature = "cuda")]
+pub mod clock;
+#[cfg(feature = "cuda")]
 pub mod device;
+pub mod launch;
+#[cfg(feature = "cuda")]
 pub mod nvrtc;
 pub mod ptxas;
 pub mod source;
+#[cfg(feature = "cuda")]
+pub mod vendor;
 
 use std::path::PathBuf;
 
@@ -24,10 +31,13 @@ pub enum CudaError {
     NoDevice { ordinal: usize, message: String },
     #[error("{path}: {message}")]
     Io { path: PathBuf, message: String },
+    #[error(transparent)]
+    Refused(#[from] launch::LaunchRefused),
     #[error("{candidate} cannot run {n} x {k}: {why}")]
     NotApplicable { candidate: String, n: usize, k: usize, why: String },
 }
 
+#[cfg(feature = "cuda")]
 /// Map a cudarc driver error into ours, naming the step.
 pub(crate) fn driver(what: impl Into<String>) -> impl FnOnce(cudarc::driver::DriverError) -> CudaError {
     let what = what.into();

@@ -8,7 +8,7 @@ use cudarc::nvrtc::{result, sys};
 use sha2::{Digest, Sha256};
 
 use super::CudaError;
-use crate::registry::hex;
+use crate::digest::hex;
 
 /// The fixed options: no FMA contraction is part of the arithmetic contract.
 pub fn options(arch: &str) -> Vec<String> {
@@ -113,13 +113,7 @@ pub fn compile(source: &str, name: &str, arch: &str, cache: Option<&Path>) -> Re
     Ok(out)
 }
 
-/// Write via a temporary file and rename, so a crash never leaves a torn cache entry.
+/// Cache entries are replaced atomically, so a crash never leaves a torn one.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CudaError> {
-    let io = |e: std::io::Error| CudaError::Io { path: path.to_path_buf(), message: e.to_string() };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
-    }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+    crate::atomic::write_bytes(path, bytes).map_err(|e| CudaError::Io { path: path.to_path_buf(), message: e.to_string() })
 }

@@ -4,7 +4,8 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::registry::{hex, KernelSpec, GROUPED_THREADS};
+use crate::digest::hex;
+use crate::registry::{KernelSpec, GROUPED_THREADS};
 use crate::Codebook;
 
 /// The CUDA files, by name. Their digest is part of every build identity.

@@ -10,42 +10,78 @@ use anyhow::{bail, Result};
 use vnni_corpus::schema::hex_f64;
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::Gpu;
-use vnni_kernels::registry::{decode_candidates, grouped_candidates, prefill_auto, prefill_candidates, PREFILL_MIN_M};
-use vnni_kernels::SourceFormat;
+use vnni_kernels::registry::{decode_candidates, grouped_candidates, prefill_auto, prefill_candidates, Candidate, PREFILL_MIN_M};
+use vnni_kernels::{Backend, CandidateId, Codebook, Mode, SourceFormat};
+use vnni_measure::cell::{best_row, CellResult, FIXTURE_SEED};
+use vnni_measure::cuda_cell::{run_cell, CellFixture, CellInputs, CellTarget};
+use vnni_measure::cuda_clock::GpuSession;
+use vnni_measure::protocol::{Protocol, Timed, TimingOptions};
+use vnni_measure::shapes::Shapes;
+use vnni_measure::stats::summarize;
+use vnni_measure::vendor::{copy_bandwidth, cublas_f16_gemm, cublas_f16_gemv, cublaslt_i8_gemm};
 
-use crate::baselines::{copy_bandwidth, cublas_f16_gemm, cublas_f16_gemv, cublaslt_i8_gemm};
-use crate::cell::{best_row, run_cell, CellFixture, CellInputs, Surface, FIXTURE_SEED};
-use crate::shapes::parse_shapes;
-use crate::gpu_timing::{GpuSession, GpuTimingArgs};
-use crate::stats::summarize;
-use crate::timing::{Mode, Protocol, Timed};
+use crate::argv::{Argv, ToArgv};
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Args {
-    #[arg(long, value_parser = ["cuda"], default_value = "cuda")]
-    backend: String,
+    #[arg(long, default_value = "cuda", value_parser = ["cuda"])]
+    pub backend: String,
     /// N x K shapes, comma-separated.
     #[arg(long, default_value = "151936x4096,248320x5120,24576x4096,4096x12288,4096x4096")]
-    shapes: String,
-    #[command(flatten)]
-    gpu: GpuTimingArgs,
+    pub shapes: Shapes,
+    /// Codebooks (default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub codebooks: Vec<Codebook>,
+    /// Timing modes.
+    #[arg(long, value_delimiter = ',', default_value = "eager,graph")]
+    pub modes: Vec<Mode>,
+    #[arg(long, default_value_t = 12)]
+    pub samples: usize,
+    #[arg(long, default_value_t = 2)]
+    pub warmups: usize,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+    /// Cubin cache directory.
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
     /// Shapes that also get grouped rows (M > 1) at the bpp of the best M = 1 candidate.
     #[arg(long, default_value = "151936x4096,24576x4096,4096x12288")]
-    grouped_shapes: String,
+    pub grouped_shapes: Shapes,
     /// Row counts for the grouped rows (empty: none).
     #[arg(long, value_delimiter = ',', default_value = "2,4,8,16,31")]
-    grouped_m: Vec<usize>,
+    pub grouped_m: Vec<usize>,
     /// Shapes that also get prefill tiles (M >= 32) at the bpp of the best M = 1 candidate,
     /// beside cuBLAS fp16 and cuBLASLt int8 GEMMs (each must be in --shapes).
     #[arg(long, default_value = "24576x4096,4096x12288")]
-    prefill_shapes: String,
+    pub prefill_shapes: Shapes,
     /// Row counts for the prefill tiles (empty: none).
     #[arg(long, value_delimiter = ',', default_value = "512,2048")]
-    prefill_m: Vec<usize>,
+    pub prefill_m: Vec<usize>,
     /// Output directory for decode.csv, samples.csv, resources.csv, best.csv, grouped.csv,
     /// prefill.csv.
     #[arg(long, default_value = "target/bench")]
-    out: PathBuf,
+    pub out: PathBuf,
+}
+
+impl ToArgv for Args {
+    fn to_argv(&self) -> Vec<String> {
+        Argv::new("bench")
+            .val("backend", &self.backend)
+            .val("shapes", &self.shapes)
+            .list("codebooks", &self.codebooks)
+            .list("modes", &self.modes)
+            .val("samples", self.samples)
+            .val("warmups", self.warmups)
+            .val("device", self.device)
+            .opt_path("cache", self.cache.as_deref())
+            .val("grouped-shapes", &self.grouped_shapes)
+            .list("grouped-m", &self.grouped_m)
+            .val("prefill-shapes", &self.prefill_shapes)
+            .list("prefill-m", &self.prefill_m)
+            .path("out", &self.out)
+            .done()
+    }
 }
 
 /// A baseline measurement to report beside the candidates.
@@ -58,22 +94,26 @@ struct Baseline<'a> {
     copies: usize,
 }
 
+fn baseline_id(name: &str) -> CandidateId {
+    CandidateId::new(name).expect("baseline ids are valid")
+}
+
 fn baseline_row(gpu: &Gpu, b: &Baseline, t: &Timed, copy_gbps: f64, p: &Protocol) -> TimingRow {
     let Baseline { mode, name, n, k, bytes, copies } = *b;
     let s = summarize(&t.measured()).expect("baseline has samples");
     let gbps = bytes as f64 / (s.median * 1e-6) / 1e9;
     TimingRow {
-        backend: "cuda".into(),
+        backend: Backend::Cuda,
         arch: gpu.info.arch.clone(),
         device: gpu.info.name.clone(),
-        mode: mode.name().into(),
-        source_format: "-".into(),
-        codebook: "-".into(),
+        mode,
+        source_format: None,
+        codebook: None,
         m: 1,
         n,
         k,
-        candidate: name.into(),
-        m1_candidate: String::new(),
+        candidate: baseline_id(name),
+        m1_candidate: None,
         bpp: 0,
         warmups: p.warmups,
         samples: t.measured().len(),
@@ -102,13 +142,13 @@ fn samples_of(mode: Mode, name: &str, m: usize, n: usize, k: usize, t: &Timed) -
     t.samples
         .iter()
         .map(|s| SampleRow {
-            mode: mode.name().into(),
-            source_format: "-".into(),
-            codebook: "-".into(),
+            mode,
+            source_format: None,
+            codebook: None,
             m,
             n,
             k,
-            candidate: name.into(),
+            candidate: baseline_id(name),
             round: s.round,
             order: s.order,
             warmup: s.warmup,
@@ -117,171 +157,219 @@ fn samples_of(mode: Mode, name: &str, m: usize, n: usize, k: usize, t: &Timed) -
         .collect()
 }
 
-pub fn run(args: &Args) -> Result<()> {
-    let shapes = parse_shapes(&args.shapes)?;
-    let GpuSession { gpu, codebooks, modes, protocol, resources, rejected } = args.gpu.open()?;
-    eprintln!(
-        "device {} ({}, {} SMs, L2 {} MiB, driver {})",
-        gpu.info.name,
-        gpu.info.arch,
-        gpu.info.sms,
-        gpu.info.l2_bytes >> 20,
-        gpu.info.driver_version
-    );
+/// Everything one bench run measured.
+#[derive(Default)]
+struct Measured {
+    rows: Vec<TimingRow>,
+    samples: Vec<SampleRow>,
+    grouped: Vec<GroupedBest>,
+    prefill: Vec<PrefillRow>,
+}
 
-    let mut rows: Vec<TimingRow> = Vec::new();
-    let mut samples: Vec<SampleRow> = Vec::new();
-    let (copy_gbps, _, copy_t, copy_bytes) = copy_bandwidth(&gpu, &protocol)?;
-    eprintln!("copy bandwidth {copy_gbps:.0} GB/s (read + write)");
-    let copy = Baseline { mode: Mode::Eager, name: "copy", n: 0, k: 0, bytes: 2 * copy_bytes, copies: 1 };
-    rows.push(baseline_row(&gpu, &copy, &copy_t, copy_gbps, &protocol));
-    samples.extend(samples_of(Mode::Eager, "copy", 1, 0, 0, &copy_t));
+/// The fixed inputs of one bench run.
+struct Bench<'a> {
+    args: &'a Args,
+    session: &'a GpuSession,
+    copy_gbps: f64,
+    decode: Vec<Candidate>,
+    grouped: Vec<Candidate>,
+    prefill: Vec<Candidate>,
+}
 
-    let candidates = decode_candidates();
-    let grouped = grouped_candidates();
-    let grouped_shapes = parse_shapes(&args.grouped_shapes)?;
-    let mut grouped_summary: Vec<GroupedBest> = Vec::new();
-    let prefill = prefill_candidates();
-    let prefill_shapes = parse_shapes(&args.prefill_shapes)?;
-    if let Some((n, k)) = prefill_shapes.iter().find(|s| !shapes.contains(s)) {
-        bail!("--prefill-shapes {n}x{k} is not in --shapes: prefill inherits the bpp of that shape's best decode candidate");
-    }
-    let mut prefill_rows: Vec<PrefillRow> = Vec::new();
-    for &(n, k) in &shapes {
-        if prefill_shapes.contains(&(n, k)) {
-            for &m in args.prefill_m.iter().filter(|&&m| m >= PREFILL_MIN_M) {
-                for &mode in &modes {
-                    let ops = 2.0 * (m * n * k) as f64;
-                    let (t, _) = cublas_f16_gemm(&gpu, m, n, k, mode, &protocol)?;
-                    prefill_rows.push(PrefillRow::baseline(mode, "cublas.f16.gemm", m, n, k, &t, ops));
-                    samples.extend(samples_of(mode, "cublas.f16.gemm", m, n, k, &t));
-                    let (t, _) = cublaslt_i8_gemm(&gpu, m, n, k, mode, &protocol)?;
-                    prefill_rows.push(PrefillRow::baseline(mode, "cublaslt.i8.gemm", m, n, k, &t, ops));
-                    samples.extend(samples_of(mode, "cublaslt.i8.gemm", m, n, k, &t));
-                }
+impl Bench<'_> {
+    /// The cuBLAS GEMM baselines of a prefill shape, at each prefill M and mode.
+    fn prefill_baselines(&self, n: usize, k: usize, out: &mut Measured) -> Result<()> {
+        let (gpu, protocol) = (&self.session.gpu, &self.session.protocol);
+        for &m in self.args.prefill_m.iter().filter(|&&m| m >= PREFILL_MIN_M) {
+            for &mode in &self.session.modes {
+                let ops = 2.0 * (m * n * k) as f64;
+                let (t, _) = cublas_f16_gemm(gpu, m, n, k, mode, protocol)?;
+                out.prefill.push(PrefillRow::baseline(mode, "cublas.f16.gemm", m, n, k, &t, ops));
+                out.samples.extend(samples_of(mode, "cublas.f16.gemm", m, n, k, &t));
+                let (t, _) = cublaslt_i8_gemm(gpu, m, n, k, mode, protocol)?;
+                out.prefill.push(PrefillRow::baseline(mode, "cublaslt.i8.gemm", m, n, k, &t, ops));
+                out.samples.extend(samples_of(mode, "cublaslt.i8.gemm", m, n, k, &t));
             }
         }
-        for &mode in &modes {
-            let (t, bytes, copies) = cublas_f16_gemv(&gpu, n, k, mode, &protocol)?;
-            let b = Baseline { mode, name: "cublas.f16.gemv", n, k, bytes, copies };
-            rows.push(baseline_row(&gpu, &b, &t, copy_gbps, &protocol));
-            samples.extend(samples_of(mode, "cublas.f16.gemv", 1, n, k, &t));
-        }
-        for &cb in &codebooks {
-            let started = std::time::Instant::now();
-            // The codebook's first source format stands for it (aliases share the kernels).
-            let fx = CellFixture::new(&gpu, SourceFormat::aliases_of(cb)[0], n, k, FIXTURE_SEED)?;
-            let inputs = CellInputs::decode(&candidates, &modes, &protocol, &rejected, copy_gbps);
-            let cell = run_cell(&gpu, &fx, &inputs)?;
-            let mut cell_rows = cell.rows;
-            // The M = 1 rows the batched surfaces inherit from (before grouped rows join them).
-            let decode_rows = cell_rows.clone();
-            samples.extend(cell.samples);
-            if grouped_shapes.contains(&(n, k)) {
-                for &mode in &modes {
-                    let Some(m1) = best_row(&decode_rows, mode.name()).cloned() else { continue };
-                    for &m in &args.grouped_m {
-                        let surface = Surface::Inherited { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
-                        let one_mode = [mode];
-                        let g = run_cell(&gpu, &fx, &inputs.retarget(surface, &grouped, &one_mode))?;
-                        grouped_summary.extend(best_row(&g.rows, mode.name()).map(|b| GroupedBest::new(b, &m1)));
-                        cell_rows.extend(g.rows);
-                        samples.extend(g.samples);
-                    }
-                }
-            }
-            if prefill_shapes.contains(&(n, k)) {
-                for &mode in &modes {
-                    let Some(m1) = best_row(&decode_rows, mode.name()).cloned() else { continue };
-                    for &m in args.prefill_m.iter().filter(|&&m| m >= PREFILL_MIN_M) {
-                        let surface = Surface::Inherited { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
-                        let one_mode = [mode];
-                        let p = run_cell(&gpu, &fx, &inputs.retarget(surface, &prefill, &one_mode))?;
-                        let auto = prefill_auto(n, m, gpu.info.sms).id;
-                        // Raced-out tiles keep their (partial) medians: `auto` may be one of them.
-                        prefill_rows.extend(p.rows.iter().filter(|r| r.eligible).map(|r| PrefillRow::kernel(r, &auto)));
-                        cell_rows.extend(p.rows);
-                        samples.extend(p.samples);
-                    }
-                }
-            }
-            for r in cell_rows.iter().filter(|r| r.mismatches > 0) {
-                eprintln!(
-                    "MISMATCH {} {cb} M={} {n}x{k}: {} of {} ({})",
-                    r.candidate, r.m, r.mismatches, r.checked, r.first_mismatch
-                );
-            }
-            eprintln!("{cb} {n}x{k}: {} rows in {:.1}s", cell_rows.len(), started.elapsed().as_secs_f64());
-            rows.extend(cell_rows);
-        }
+        Ok(())
     }
 
-    // Best eligible candidate per (mode, shape, codebook).
+    /// Batched candidates on `m` rows at the bpp of the best decode row of `mode`.
+    fn batched(&self, fx: &CellFixture, inputs: &CellInputs, m1: &TimingRow, m: usize, mode: Mode, cands: &[Candidate]) -> Result<CellResult> {
+        let target = CellTarget::Inherited { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
+        let one_mode = [mode];
+        run_cell(&self.session.gpu, fx, &inputs.retarget(target, cands, &one_mode))
+    }
+
+    /// Every decode candidate of one (shape, codebook), then grouped and prefill rows where asked.
+    fn codebook(&self, n: usize, k: usize, cb: Codebook, out: &mut Measured) -> Result<()> {
+        let (gpu, s) = (&self.session.gpu, self.session);
+        let started = std::time::Instant::now();
+        // The codebook's first source format stands for it (aliases share the kernels).
+        let fx = CellFixture::new(gpu, SourceFormat::aliases_of(cb)[0], n, k, FIXTURE_SEED)?;
+        let inputs = CellInputs::decode(&self.decode, &s.modes, &s.protocol, &s.rejected, self.copy_gbps);
+        let cell = run_cell(gpu, &fx, &inputs)?;
+        let mut cell_rows = cell.rows;
+        // The M = 1 rows the batched surfaces inherit from (before grouped rows join them).
+        let decode_rows = cell_rows.clone();
+        out.samples.extend(cell.samples);
+        for &mode in &s.modes {
+            let Some(m1) = best_row(&decode_rows, mode).cloned() else { continue };
+            if self.args.grouped_shapes.0.contains(&(n, k)) {
+                for &m in &self.args.grouped_m {
+                    let g = self.batched(&fx, &inputs, &m1, m, mode, &self.grouped)?;
+                    out.grouped.extend(best_row(&g.rows, mode).map(|b| GroupedBest::new(b, &m1)));
+                    cell_rows.extend(g.rows);
+                    out.samples.extend(g.samples);
+                }
+            }
+            if self.args.prefill_shapes.0.contains(&(n, k)) {
+                for &m in self.args.prefill_m.iter().filter(|&&m| m >= PREFILL_MIN_M) {
+                    let p = self.batched(&fx, &inputs, &m1, m, mode, &self.prefill)?;
+                    let auto = prefill_auto(n, m, gpu.info.sms).id;
+                    // Raced-out tiles keep their (partial) medians: `auto` may be one of them.
+                    out.prefill.extend(p.rows.iter().filter(|r| r.eligible).map(|r| PrefillRow::kernel(r, &auto)));
+                    cell_rows.extend(p.rows);
+                    out.samples.extend(p.samples);
+                }
+            }
+        }
+        for r in cell_rows.iter().filter(|r| r.mismatches > 0) {
+            eprintln!("MISMATCH {} {cb} M={} {n}x{k}: {} of {} ({})", r.candidate, r.m, r.mismatches, r.checked, r.first_mismatch);
+        }
+        eprintln!("{cb} {n}x{k}: {} rows in {:.1}s", cell_rows.len(), started.elapsed().as_secs_f64());
+        out.rows.extend(cell_rows);
+        Ok(())
+    }
+}
+
+/// Best eligible candidate per (mode, M, shape, codebook).
+fn best_rows(rows: &[TimingRow]) -> Vec<TimingRow> {
     let mut best: Vec<TimingRow> = Vec::new();
     for r in rows.iter().filter(|r| r.eligible && !r.dropped && r.median_us.is_finite()) {
-        match best
-            .iter_mut()
-            .find(|b| b.mode == r.mode && b.m == r.m && b.n == r.n && b.k == r.k && b.codebook == r.codebook)
-        {
+        match best.iter_mut().find(|b| b.mode == r.mode && b.m == r.m && b.n == r.n && b.k == r.k && b.codebook == r.codebook) {
             Some(b) if b.median_us <= r.median_us => {}
             Some(b) => *b = r.clone(),
             None => best.push(r.clone()),
         }
     }
+    best
+}
+
+fn open(args: &Args) -> Result<GpuSession> {
+    let opts = TimingOptions {
+        modes: args.modes.clone(),
+        samples: args.samples,
+        warmups: args.warmups,
+        device: args.device,
+        cache: args.cache.clone(),
+    };
+    let session = GpuSession::open(&opts, &args.codebooks)?;
+    let info = &session.gpu.info;
+    eprintln!(
+        "device {} ({}, {} SMs, L2 {} MiB, driver {})",
+        info.name,
+        info.arch,
+        info.sms,
+        info.l2_bytes >> 20,
+        info.driver_version
+    );
+    Ok(session)
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    let shapes = &args.shapes.0;
+    if let Some((n, k)) = args.prefill_shapes.0.iter().find(|s| !shapes.contains(s)) {
+        bail!("--prefill-shapes {n}x{k} is not in --shapes: prefill inherits the bpp of that shape's best decode candidate");
+    }
+    let session = open(args)?;
+    let (gpu, protocol) = (&session.gpu, &session.protocol);
+    let mut out = Measured::default();
+    let (copy_gbps, _, copy_t, copy_bytes) = copy_bandwidth(gpu, protocol)?;
+    eprintln!("copy bandwidth {copy_gbps:.0} GB/s (read + write)");
+    let copy = Baseline { mode: Mode::Eager, name: "copy", n: 0, k: 0, bytes: 2 * copy_bytes, copies: 1 };
+    out.rows.push(baseline_row(gpu, &copy, &copy_t, copy_gbps, protocol));
+    out.samples.extend(samples_of(Mode::Eager, "copy", 1, 0, 0, &copy_t));
+    let bench = Bench {
+        args,
+        session: &session,
+        copy_gbps,
+        decode: decode_candidates(),
+        grouped: grouped_candidates(),
+        prefill: prefill_candidates(),
+    };
+    for &(n, k) in shapes {
+        if args.prefill_shapes.0.contains(&(n, k)) {
+            bench.prefill_baselines(n, k, &mut out)?;
+        }
+        for &mode in &session.modes {
+            let (t, bytes, copies) = cublas_f16_gemv(gpu, n, k, mode, protocol)?;
+            let b = Baseline { mode, name: "cublas.f16.gemv", n, k, bytes, copies };
+            out.rows.push(baseline_row(gpu, &b, &t, copy_gbps, protocol));
+            out.samples.extend(samples_of(mode, "cublas.f16.gemv", 1, n, k, &t));
+        }
+        for &cb in &session.codebooks {
+            bench.codebook(n, k, cb, &mut out)?;
+        }
+    }
+    let best = best_rows(&out.rows);
     std::fs::create_dir_all(&args.out)?;
-    vnni_corpus::write_csv(&args.out.join("decode.csv"), &rows)?;
+    vnni_corpus::write_csv(&args.out.join("decode.csv"), &out.rows)?;
     vnni_corpus::write_csv(&args.out.join("best.csv"), &best)?;
-    vnni_corpus::write_csv(&args.out.join("samples.csv"), &samples)?;
-    vnni_corpus::write_csv(&args.out.join("resources.csv"), &resources)?;
-    vnni_corpus::write_csv(&args.out.join("grouped.csv"), &grouped_summary)?;
-    vnni_corpus::write_csv(&args.out.join("prefill.csv"), &prefill_rows)?;
-    let mismatched = rows.iter().filter(|r| r.mismatches > 0).count();
-    println!(
-        "\n{} | copy {copy_gbps:.0} GB/s | {} candidate rows, {mismatched} with mismatches",
-        gpu.info.name,
-        rows.len()
-    );
-    println!(
-        "{:<6} {:<14} {:<6} {:<34} {:>9} {:>8} {:>7}",
-        "mode", "shape", "cb", "best candidate", "median_us", "GB/s", "%copy"
-    );
+    vnni_corpus::write_csv(&args.out.join("samples.csv"), &out.samples)?;
+    vnni_corpus::write_csv(&args.out.join("resources.csv"), &session.resources)?;
+    vnni_corpus::write_csv(&args.out.join("grouped.csv"), &out.grouped)?;
+    vnni_corpus::write_csv(&args.out.join("prefill.csv"), &out.prefill)?;
+    let mismatched = out.rows.iter().filter(|r| r.mismatches > 0).count();
+    println!("\n{} | copy {copy_gbps:.0} GB/s | {} candidate rows, {mismatched} with mismatches", gpu.info.name, out.rows.len());
+    print_decode(&best);
+    print_grouped(&out.grouped);
+    print_prefill(&out.prefill);
+    if mismatched > 0 {
+        bail!("{mismatched} candidate rows differ from the CPU reference");
+    }
+    Ok(())
+}
+
+fn word<T: std::fmt::Display>(w: Option<T>) -> String {
+    w.map_or_else(|| "-".into(), |w| w.to_string())
+}
+
+fn print_decode(best: &[TimingRow]) {
+    println!("{:<6} {:<14} {:<6} {:<34} {:>9} {:>8} {:>7}", "mode", "shape", "cb", "best candidate", "median_us", "GB/s", "%copy");
     for b in best.iter().filter(|b| b.m == 1) {
         println!(
             "{:<6} {:<14} {:<6} {:<34} {:>9.2} {:>8.0} {:>6.1}%",
-            b.mode,
+            b.mode.name(),
             format!("{}x{}", b.n, b.k),
-            b.codebook,
-            b.candidate,
+            word(b.codebook),
+            b.candidate.as_str(),
             b.median_us,
             b.gbps,
             b.pct_copy_bw
         );
     }
-    if !grouped_summary.is_empty() {
+}
+
+fn print_grouped(grouped: &[GroupedBest]) {
+    if grouped.is_empty() {
+        return;
+    }
+    println!("\n{:<6} {:<14} {:<6} {:>3} {:<18} {:>9} {:>7}  inherits", "mode", "shape", "cb", "M", "best grouped", "median_us", "xM=1");
+    for g in grouped {
         println!(
-            "\n{:<6} {:<14} {:<6} {:>3} {:<18} {:>9} {:>7}  inherits",
-            "mode", "shape", "cb", "M", "best grouped", "median_us", "xM=1"
+            "{:<6} {:<14} {:<6} {:>3} {:<18} {:>9.2} {:>7.2}  {} (bpp {})",
+            g.mode,
+            format!("{}x{}", g.n, g.k),
+            g.codebook,
+            g.m,
+            g.candidate,
+            g.median_us,
+            g.ratio_to_m1,
+            g.m1_candidate,
+            g.bpp
         );
-        for g in &grouped_summary {
-            println!(
-                "{:<6} {:<14} {:<6} {:>3} {:<18} {:>9.2} {:>7.2}  {} (bpp {})",
-                g.mode,
-                format!("{}x{}", g.n, g.k),
-                g.codebook,
-                g.m,
-                g.candidate,
-                g.median_us,
-                g.ratio_to_m1,
-                g.m1_candidate,
-                g.bpp
-            );
-        }
     }
-    print_prefill(&prefill_rows);
-    if mismatched > 0 {
-        bail!("{mismatched} candidate rows differ from the CPU reference");
-    }
-    Ok(())
 }
 
 /// One prefill timing in TOPS (2 M N K / median): a tile at its inherited bpp, or a cuBLAS
@@ -306,21 +394,21 @@ struct PrefillRow {
 }
 
 impl PrefillRow {
-    fn kernel(r: &TimingRow, auto: &str) -> Self {
+    fn kernel(r: &TimingRow, auto: &CandidateId) -> Self {
         PrefillRow {
-            mode: r.mode.clone(),
-            codebook: r.codebook.clone(),
-            source_format: r.source_format.clone(),
+            mode: r.mode.to_string(),
+            codebook: word(r.codebook),
+            source_format: word(r.source_format),
             n: r.n,
             k: r.k,
             m: r.m,
-            candidate: r.candidate.clone(),
+            candidate: r.candidate.to_string(),
             median_us: r.median_us,
             p95_us: r.p95_us,
             tops: 2.0 * (r.m * r.n * r.k) as f64 / (r.median_us * 1e-6) / 1e12,
             bpp: r.bpp,
-            m1_candidate: r.m1_candidate.clone(),
-            auto: r.candidate == auto,
+            m1_candidate: r.m1_candidate.as_ref().map_or_else(String::new, |c| c.to_string()),
+            auto: r.candidate == *auto,
             dropped: r.dropped,
         }
     }
@@ -406,15 +494,15 @@ struct GroupedBest {
 impl GroupedBest {
     fn new(g: &TimingRow, m1: &TimingRow) -> Self {
         GroupedBest {
-            mode: g.mode.clone(),
-            codebook: g.codebook.clone(),
+            mode: g.mode.to_string(),
+            codebook: word(g.codebook),
             n: g.n,
             k: g.k,
             m: g.m,
-            candidate: g.candidate.clone(),
+            candidate: g.candidate.to_string(),
             median_us: g.median_us,
             ratio_to_m1: g.median_us / m1.median_us,
-            m1_candidate: m1.candidate.clone(),
+            m1_candidate: m1.candidate.to_string(),
             m1_median_us: m1.median_us,
             bpp: g.bpp,
         }

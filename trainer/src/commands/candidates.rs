@@ -1,18 +1,27 @@
 //! `vnni-dispatch candidates`: the candidate registry.
 
 use serde::Serialize;
-use vnni_kernels::registry::{all_candidates, prefill_registry_digest, registry_digest, Candidate, KbRule, Surface};
+use vnni_kernels::registry::{all_candidates, prefill_registry_digest, registry_digest, Candidate, KbRule};
+use vnni_kernels::{Backend, Surface};
 
-#[derive(clap::Args)]
+use crate::argv::{Argv, ToArgv};
+
+#[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Args {
     /// Only this surface.
-    #[arg(long, value_parser = ["decode", "grouped", "prefill"])]
-    surface: Option<String>,
-    /// Only this backend.
-    #[arg(long, value_parser = ["cuda", "cpu"])]
-    backend: Option<String>,
     #[arg(long)]
-    json: bool,
+    pub surface: Option<Surface>,
+    /// Only this backend.
+    #[arg(long)]
+    pub backend: Option<Backend>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl ToArgv for Args {
+    fn to_argv(&self) -> Vec<String> {
+        Argv::new("candidates").opt("surface", self.surface).opt("backend", self.backend).flag("json", self.json).done()
+    }
 }
 
 #[derive(Serialize)]
@@ -46,14 +55,10 @@ fn bpp_rule(c: &Candidate) -> String {
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let cands: Vec<Candidate> = all_candidates()
-        .into_iter()
-        .filter(|c| match args.surface.as_deref() {
-            None => true,
-            Some("decode") => c.surface == Surface::Decode,
-            Some("grouped") => c.surface == Surface::Grouped,
-            Some(_) => c.surface == Surface::Prefill,
-        })
-        .filter(|c| args.backend.as_deref().is_none_or(|b| b == c.backend.name()))
+        .iter()
+        .filter(|c| args.surface.is_none_or(|s| s == c.surface))
+        .filter(|c| args.backend.is_none_or(|b| b == c.backend))
+        .cloned()
         .collect();
     if args.json {
         let listing = Listing {
@@ -73,7 +78,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "{:<36} {:<7} {:<7} {:<10} {:>5} {:>4}  {:<8} {}",
             c.id,
             c.backend.name(),
-            format!("{:?}", c.surface).to_lowercase(),
+            c.surface.name(),
             format!("{:?}", c.family).to_lowercase(),
             c.tile,
             c.cpt,

@@ -10,29 +10,53 @@ use vnni_learner::ledger::LEDGER_FILE;
 use vnni_learner::report::write_report;
 use vnni_learner::{fit, FitOptions};
 
-#[derive(clap::Args)]
+use crate::argv::{Argv, ToArgv};
+
+#[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Args {
     /// A sealed corpus directory (corpus.manifest.json, plan.json, the phase files).
     #[arg(long)]
-    corpus: PathBuf,
+    pub corpus: PathBuf,
     /// Where the policy goes; the sealed ledger is kept beside it.
     #[arg(long, default_value = "policy.json")]
-    out: PathBuf,
+    pub out: PathBuf,
     /// Write the fit report (report.md and decision-map PNGs) into this directory.
     #[arg(long)]
-    report: Option<PathBuf>,
+    pub report: Option<PathBuf>,
     /// A domain passes when its held-out p95 regret is below this fraction ...
     #[arg(long, default_value_t = 0.05)]
-    p95_max: f64,
+    pub p95_max: f64,
     /// ... and the p95 of its per-cell regret upper confidence bounds is below this.
     #[arg(long, default_value_t = 0.05)]
-    ucb_max: f64,
+    pub ucb_max: f64,
     /// The fraction of domains with data that must pass.
     #[arg(long, default_value_t = 0.99)]
-    min_pass: f64,
+    pub min_pass: f64,
+}
+
+impl ToArgv for Args {
+    fn to_argv(&self) -> Vec<String> {
+        Argv::new("fit")
+            .path("corpus", &self.corpus)
+            .path("out", &self.out)
+            .opt_path("report", self.report.as_deref())
+            .val("p95-max", self.p95_max)
+            .val("ucb-max", self.ucb_max)
+            .val("min-pass", self.min_pass)
+            .done()
+    }
 }
 
 pub fn run(a: &Args) -> Result<()> {
+    if !fit_and_write(a)? {
+        bail!("the policy failed its gates: written for inspection only, do not install it");
+    }
+    Ok(())
+}
+
+/// Fit, write the policy (also one that failed its gates, for inspection) and the report;
+/// returns whether the policy passed every gate.
+pub fn fit_and_write(a: &Args) -> Result<bool> {
     let started = Instant::now();
     let ledger = a.out.parent().filter(|p| !p.as_os_str().is_empty()).map_or_else(|| PathBuf::from(LEDGER_FILE), |p| p.join(LEDGER_FILE));
     let opts = FitOptions { p95_max: a.p95_max, ucb_max: a.ucb_max, min_pass: a.min_pass, ledger: Some(ledger.clone()), ..Default::default() };
@@ -70,8 +94,5 @@ pub fn run(a: &Args) -> Result<()> {
         let files = write_report(&f, dir)?;
         println!("report {} ({} files)", dir.join("report.md").display(), files.len());
     }
-    if !g.passed || g.sealed.as_ref().is_some_and(|s| !s.passed) {
-        bail!("the policy failed its gates: written for inspection only, do not install it");
-    }
-    Ok(())
+    Ok(g.passed && !g.sealed.as_ref().is_some_and(|s| !s.passed))
 }

@@ -4,11 +4,19 @@ use serde::Serialize;
 use vnni_kernels::contract::ScaleRule;
 use vnni_kernels::{Codebook, SourceFormat};
 
-#[derive(clap::Args)]
+use crate::argv::{Argv, ToArgv};
+
+#[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
+}
+
+impl ToArgv for Args {
+    fn to_argv(&self) -> Vec<String> {
+        Argv::new("formats").flag("json", self.json).done()
+    }
 }
 
 #[derive(Serialize)]

@@ -10,38 +10,57 @@ use vnni_corpus::inventory::Inventory;
 use vnni_generator::{install, render, validate, write_outputs, InstallTargets, InventoryPoints, ValidateOptions, MIN_RANDOM};
 use vnni_policy::Policy;
 
-#[derive(clap::Args)]
+use crate::argv::{Argv, ToArgv};
+
+#[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Args {
     /// The policy IR written by `fit`.
     #[arg(long)]
-    policy: PathBuf,
+    pub policy: PathBuf,
     /// Directory for the generated .inc, header and Rust module.
     #[arg(long)]
-    out: PathBuf,
+    pub out: PathBuf,
     /// Compile both outputs and check them against the evaluator (implied by --install).
     #[arg(long)]
-    validate: bool,
+    pub validate: bool,
     /// Install the validated .inc here (atomic replace).
     #[arg(long)]
-    install: Option<PathBuf>,
+    pub install: Option<PathBuf>,
     /// Install the validated header here.
     #[arg(long)]
-    install_header: Option<PathBuf>,
+    pub install_header: Option<PathBuf>,
     /// Install the validated Rust module here.
     #[arg(long)]
-    install_rust: Option<PathBuf>,
+    pub install_rust: Option<PathBuf>,
     /// Seeded random queries of the validation (an install needs at least 1,000,000).
     #[arg(long, default_value_t = MIN_RANDOM)]
-    random: usize,
+    pub random: usize,
     /// Seed of the random queries (fixed, so a validation is repeatable).
     #[arg(long, default_value_t = vnni_generator::validate::DEFAULT_SEED)]
-    seed: u64,
+    pub seed: u64,
     /// The shape inventory whose every point is validated.
     #[arg(long, default_value = "corpus/inventory")]
-    inventory: PathBuf,
+    pub inventory: PathBuf,
     /// The inventory profile whose shapes and M values are validated.
     #[arg(long, default_value = "all")]
-    profile: String,
+    pub profile: String,
+}
+
+impl ToArgv for Args {
+    fn to_argv(&self) -> Vec<String> {
+        Argv::new("generate")
+            .path("policy", &self.policy)
+            .path("out", &self.out)
+            .flag("validate", self.validate)
+            .opt_path("install", self.install.as_deref())
+            .opt_path("install-header", self.install_header.as_deref())
+            .opt_path("install-rust", self.install_rust.as_deref())
+            .val("random", self.random)
+            .val("seed", self.seed)
+            .path("inventory", &self.inventory)
+            .val("profile", &self.profile)
+            .done()
+    }
 }
 
 fn load_policy(path: &PathBuf) -> Result<Policy> {

@@ -6,22 +6,34 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use vnni_corpus::inventory::{import_toml, Inventory};
 
-#[derive(clap::Args)]
+use crate::argv::{Argv, ToArgv};
+
+#[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Args {
     #[command(subcommand)]
-    action: Option<Action>,
-    /// The inventory directory.
-    #[arg(long, default_value = "corpus/inventory", global = true)]
-    dir: PathBuf,
+    pub action: Option<Action>,
+    /// The inventory directory (`--dir` is the old spelling).
+    #[arg(long = "inventory", visible_alias = "dir", default_value = "corpus/inventory", global = true)]
+    pub dir: PathBuf,
     #[arg(long, default_value = "core")]
-    profile: String,
+    pub profile: String,
     /// Print the plan as canonical JSON (the digest's input).
     #[arg(long)]
-    json: bool,
+    pub json: bool,
 }
 
-#[derive(clap::Subcommand)]
-enum Action {
+impl ToArgv for Args {
+    fn to_argv(&self) -> Vec<String> {
+        let mut a = Argv::new("inventory").path("inventory", &self.dir).val("profile", &self.profile).flag("json", self.json);
+        if let Some(Action::Import { model, family }) = &self.action {
+            a = a.pos("import").pos(model.display()).opt("family", family.as_ref());
+        }
+        a.done()
+    }
+}
+
+#[derive(clap::Subcommand, Debug, Clone, PartialEq)]
+pub enum Action {
     /// Add a GGUF model's 2-D weight shapes (and formats) as `imported-<family>.toml`.
     Import {
         model: PathBuf,

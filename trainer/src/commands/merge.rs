@@ -9,16 +9,24 @@ use anyhow::{bail, Context, Result};
 use vnni_corpus::collection::{plan_difference, CellStore, CollectionPlan};
 use vnni_kernels::registry::registry_digest_for;
 
-use super::sweep::finish;
+use vnni_measure::collect::finish;
 
-#[derive(clap::Args)]
+use crate::argv::{Argv, ToArgv};
+
+#[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Args {
     /// The combined work directory.
     #[arg(long)]
-    out: PathBuf,
+    pub out: PathBuf,
     /// Shard work directories (each holds plan.json and cells/).
     #[arg(required = true)]
-    shards: Vec<PathBuf>,
+    pub shards: Vec<PathBuf>,
+}
+
+impl ToArgv for Args {
+    fn to_argv(&self) -> Vec<String> {
+        self.shards.iter().fold(Argv::new("merge").path("out", &self.out), |a, s| a.pos(s.display())).done()
+    }
 }
 
 pub fn run(args: &Args) -> Result<()> {
@@ -71,5 +79,6 @@ pub fn run(args: &Args) -> Result<()> {
         }
     }
     println!("merge: {} shards, {copied} cells copied, {same} identical duplicates -> {}", args.shards.len(), args.out.display());
-    finish(&out, &plan)
+    finish(&out, &plan)?;
+    Ok(())
 }

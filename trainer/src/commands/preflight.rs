@@ -5,25 +5,39 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use vnni_kernels::cuda::device::Gpu;
 
-use crate::preflight::{compile_all, rejected, rows};
+use vnni_measure::preflight::{compile_all, rejected, rows};
 
-#[derive(clap::Args)]
+use crate::argv::{Argv, ToArgv};
+
+#[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Args {
     /// Compile only (NVRTC, no GPU): ptxas registers, stack and spills.
     #[arg(long = "static")]
-    static_only: bool,
+    pub static_only: bool,
     /// Target architecture for --static (a GPU run uses the device's own).
     #[arg(long, default_value = "sm_90")]
-    arch: String,
+    pub arch: String,
     /// Where to write resources.csv.
     #[arg(long, default_value = "resources.csv")]
-    out: PathBuf,
+    pub out: PathBuf,
     /// Device ordinal (without --static).
     #[arg(long, default_value_t = 0)]
-    device: usize,
+    pub device: usize,
     /// Cubin cache directory.
     #[arg(long)]
-    cache: Option<PathBuf>,
+    pub cache: Option<PathBuf>,
+}
+
+impl ToArgv for Args {
+    fn to_argv(&self) -> Vec<String> {
+        Argv::new("preflight")
+            .flag("static", self.static_only)
+            .val("arch", &self.arch)
+            .path("out", &self.out)
+            .val("device", self.device)
+            .opt_path("cache", self.cache.as_deref())
+            .done()
+    }
 }
 
 pub fn run(args: &Args) -> Result<()> {

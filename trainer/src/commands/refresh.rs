@@ -1,51 +1,73 @@
 //! `vnni-dispatch refresh`: the one command. Collect (or resume, or reuse a sealed corpus),
 //! certify batch invariance, fit, generate and validate the tables, write the report, and
-//! optionally install; then print one summary table. Each step is this binary's own
-//! subcommand run as a child process, so a step's failure names itself and a rerun resumes
-//! (published cells are kept). The output directory holds everything, each piece reusable:
-//! `corpus/` (sealed), `policy.json`, `tables/`, `certificates.jsonl` (and, for a CUDA
-//! profile with prefill M, `prefill-certificates.jsonl`), `report/` (the corpus report; the fit
-//! report in `report/fit/`).
+//! optionally install; then print one summary table. Every step is the typed API of its
+//! subcommand called in this process, so a renamed flag is a compile error, not a run-time
+//! surprise; a rerun resumes (published cells are kept). The output directory holds
+//! everything, each piece reusable: `corpus/` (sealed), `policy.json`, `tables/`,
+//! `certificates.jsonl` (and, for a CUDA profile with prefill M, `prefill-certificates.jsonl`),
+//! `report/` (the corpus report; the fit report in `report/fit/`).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use vnni_corpus::collection::{CollectionPlan, PLAN_FILE};
 use vnni_corpus::read::read_certificates;
-use vnni_kernels::registry::{candidates, Backend, Surface, PREFILL_MIN_M};
+use vnni_kernels::registry::{candidates, PREFILL_MIN_M};
+use vnni_kernels::{Backend, BackendChoice, CandidateId, Surface};
+use vnni_measure::invariance_plan::DEFAULT_M1;
+use vnni_measure::shapes::Shapes;
 use vnni_policy::Policy;
 
-#[derive(clap::Args)]
+use super::{certify, fit, generate, report, sweep};
+use crate::argv::{Argv, ToArgv};
+
+#[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Args {
     /// `cuda`, `cpu`, or `auto` (cuda when a GPU is usable, else cpu with a notice).
-    #[arg(long, default_value = "auto", value_parser = ["cuda", "cpu", "auto"])]
-    backend: String,
+    #[arg(long, default_value = "auto")]
+    pub backend: BackendChoice,
     #[arg(long, default_value = "family-smoke")]
-    profile: String,
+    pub profile: String,
     #[arg(long, default_value = "corpus/inventory")]
-    inventory: PathBuf,
+    pub inventory: PathBuf,
     /// Output directory (default: target/refresh/<profile>).
     #[arg(long)]
-    out: Option<PathBuf>,
+    pub out: Option<PathBuf>,
     /// Reuse this sealed corpus instead of collecting one.
     #[arg(long)]
-    corpus: Option<PathBuf>,
+    pub corpus: Option<PathBuf>,
     /// Install the validated `.inc` here (the header and Rust module beside it).
     #[arg(long)]
-    install: Option<PathBuf>,
+    pub install: Option<PathBuf>,
     /// Sweep workers, one per device.
     #[arg(long, value_delimiter = ',')]
-    devices: Vec<usize>,
+    pub devices: Vec<usize>,
     /// CPU threads per worker (0: every core).
     #[arg(long, default_value_t = 0)]
-    threads: usize,
+    pub threads: usize,
     /// Random queries of the table validation.
     #[arg(long, default_value_t = 1_000_000)]
-    random: u64,
+    pub random: u64,
     #[arg(long)]
-    cache: Option<PathBuf>,
+    pub cache: Option<PathBuf>,
+}
+
+impl ToArgv for Args {
+    fn to_argv(&self) -> Vec<String> {
+        Argv::new("refresh")
+            .val("backend", self.backend)
+            .val("profile", &self.profile)
+            .path("inventory", &self.inventory)
+            .opt_path("out", self.out.as_deref())
+            .opt_path("corpus", self.corpus.as_deref())
+            .opt_path("install", self.install.as_deref())
+            .list("devices", &self.devices)
+            .val("threads", self.threads)
+            .val("random", self.random)
+            .opt_path("cache", self.cache.as_deref())
+            .done()
+    }
 }
 
 /// One finished step for the summary.
@@ -55,21 +77,40 @@ struct Step {
     outcome: String,
 }
 
-/// Run this binary's subcommand `args`; stdout is captured (and echoed), stderr streams.
-fn step(name: &'static str, args: &[String], steps: &mut Vec<Step>) -> Result<(bool, String)> {
-    let exe = std::env::current_exe().context("locating the vnni-dispatch binary")?;
-    eprintln!("== {name}: vnni-dispatch {}", args.join(" "));
+/// Run one step, timing it; `Ok` carries the step's one-line outcome.
+fn step(name: &'static str, steps: &mut Vec<Step>, f: impl FnOnce() -> Result<String>) -> Result<()> {
+    eprintln!("== {name}");
     let started = Instant::now();
-    let out = Command::new(exe).args(args).stderr(std::process::Stdio::inherit()).output().with_context(|| format!("running {name}"))?;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    eprint!("{stdout}");
-    let last = stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
-    steps.push(Step { name, seconds: started.elapsed().as_secs_f64(), outcome: last });
-    Ok((out.status.success(), stdout))
+    let outcome = f().with_context(|| format!("refresh step `{name}`"))?;
+    steps.push(Step { name, seconds: started.elapsed().as_secs_f64(), outcome });
+    Ok(())
 }
 
 fn s(p: &Path) -> String {
     p.display().to_string()
+}
+
+/// The CPU backend certifies every CPU decode identity on three small shapes (one narrow, one
+/// tall) at M = 2, 5, 16 and 31; the GPU its default shapes and identities.
+fn certify_args(plan: &CollectionPlan, out: &Path, cache: Option<&Path>) -> certify::Args {
+    let cpu = plan.backend == Backend::Cpu;
+    let m1: Vec<CandidateId> = if cpu {
+        candidates(Backend::Cpu, Surface::Decode).into_iter().map(|c| c.id).collect()
+    } else {
+        DEFAULT_M1.iter().map(|s| s.parse().expect("valid ids")).collect()
+    };
+    certify::Args {
+        backend: plan.backend,
+        surface: Surface::Grouped,
+        formats: Vec::new(),
+        shapes: cpu.then(|| Shapes(vec![(512, 512), (2304, 256), (256, 2304)])),
+        m: if cpu { vec![2, 5, 16, 31] } else { Vec::new() },
+        m1,
+        sms: plan.units,
+        device: 0,
+        cache: cache.map(Path::to_path_buf),
+        out: out.join("certificates.jsonl"),
+    }
 }
 
 pub fn run(a: &Args) -> Result<()> {
@@ -83,37 +124,30 @@ pub fn run(a: &Args) -> Result<()> {
     // 1. The corpus: reuse, or collect (resuming whatever is already published in `out`).
     let corpus = match &a.corpus {
         Some(c) => {
-            let (ok, _) = step("verify", &["verify".into(), "--corpus".into(), s(c), "--inventory".into(), s(&a.inventory)], &mut steps)?;
-            if !ok {
-                bail!("{} does not verify: it cannot be reused", c.display());
-            }
+            step("verify", &mut steps, || {
+                let m = vnni_corpus::seal::verify(c, &super::verify::expected(&a.inventory)?)
+                    .with_context(|| format!("{} does not verify: it cannot be reused", c.display()))?;
+                Ok(format!("corpus id {}", &m.corpus_id[..16]))
+            })?;
             c.clone()
         }
         None => {
-            let mut args: Vec<String> = vec![
-                "sweep".into(),
-                "--backend".into(),
-                a.backend.clone(),
-                "--profile".into(),
-                a.profile.clone(),
-                "--inventory".into(),
-                s(&a.inventory),
-                "--out".into(),
-                s(&out),
-                "--threads".into(),
-                a.threads.to_string(),
-            ];
-            if !a.devices.is_empty() {
-                args.push("--devices".into());
-                args.push(a.devices.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(","));
-            }
-            if let Some(c) = &a.cache {
-                args.extend(["--cache".into(), s(c)]);
-            }
-            let (ok, _) = step("collect", &args, &mut steps)?;
-            if !ok {
-                bail!("collection failed (see above); rerun the same command to resume");
-            }
+            let args = sweep::Args {
+                backend: a.backend,
+                profile: a.profile.clone(),
+                inventory: a.inventory.clone(),
+                out: out.clone(),
+                devices: a.devices.clone(),
+                shard: None,
+                threads: a.threads,
+                device: 0,
+                cache: a.cache.clone(),
+                worker: None,
+            };
+            step("collect", &mut steps, || {
+                sweep::run(&args).context("collection failed; rerun the same command to resume")?;
+                Ok(format!("{}", out.join("corpus").display()))
+            })?;
             out.join("corpus")
         }
     };
@@ -124,53 +158,28 @@ pub fn run(a: &Args) -> Result<()> {
         );
     }
     let plan = CollectionPlan::read(&corpus.join(PLAN_FILE))?;
-    let backend = if plan.backend == "cuda" { Backend::Cuda } else { Backend::Cpu };
 
-    // 2. Batch invariance on this backend: grouped rows against single-row decodes.
+    // 2. Batch invariance on this backend: grouped rows against single-row decodes; prefill
+    // tiles too (CUDA) at the plan's prefill M values.
     let certs = out.join("certificates.jsonl");
-    let mut cert_args: Vec<String> =
-        vec!["certify".into(), "--backend".into(), plan.backend.clone(), "--out".into(), s(&certs)];
-    if backend == Backend::Cpu {
-        let m1: Vec<String> = candidates(Backend::Cpu, Surface::Decode).into_iter().map(|c| c.id).collect();
-        cert_args.extend([
-            "--shapes".into(),
-            "512x512,2304x256,256x2304".into(),
-            "--m".into(),
-            "2,5,16,31".into(),
-            "--m1".into(),
-            m1.join(","),
-            "--sms".into(),
-            plan.units.to_string(),
-        ]);
-    } else if let Some(c) = &a.cache {
-        cert_args.extend(["--cache".into(), s(c)]);
-    }
-    let (ok, _) = step("certify", &cert_args, &mut steps)?;
-    if !ok {
-        bail!("batch-invariance certification failed (see above): grouped rows differ from single-row decodes");
-    }
-    // Prefill tiles (CUDA only) at the plan's prefill M values.
-    let prefill_m: Vec<String> =
-        plan.inventory.m.iter().filter(|&&m| m >= PREFILL_MIN_M).map(|m| m.to_string()).collect();
-    if backend == Backend::Cuda && !prefill_m.is_empty() {
-        let mut args: Vec<String> = vec![
-            "certify".into(),
-            "--backend".into(),
-            "cuda".into(),
-            "--surface".into(),
-            "prefill".into(),
-            "--m".into(),
-            prefill_m.join(","),
-            "--out".into(),
-            s(&out.join("prefill-certificates.jsonl")),
-        ];
-        if let Some(c) = &a.cache {
-            args.extend(["--cache".into(), s(c)]);
-        }
-        let (ok, _) = step("certify prefill", &args, &mut steps)?;
-        if !ok {
-            bail!("prefill certification failed (see above): prefill rows differ from single-row decodes");
-        }
+    step("certify", &mut steps, || {
+        let args = certify_args(&plan, &out, a.cache.as_deref());
+        certify::run(&args).context("batch-invariance certification failed: grouped rows differ from single-row decodes")?;
+        Ok(format!("{}", certs.display()))
+    })?;
+    let prefill_m: Vec<usize> = plan.inventory.m.iter().copied().filter(|&m| m >= PREFILL_MIN_M).collect();
+    if plan.backend == Backend::Cuda && !prefill_m.is_empty() {
+        step("certify prefill", &mut steps, || {
+            let args = certify::Args {
+                surface: Surface::Prefill,
+                shapes: None,
+                m: prefill_m.clone(),
+                out: out.join("prefill-certificates.jsonl"),
+                ..certify_args(&plan, &out, a.cache.as_deref())
+            };
+            certify::run(&args).context("prefill certification failed: prefill rows differ from single-row decodes")?;
+            Ok(format!("{}", args.out.display()))
+        })?;
     }
 
     // 3. Fit (a failed gate still writes the policy, for inspection). A policy of an earlier
@@ -179,52 +188,51 @@ pub fn run(a: &Args) -> Result<()> {
     if policy_path.exists() {
         std::fs::remove_file(&policy_path).with_context(|| format!("removing the previous {}", policy_path.display()))?;
     }
-    let (fit_ok, _) = step(
-        "fit",
-        &["fit".into(), "--corpus".into(), s(&corpus), "--out".into(), s(&policy_path), "--report".into(), s(&out.join("report/fit"))],
-        &mut steps,
-    )?;
-    if !policy_path.is_file() {
-        bail!("fit wrote no policy (see above)");
-    }
+    let mut gates_passed = false;
+    step("fit", &mut steps, || {
+        let args = fit::Args {
+            corpus: corpus.clone(),
+            out: policy_path.clone(),
+            report: Some(out.join("report/fit")),
+            p95_max: 0.05,
+            ucb_max: 0.05,
+            min_pass: 0.99,
+        };
+        gates_passed = fit::fit_and_write(&args)?;
+        Ok(if gates_passed { "gates passed".into() } else { "gates FAILED (the policy is for inspection)".into() })
+    })?;
 
     // 4. Generate and validate (and install only a policy that passed its gates).
-    let mut gen_args: Vec<String> = vec![
-        "generate".into(),
-        "--policy".into(),
-        s(&policy_path),
-        "--out".into(),
-        s(&out.join("tables")),
-        "--validate".into(),
-        "--random".into(),
-        a.random.to_string(),
-        "--inventory".into(),
-        s(&a.inventory),
-    ];
     if let Some(p) = &a.install {
-        if !fit_ok {
+        if !gates_passed {
             bail!("the policy failed its gates (see the fit report): refusing to install it at {}", p.display());
         }
-        gen_args.extend(["--install".into(), s(p)]);
-        gen_args.extend(["--install-header".into(), s(&p.with_extension("h"))]);
-        gen_args.extend(["--install-rust".into(), s(&p.with_extension("rs"))]);
     }
-    let (ok, _) = step("generate", &gen_args, &mut steps)?;
-    if !ok {
-        bail!("the generated tables failed validation (see above); nothing was installed");
-    }
+    step("generate", &mut steps, || {
+        let args = generate::Args {
+            policy: policy_path.clone(),
+            out: out.join("tables"),
+            validate: true,
+            install: a.install.clone(),
+            install_header: a.install.as_ref().map(|p| p.with_extension("h")),
+            install_rust: a.install.as_ref().map(|p| p.with_extension("rs")),
+            random: usize::try_from(a.random).context("--random")?,
+            seed: vnni_generator::validate::DEFAULT_SEED,
+            inventory: a.inventory.clone(),
+            profile: "all".into(),
+        };
+        generate::run(&args).context("the generated tables failed validation; nothing was installed")?;
+        Ok(format!("{} (validated)", args.out.display()))
+    })?;
 
     // 5. The corpus report (bandwidth vs roofline, regret CDFs, decision maps).
-    let (ok, _) = step(
-        "report",
-        &["report".into(), "--corpus".into(), s(&corpus), "--policy".into(), s(&policy_path), "--out".into(), s(&out.join("report"))],
-        &mut steps,
-    )?;
-    if !ok {
-        bail!("the report failed (see above)");
-    }
+    step("report", &mut steps, || {
+        let args = report::Args { corpus: corpus.clone(), policy: Some(policy_path.clone()), out: out.join("report") };
+        report::run(&args)?;
+        Ok(s(&args.out.join("report.md")))
+    })?;
 
-    summary(&out, &corpus, &plan, &policy_path, &certs, &steps, fit_ok, a.install.as_deref())
+    summary(&out, &corpus, &plan, &policy_path, &certs, &steps, gates_passed, a.install.as_deref())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -248,9 +256,9 @@ fn summary(
         .filter_map(|d| d.stats.as_ref().map(|st| (st.p95_regret, format!("{} {} bucket {} aspect {:?}", d.codebook, d.mode, d.m_bucket, d.aspect))))
         .max_by(|x, y| x.0.total_cmp(&y.0));
     println!();
-    println!("{:<10} {:>8}  outcome", "step", "seconds");
+    println!("{:<16} {:>8}  outcome", "step", "seconds");
     for st in steps {
-        println!("{:<10} {:>8.1}  {}", st.name, st.seconds, st.outcome);
+        println!("{:<16} {:>8.1}  {}", st.name, st.seconds, st.outcome);
     }
     println!();
     let g = &policy.gates;

@@ -8,18 +8,26 @@ use anyhow::{Context, Result};
 use vnni_learner::corpus_report::write_corpus_report;
 use vnni_policy::Policy;
 
-#[derive(clap::Args)]
+use crate::argv::{Argv, ToArgv};
+
+#[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Args {
     /// A sealed corpus directory (authenticated before anything is read).
     #[arg(long)]
-    corpus: PathBuf,
+    pub corpus: PathBuf,
     /// A fitted policy: its in-sample regret is plotted and its decision maps drawn
     /// (without it, the maps are of the policy the learner fits from this corpus).
     #[arg(long)]
-    policy: Option<PathBuf>,
+    pub policy: Option<PathBuf>,
     /// Where report.md and the PNGs go (created if missing).
     #[arg(long)]
-    out: PathBuf,
+    pub out: PathBuf,
+}
+
+impl ToArgv for Args {
+    fn to_argv(&self) -> Vec<String> {
+        Argv::new("report").path("corpus", &self.corpus).opt_path("policy", self.policy.as_deref()).path("out", &self.out).done()
+    }
 }
 
 pub fn run(a: &Args) -> Result<()> {

@@ -4,44 +4,59 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
-use sha2::{Digest, Sha256};
 use vnni_corpus::collection::{inventory_sources, CollectionPlan, PLAN_FILE};
 use vnni_corpus::inventory::Inventory;
 use vnni_corpus::provenance::{git_state, toolchain};
 use vnni_corpus::seal::{seal, BuildIdentity, SealInputs};
 use vnni_kernels::cuda::source::kernel_source_digest;
+use vnni_kernels::digest::sha256_hex;
 use vnni_kernels::registry::registry_digest;
+use vnni_kernels::Backend;
 
-#[derive(clap::Args)]
-pub struct SealArgs {
+use crate::argv::{Argv, ToArgv};
+
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct Args {
     /// The corpus directory (every cell published, nothing in progress). When it holds a
     /// sweep's plan.json, backend, arch, profile and build identity come from there.
-    dir: PathBuf,
+    pub dir: PathBuf,
     #[arg(long, required_unless_present = "from_plan")]
-    profile: Option<String>,
-    #[arg(long, value_parser = ["cuda", "cpu"], required_unless_present = "from_plan")]
-    backend: Option<String>,
+    pub profile: Option<String>,
+    #[arg(long, required_unless_present = "from_plan")]
+    pub backend: Option<Backend>,
     /// Take everything from DIR/plan.json (the default when it exists).
     #[arg(long)]
-    from_plan: bool,
+    pub from_plan: bool,
     #[arg(long, default_value = "sm_90")]
-    arch: String,
+    pub arch: String,
     #[arg(long, default_value = "corpus/inventory")]
-    inventory: PathBuf,
+    pub inventory: PathBuf,
     /// Device name, driver and NVRTC version of the collection (GPU corpora).
     #[arg(long, default_value = "-")]
-    device: String,
+    pub device: String,
     #[arg(long, default_value = "-")]
-    driver: String,
+    pub driver: String,
     #[arg(long, default_value = "-")]
-    nvrtc: String,
+    pub nvrtc: String,
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+impl ToArgv for Args {
+    fn to_argv(&self) -> Vec<String> {
+        Argv::new("seal")
+            .pos(self.dir.display())
+            .opt("profile", self.profile.as_ref())
+            .opt("backend", self.backend)
+            .flag("from-plan", self.from_plan)
+            .val("arch", &self.arch)
+            .path("inventory", &self.inventory)
+            .val("device", &self.device)
+            .val("driver", &self.driver)
+            .val("nvrtc", &self.nvrtc)
+            .done()
+    }
 }
 
-pub fn run_seal(a: &SealArgs) -> Result<()> {
+pub fn run(a: &Args) -> Result<()> {
     let inv = Inventory::load(&a.inventory)?;
     let plan_path = a.dir.join(PLAN_FILE);
     let inputs = if a.from_plan || plan_path.is_file() {
@@ -62,15 +77,15 @@ pub fn run_seal(a: &SealArgs) -> Result<()> {
         let profile = a.profile.clone().expect("clap requires --profile");
         let plan = inv.resolve(&profile)?;
         let (git_commit, git_dirty) = git_state(Path::new("."));
-        let args_text = format!("{:?} {} {} {}", a.backend, a.arch, profile, plan.digest());
+        let args_text = format!("{:?} {} {} {}", a.backend.map(|b| b.name().to_string()), a.arch, profile, plan.digest());
         SealInputs {
-            backend: a.backend.clone().expect("clap requires --backend"),
+            backend: a.backend.expect("clap requires --backend"),
             arch: a.arch.clone(),
             profile,
             inventory_digest: plan.digest(),
             inventory_sources: inventory_sources(&a.inventory)?,
             registry_digest: registry_digest(),
-            arguments_digest: hex(&Sha256::digest(args_text.as_bytes())),
+            arguments_digest: sha256_hex(args_text.as_bytes()),
             build: BuildIdentity {
                 kernel_source_digest: kernel_source_digest(),
                 nvrtc: a.nvrtc.clone(),

@@ -13,18 +13,30 @@ use vnni_kernels::registry::{registry_digest, registry_digest_for};
 use vnni_learner::{fit, FitOptions};
 use vnni_policy::Policy;
 
-#[derive(clap::Args)]
-pub struct VerifyArgs {
+use crate::argv::{Argv, ToArgv};
+
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct Args {
     /// A corpus directory; without it every corpus committed under --root.
     #[arg(long)]
-    corpus: Vec<PathBuf>,
+    pub corpus: Vec<PathBuf>,
     #[arg(long, default_value = "corpus/inventory")]
-    inventory: PathBuf,
+    pub inventory: PathBuf,
     #[arg(long, default_value = "lfs-data/corpora")]
-    root: PathBuf,
+    pub root: PathBuf,
     /// Committed table sets (each a directory with policy.json and the generated files).
     #[arg(long, default_value = "lfs-data/tables")]
-    tables: PathBuf,
+    pub tables: PathBuf,
+}
+
+impl ToArgv for Args {
+    fn to_argv(&self) -> Vec<String> {
+        let mut a = Argv::new("verify");
+        for c in &self.corpus {
+            a = a.path("corpus", c);
+        }
+        a.path("inventory", &self.inventory).path("root", &self.root).path("tables", &self.tables).done()
+    }
 }
 
 /// Directories under `root` holding `file`, sorted.
@@ -43,15 +55,21 @@ fn holding(root: &Path, file: &str) -> Vec<PathBuf> {
     out
 }
 
-pub fn run(a: &VerifyArgs) -> Result<()> {
-    let inv =
-        Inventory::load(&a.inventory).with_context(|| format!("loading the inventory {}", a.inventory.display()))?;
+/// What a corpus of this checkout must bind: the registry digest, and per profile of the
+/// inventory its inventory digest and the registry digest of its M values.
+pub fn expected(inventory: &Path) -> Result<Expected> {
+    let inv = Inventory::load(inventory).with_context(|| format!("loading the inventory {}", inventory.display()))?;
     let mut expected = Expected { registry_digest: Some(registry_digest()), ..Default::default() };
     for name in inv.profiles.keys() {
         let plan = inv.resolve(name)?;
         expected.inventory_digests.insert(name.clone(), plan.digest());
         expected.registry_digests.insert(name.clone(), registry_digest_for(&plan.m));
     }
+    Ok(expected)
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    let expected = expected(&a.inventory)?;
     let dirs = if a.corpus.is_empty() { holding(&a.root, MANIFEST) } else { a.corpus.clone() };
     if dirs.is_empty() {
         println!("verify: no sealed corpus under {} (nothing to check yet)", a.root.display());

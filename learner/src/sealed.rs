@@ -9,7 +9,7 @@ use vnni_policy::{Policy, PolicyError, SealedCertification};
 use crate::corpus::Corpus;
 use crate::domains::{DomainKey, Sample};
 use crate::regret::REGRET_CAP;
-use crate::stats::{geomean, p95};
+use crate::regret_stats::{geomean, p95};
 
 /// The regret of the policy's choice (overlays as given) in every alias cell of `samples`.
 pub fn policy_regrets(

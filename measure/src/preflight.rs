@@ -61,7 +61,7 @@ pub fn rows(
         rows.push(ResourceRow {
             arch: arch.to_string(),
             kernel: sym,
-            codebook: spec.codebook().name().into(),
+            codebook: spec.codebook(),
             threads: spec.max_threads(),
             registers: st.registers,
             stack_bytes: st.stack_bytes,

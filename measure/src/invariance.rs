@@ -1,41 +1,38 @@
-//! Batch-invariance certification: every row of a grouped candidate's output must carry
-//! exactly the bits of a one-row (M = 1) decode of that row with the inherited candidate.
-//! Backend-independent: a [`Backend`] runs the two sides, this module compares bit patterns.
+//! Batch-invariance certification: every row of a grouped or prefill candidate's output
+//! must carry exactly the bits of a one-row (M = 1) decode of that row with the inherited
+//! candidate. Backend-independent: [`CertificateSides`] runs the two sides, this module
+//! compares bit patterns.
 
 use anyhow::Result;
-use sha2::{Digest, Sha256};
 use vnni_corpus::Certificate;
+use vnni_kernels::{Backend, CandidateId, SourceFormat};
 
 /// Runs the two sides of a certificate for one (weights, M activation rows) fixture.
-pub trait Backend {
-    fn name(&self) -> &str;
+pub trait CertificateSides {
+    fn backend(&self) -> Backend;
     fn arch(&self) -> &str;
-    /// `y[M][N]` of grouped candidate `candidate` at `bpp` (buffers pre-filled with 0xA5).
-    fn grouped(&mut self, candidate: &str, bpp: usize) -> Result<Vec<f32>>;
+    /// `y[M][N]` of batched candidate `candidate` at `bpp` (buffers pre-filled with 0xA5).
+    fn batched(&mut self, candidate: &CandidateId, bpp: usize) -> Result<Vec<f32>>;
     /// `y[N]` of M = 1 candidate `m1_candidate` on activation row `row` (buffers pre-filled).
-    fn serial(&mut self, m1_candidate: &str, row: usize) -> Result<Vec<f32>>;
+    fn serial(&mut self, m1_candidate: &CandidateId, row: usize) -> Result<Vec<f32>>;
 }
 
+/// sha256 of the f32 bits (little-endian, row-major).
 pub fn digest(v: &[f32]) -> String {
-    let mut h = Sha256::new();
-    for chunk in v.chunks(1 << 16) {
-        let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect();
-        h.update(&bytes);
-    }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect();
+    vnni_kernels::digest::sha256_hex(&bytes)
 }
 
 /// What identifies one certificate besides the candidates.
-pub struct Subject<'a> {
-    pub codebook: &'a str,
-    pub source_format: &'a str,
+pub struct Subject {
+    pub source_format: SourceFormat,
     pub n: usize,
     pub k: usize,
     pub m: usize,
 }
 
 /// The serial (M = 1) reference: M launches, one per row, concatenated row-major.
-pub fn serial_rows(backend: &mut dyn Backend, m1_candidate: &str, m: usize) -> Result<Vec<f32>> {
+pub fn serial_rows(backend: &mut dyn CertificateSides, m1_candidate: &CandidateId, m: usize) -> Result<Vec<f32>> {
     let mut out = Vec::new();
     for row in 0..m {
         out.extend(backend.serial(m1_candidate, row)?);
@@ -56,18 +53,18 @@ impl<'s> Serial<'s> {
     }
 }
 
-/// Certify grouped `candidate` at `bpp` against precomputed `serial` rows of `m1_candidate`.
+/// Certify batched `candidate` at `bpp` against precomputed `serial` rows of `m1_candidate`.
 pub fn certify(
-    backend: &mut dyn Backend,
+    backend: &mut dyn CertificateSides,
     s: &Subject,
-    candidate: &str,
-    m1_candidate: &str,
+    candidate: &CandidateId,
+    m1_candidate: &CandidateId,
     bpp: usize,
     serial: &Serial,
 ) -> Result<Certificate> {
     let (serial, serial_digest) = (serial.rows, &serial.digest);
-    let grouped = backend.grouped(candidate, bpp)?;
-    let again = backend.grouped(candidate, bpp)?;
+    let grouped = backend.batched(candidate, bpp)?;
+    let again = backend.batched(candidate, bpp)?;
     anyhow::ensure!(grouped.len() == s.m * s.n && serial.len() == s.m * s.n, "{candidate}: output sizes differ");
     let mut mismatches = 0;
     let mut first = None;
@@ -87,16 +84,16 @@ pub fn certify(
     }
     let repeat_mismatches = grouped.iter().zip(&again).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
     Ok(Certificate {
-        backend: backend.name().to_string(),
+        backend: backend.backend(),
         arch: backend.arch().to_string(),
-        codebook: s.codebook.to_string(),
-        source_format: s.source_format.to_string(),
+        codebook: s.source_format.codebook(),
+        source_format: s.source_format,
         n: s.n,
         k: s.k,
         m: s.m,
         bpp,
-        m1_candidate: m1_candidate.to_string(),
-        candidate: candidate.to_string(),
+        m1_candidate: m1_candidate.clone(),
+        candidate: candidate.clone(),
         outputs: grouped.len(),
         mismatches,
         repeat_mismatches,
@@ -113,25 +110,28 @@ mod tests {
     use vnni_kernels::{fixture, quantize_activations, repack, PackedMatrix, QuantizedActivations, SourceFormat};
 
     use super::*;
-    use crate::certify_backends::CpuBackend;
-    const CPU_GROUPED: &str = "cpu.grouped.rows.t16";
+    use crate::invariance_sides::CpuSides;
+
+    fn id(s: &str) -> CandidateId {
+        s.parse().unwrap()
+    }
 
     /// A deliberately wrong grouped kernel: the right per-block contract, but the partitions
     /// folded in descending order. Equal in real arithmetic, different in f32 bits.
     struct ReversedFold<'w> {
-        inner: CpuBackend<'w>,
+        inner: CpuSides<'w>,
         w: &'w PackedMatrix,
         a: QuantizedActivations,
     }
 
-    impl Backend for ReversedFold<'_> {
-        fn name(&self) -> &str {
-            "cpu-wrong"
+    impl CertificateSides for ReversedFold<'_> {
+        fn backend(&self) -> Backend {
+            Backend::Cpu
         }
         fn arch(&self) -> &str {
             "test"
         }
-        fn grouped(&mut self, _: &str, bpp: usize) -> Result<Vec<f32>> {
+        fn batched(&mut self, _: &CandidateId, bpp: usize) -> Result<Vec<f32>> {
             let (w, a) = (self.w, &self.a);
             let kblk = w.kblk();
             let mut y = Vec::new();
@@ -151,7 +151,7 @@ mod tests {
             }
             Ok(y)
         }
-        fn serial(&mut self, m1: &str, row: usize) -> Result<Vec<f32>> {
+        fn serial(&mut self, m1: &CandidateId, row: usize) -> Result<Vec<f32>> {
             self.inner.serial(m1, row)
         }
     }
@@ -165,7 +165,7 @@ mod tests {
         let w = fixture_for(SourceFormat::Q4_K, 96, 1024);
         for m in [2, 5, 31] {
             let a = quantize_activations(&fixture::activations(m, 1024, 8), m, 1024).unwrap();
-            let mut b = CpuBackend::new(&w, a, 132);
+            let mut b = CpuSides::new(&w, a, 132);
             for m1 in [
                 "decode.wide.tn128.cpt2",
                 "decode.kpar.tn128.cpt1.waves2",
@@ -175,9 +175,9 @@ mod tests {
                 "cpu.decode.kpar.t64.kb4",
             ] {
                 let bpp = vnni_kernels::registry::find(m1).unwrap().plan(96, 1024, 132).unwrap().bpp;
-                let serial = serial_rows(&mut b, m1, m).unwrap();
-                let s = Subject { codebook: "u4", source_format: "Q4_K", n: 96, k: 1024, m };
-                let c = certify(&mut b, &s, CPU_GROUPED, m1, bpp, &Serial::new(&serial)).unwrap();
+                let serial = serial_rows(&mut b, &id(m1), m).unwrap();
+                let s = Subject { source_format: SourceFormat::Q4_K, n: 96, k: 1024, m };
+                let c = certify(&mut b, &s, &id("cpu.grouped.rows.t16"), &id(m1), bpp, &Serial::new(&serial)).unwrap();
                 assert_eq!((c.mismatches, c.repeat_mismatches), (0, 0), "{m1} M={m}: {:?}", c.first_mismatch);
                 assert_eq!(c.grouped_digest, c.serial_digest);
                 assert_eq!(c.outputs, m * 96);
@@ -190,12 +190,12 @@ mod tests {
         let w = fixture_for(SourceFormat::Q8_0, 200, 4096);
         let m = 4;
         let a = quantize_activations(&fixture::activations(m, 4096, 9), m, 4096).unwrap();
-        let mut wrong = ReversedFold { inner: CpuBackend::new(&w, a.clone(), 132), w: &w, a };
+        let mut wrong = ReversedFold { inner: CpuSides::new(&w, a.clone(), 132), w: &w, a };
         let m1 = "decode.kpar.tn128.cpt1.kb32";
         let bpp = vnni_kernels::registry::find(m1).unwrap().plan(200, 4096, 132).unwrap().bpp;
-        let serial = serial_rows(&mut wrong, m1, m).unwrap();
-        let s = Subject { codebook: "s8", source_format: "Q8_0", n: 200, k: 4096, m };
-        let c = certify(&mut wrong, &s, "wrong.reversed", m1, bpp, &Serial::new(&serial)).unwrap();
+        let serial = serial_rows(&mut wrong, &id(m1), m).unwrap();
+        let s = Subject { source_format: SourceFormat::Q8_0, n: 200, k: 4096, m };
+        let c = certify(&mut wrong, &s, &id("wrong.reversed"), &id(m1), bpp, &Serial::new(&serial)).unwrap();
         assert!(c.mismatches > 0, "reversing the partition fold went unnoticed");
         assert!(c.first_mismatch.unwrap().starts_with("row "));
         assert_ne!(c.grouped_digest, c.serial_digest);

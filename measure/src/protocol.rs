@@ -1,40 +1,31 @@
 //! The timing protocol shared by every backend (DESIGN.md section 5): calibrated
 //! back-to-back replays of at least `min_sample_us`, warmup rounds then sample rounds in
 //! which every candidate runs once in a seeded shuffled order, optional racing, every raw
-//! sample kept. The clocks are the backends': CUDA events (`gpu_timing.rs`), the host's
-//! monotonic clock (`cpu_backend.rs`).
+//! sample kept. The clocks are the runners': CUDA events (`cuda_clock.rs`), the host's
+//! monotonic clock (`cpu_cell.rs`).
 
 use vnni_kernels::fixture::{derive_seed, splitmix64};
+use vnni_kernels::Mode;
 
 use crate::stats::summarize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Plain launches.
-    Eager,
-    /// The launches of one sample captured once into a CUDA graph and replayed.
-    Graph,
+/// How a session times (bench, sweep, refresh): the protocol's counts, the modes, and on a
+/// GPU the device and the cubin cache.
+#[derive(Debug, Clone)]
+pub struct TimingOptions {
+    pub modes: Vec<Mode>,
+    pub samples: usize,
+    pub warmups: usize,
+    /// CUDA device ordinal.
+    pub device: usize,
+    /// Cubin cache directory.
+    pub cache: Option<std::path::PathBuf>,
 }
 
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Eager => "eager",
-            Mode::Graph => "graph",
-        }
+impl TimingOptions {
+    pub fn protocol(&self) -> Protocol {
+        Protocol { warmups: self.warmups, samples: self.samples, ..Protocol::default() }
     }
-}
-
-/// `eager`/`graph` names from the command line.
-pub fn parse_modes(names: &[String]) -> anyhow::Result<Vec<Mode>> {
-    names
-        .iter()
-        .map(|m| match m.as_str() {
-            "eager" => Ok(Mode::Eager),
-            "graph" => Ok(Mode::Graph),
-            other => anyhow::bail!("unknown mode {other:?} (eager, graph)"),
-        })
-        .collect()
 }
 
 #[derive(Debug, Clone)]

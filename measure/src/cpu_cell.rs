@@ -8,12 +8,12 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use vnni_kernels::fixture::{self, derive_seed};
 use vnni_kernels::reference::gemm_columns;
-use vnni_kernels::registry::{candidates, Backend, Surface, PREFILL_MIN_M};
-use vnni_kernels::{cpu, quantize_activations, SourceFormat};
+use vnni_kernels::registry::{candidates, PREFILL_MIN_M};
+use vnni_kernels::{cpu, quantize_activations, Backend, Mode, SourceFormat, Surface};
 
 use crate::cell::{best_row, cell_weights, check_columns, CellResult, FIXTURE_SEED};
-use crate::rows::{compare, mode_rows, CellContext, Checked};
-use crate::timing::{replays_for, run_rounds, Mode, Protocol, Timed};
+use crate::protocol::{replays_for, run_rounds, Protocol, Timed};
+use crate::rows::{compare, mode_rows, CellContext, Checked, ModeTimings};
 
 pub struct CpuSession {
     pool: rayon::ThreadPool,
@@ -78,16 +78,16 @@ impl CpuSession {
         let max_m = m_values.iter().copied().filter(|&m| m < PREFILL_MIN_M).max().unwrap_or(1);
         let cols = check_columns(n, max_m, derive_seed(FIXTURE_SEED, "columns"));
         let units = self.threads as u32;
-        let mut out = CellResult { rows: Vec::new(), samples: Vec::new() };
+        let mut out = CellResult::default();
         let mut ctx = CellContext {
-            backend: Backend::Cpu.name(),
+            backend: Backend::Cpu,
             arch: &self.arch,
             device: &self.device,
             format,
             m: 1,
             n,
             k,
-            m1_candidate: "",
+            m1_candidate: None,
             weight_bytes: w.bytes(),
             weight_copies: 1,
             checked: cols.len(),
@@ -114,11 +114,12 @@ impl CpuSession {
         let timed = time_cpu(&p1, eligible.len(), &mut |i| {
             cpu::decode(&decode[eligible[i]], &w, &a, units).map(|r| drop(std::hint::black_box(r)))
         })?;
-        mode_rows(&ctx, Mode::Eager, &p1, &runs, &eligible, &timed, &mut out.rows, &mut out.samples);
+        let t = ModeTimings { mode: Mode::Eager, protocol: &p1, runs: &runs, eligible: &eligible, timed: &timed };
+        mode_rows(&ctx, &t, &mut out);
 
         // Grouped rows inherit the fastest decode candidate's bpp. The CPU backend has no
         // prefill surface: M >= 32 gets no rows.
-        let Some(best) = best_row(&out.rows, Mode::Eager.name()).cloned() else { return Ok(out) };
+        let Some(best) = best_row(&out.rows, Mode::Eager).cloned() else { return Ok(out) };
         let grouped = candidates(Backend::Cpu, Surface::Grouped);
         for &m in m_values.iter().filter(|&&m| (2..PREFILL_MIN_M).contains(&m)) {
             let a = quantize_activations(&fixture::activations(m, k, FIXTURE_SEED), m, k)?;
@@ -135,8 +136,9 @@ impl CpuSession {
                 cpu::grouped(&grouped[eligible[i]], &w, &a, best.bpp).map(|r| drop(std::hint::black_box(r)))
             })?;
             ctx.m = m;
-            ctx.m1_candidate = &best.candidate;
-            mode_rows(&ctx, Mode::Eager, &pm, &runs, &eligible, &timed, &mut out.rows, &mut out.samples);
+            ctx.m1_candidate = Some(&best.candidate);
+            let t = ModeTimings { mode: Mode::Eager, protocol: &pm, runs: &runs, eligible: &eligible, timed: &timed };
+            mode_rows(&ctx, &t, &mut out);
         }
         Ok(out)
     }

@@ -1,12 +1,11 @@
 //! Summary statistics of regret over rows (alias cells): nearest-rank p95 and geomean.
 
-/// Nearest-rank percentile `q` (0 < q <= 1): the value at rank ceil(q n) of the sorted
-/// values; `None` for no values.
+/// Nearest-rank percentile `q` (0 < q <= 1) of unsorted values (`vnni_measure::stats`, the
+/// one definition); `None` for no values.
 pub fn nearest_rank(values: &[f64], q: f64) -> Option<f64> {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
-    let rank = (q * v.len() as f64).ceil() as usize;
-    (!v.is_empty()).then(|| v[rank.clamp(1, v.len()) - 1])
+    (!v.is_empty()).then(|| vnni_measure::stats::nearest_rank(&v, q))
 }
 
 /// Nearest-rank p95; 0 for no values.

@@ -3,22 +3,23 @@
 
 use vnni_corpus::schema::hex_f64;
 use vnni_corpus::{SampleRow, TimingRow};
-use vnni_kernels::SourceFormat;
+use vnni_kernels::{Backend, CandidateId, Mode, SourceFormat};
 
+use crate::cell::CellResult;
+use crate::protocol::{Protocol, Timed};
 use crate::stats::summarize;
-use crate::timing::{Mode, Protocol, Timed};
 
 /// The fixed facts of one cell surface (one M).
 pub struct CellContext<'a> {
-    pub backend: &'a str,
+    pub backend: Backend,
     pub arch: &'a str,
     pub device: &'a str,
     pub format: SourceFormat,
     pub m: usize,
     pub n: usize,
     pub k: usize,
-    /// Grouped rows: the M = 1 candidate whose bpp they inherit (empty for decode).
-    pub m1_candidate: &'a str,
+    /// Grouped and prefill rows: the M = 1 candidate whose bpp they inherit (none for decode).
+    pub m1_candidate: Option<&'a CandidateId>,
     pub weight_bytes: usize,
     pub weight_copies: usize,
     /// Outputs compared per row.
@@ -28,7 +29,7 @@ pub struct CellContext<'a> {
 
 /// One candidate after its correctness check.
 pub struct Checked {
-    pub id: String,
+    pub id: CandidateId,
     pub bpp: usize,
     pub mismatches: usize,
     pub first_mismatch: String,
@@ -54,19 +55,21 @@ pub fn compare(got: &[f32], want: &[f32], cols: &[usize], m: usize, n: usize) ->
     (mismatches, first)
 }
 
-/// Rows and samples of one mode: `timed[i]` belongs to `runs[eligible[i]]`; ineligible
-/// candidates get a row (with their mismatch) and no samples.
-pub fn mode_rows(
-    ctx: &CellContext,
-    mode: Mode,
-    protocol: &Protocol,
-    runs: &[Checked],
-    eligible: &[usize],
-    timed: &[Timed],
-    rows: &mut Vec<TimingRow>,
-    samples: &mut Vec<SampleRow>,
-) {
-    let codebook = ctx.format.codebook().name().to_string();
+/// The candidates of one mode after timing: `timed[i]` belongs to `runs[eligible[i]]`.
+pub struct ModeTimings<'a> {
+    pub mode: Mode,
+    pub protocol: &'a Protocol,
+    pub runs: &'a [Checked],
+    pub eligible: &'a [usize],
+    pub timed: &'a [Timed],
+}
+
+/// Rows and samples of one mode; ineligible candidates get a row (with their mismatch) and
+/// no samples.
+pub fn mode_rows(ctx: &CellContext, t: &ModeTimings, out: &mut CellResult) {
+    let ModeTimings { mode, protocol, runs, eligible, timed } = *t;
+    let (rows, samples) = (&mut out.rows, &mut out.samples);
+    let codebook = ctx.format.codebook();
     for (ri, run) in runs.iter().enumerate() {
         let t = eligible.iter().position(|&e| e == ri).map(|p| &timed[p]);
         let measured = t.map(|t| t.measured()).unwrap_or_default();
@@ -74,17 +77,17 @@ pub fn mode_rows(
         let median = s.map_or(f64::NAN, |s| s.median);
         let gbps = ctx.weight_bytes as f64 / (median * 1e-6) / 1e9;
         rows.push(TimingRow {
-            backend: ctx.backend.into(),
+            backend: ctx.backend,
             arch: ctx.arch.into(),
             device: ctx.device.into(),
-            mode: mode.name().into(),
-            source_format: ctx.format.name().into(),
-            codebook: codebook.clone(),
+            mode,
+            source_format: Some(ctx.format),
+            codebook: Some(codebook),
             m: ctx.m,
             n: ctx.n,
             k: ctx.k,
             candidate: run.id.clone(),
-            m1_candidate: ctx.m1_candidate.into(),
+            m1_candidate: ctx.m1_candidate.cloned(),
             bpp: run.bpp,
             warmups: protocol.warmups,
             samples: measured.len(),
@@ -109,9 +112,9 @@ pub fn mode_rows(
         });
         if let Some(t) = t {
             samples.extend(t.samples.iter().map(|s| SampleRow {
-                mode: mode.name().into(),
-                source_format: ctx.format.name().into(),
-                codebook: codebook.clone(),
+                mode,
+                source_format: Some(ctx.format),
+                codebook: Some(codebook),
                 m: ctx.m,
                 n: ctx.n,
                 k: ctx.k,

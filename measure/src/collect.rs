@@ -1,0 +1,225 @@
+//! The collection driver: bind a work directory (`plan.json`, `cells/`, `locks/`) to one
+//! collection plan, then claim, measure and publish every cell of it (or of one shard), and
+//! when every planned cell is published, assemble `<out>/corpus`, seal and verify it. A
+//! killed collection resumes where it stopped; several workers (one per device) or hosts
+//! (shards) share the plan through lock files.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use vnni_corpus::collection::{
+    assemble, inventory_sources, CellProvenance, CellStore, Claim, CollectionPlan, Shard, COLLECTION_SCHEMA,
+};
+use vnni_corpus::inventory::Inventory;
+use vnni_corpus::provenance::git_state;
+use vnni_corpus::seal::{seal, verify, Expected, MANIFEST};
+use vnni_kernels::cuda::source::kernel_source_digest;
+use vnni_kernels::registry::registry_digest_for;
+use vnni_kernels::{BackendChoice, Mode};
+
+use crate::protocol::{Protocol, TimingOptions};
+use crate::runner::CellRunner;
+
+/// What one collecting process does.
+#[derive(Debug, Clone)]
+pub struct CollectOptions {
+    pub backend: BackendChoice,
+    pub profile: String,
+    pub inventory: PathBuf,
+    /// The work directory (plan.json, cells/, locks/; the sealed corpus lands in corpus/).
+    pub out: PathBuf,
+    /// This process's share of the plan (`None`: all of it).
+    pub shard: Option<Shard>,
+    /// CPU worker threads (0: every core).
+    pub threads: usize,
+    /// CUDA device ordinal.
+    pub device: usize,
+    /// Cubin cache directory.
+    pub cache: Option<PathBuf>,
+    /// `Some(i)`: this process is worker i of several sharing the directory; it measures and
+    /// returns, and the coordinator assembles.
+    pub worker: Option<usize>,
+    /// The binary's version line, recorded in the plan.
+    pub version: String,
+}
+
+/// What one collecting process did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectSummary {
+    pub cells: usize,
+    pub measured: usize,
+    pub already_published: usize,
+    pub held_elsewhere: usize,
+}
+
+/// Measure every cell of this process's share that no one has published, then (unless this
+/// is a worker) assemble and seal when the plan is complete.
+pub fn collect(opts: &CollectOptions) -> Result<CollectSummary> {
+    let store = CellStore::new(&opts.out);
+    let (plan, runner, modes) = bind(opts, &store)?;
+    let protocol = Protocol { warmups: plan.inventory.warmups, samples: plan.inventory.samples, ..Protocol::default() };
+    let shard_name = opts.shard.map_or("-".to_string(), |s| format!("{}/{}", s.index, s.count));
+    let cells = plan.shard_cells(opts.shard);
+    let mut summary = CollectSummary { cells: cells.len(), measured: 0, already_published: 0, held_elsewhere: 0 };
+    let progress = crate::progress::Progress::new(cells.len() as u64, "cells");
+    for key in &cells {
+        match store.claim(key)? {
+            Claim::Published => {
+                summary.already_published += 1;
+                progress.step(format!("cell {}: already published", key.stem()));
+            }
+            Claim::Busy => {
+                summary.held_elsewhere += 1;
+                progress.step(format!("cell {}: held by another worker", key.stem()));
+            }
+            Claim::Claimed => {
+                let cell = runner
+                    .run_cell(key, &plan.inventory.m, &modes, &protocol)
+                    .with_context(|| format!("cell {}", key.stem()))?;
+                let prov = CellProvenance {
+                    cell: key.stem(),
+                    host: vnni_corpus::collection::host(),
+                    pid: std::process::id(),
+                    device: opts.device,
+                    device_name: plan.device.clone(),
+                    shard: shard_name.clone(),
+                };
+                store.publish(key, &cell.rows, &cell.samples, &prov)?;
+                store.release(key)?;
+                summary.measured += 1;
+                progress.step(format!("cell {}: {} rows, {} samples", key.stem(), cell.rows.len(), cell.samples.len()));
+            }
+        }
+    }
+    progress.finish();
+    let who = opts.worker.map_or(String::new(), |w| format!("worker {w} (device {}): ", opts.device));
+    println!(
+        "{who}sweep {}: {} cells in this {} ({} measured, {} already published, {} held by other workers)",
+        plan.inventory.profile,
+        cells.len(),
+        if opts.shard.is_some() { "shard" } else { "plan" },
+        summary.measured,
+        summary.already_published,
+        summary.held_elsewhere,
+    );
+    if opts.worker.is_none() {
+        finish(&store, &plan)?;
+    }
+    Ok(summary)
+}
+
+/// Open the backend and bind the work directory to this collection plan.
+fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, CellRunner, Vec<Mode>)> {
+    let inv = Inventory::load(&opts.inventory)?;
+    let iplan = inv.resolve(&opts.profile)?;
+    let gpu = TimingOptions {
+        modes: iplan.modes.clone(),
+        samples: iplan.samples,
+        warmups: iplan.warmups,
+        device: opts.device,
+        cache: opts.cache.clone(),
+    };
+    let runner = CellRunner::open(opts.backend, &gpu, opts.threads)?;
+    let info = runner.info();
+    let modes: Vec<Mode> = info.modes.iter().copied().filter(|m| iplan.modes.contains(m)).collect();
+    if modes.is_empty() {
+        bail!(
+            "profile {} asks for modes {:?}, none of which the {} backend measures ({:?})",
+            opts.profile,
+            iplan.modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
+            info.backend.name(),
+            info.modes.iter().map(|m| m.name()).collect::<Vec<_>>()
+        );
+    }
+    let (git_commit, git_dirty) = git_state(Path::new("."));
+    let plan = CollectionPlan {
+        schema: COLLECTION_SCHEMA.into(),
+        backend: info.backend,
+        arch: info.arch,
+        device: info.device,
+        driver: info.driver,
+        nvrtc: info.nvrtc,
+        units: info.units,
+        registry_digest: registry_digest_for(&iplan.m),
+        kernel_source_digest: kernel_source_digest(),
+        version: opts.version.clone(),
+        git_commit,
+        git_dirty,
+        inventory_digest: iplan.digest(),
+        inventory_sources: inventory_sources(&opts.inventory)?,
+        modes: modes.clone(),
+        inventory: iplan,
+    };
+    store.bind_plan(&plan)?;
+    if !runner.resources().is_empty() {
+        vnni_corpus::write_csv(&opts.out.join("resources.csv"), runner.resources())?;
+    }
+    Ok((plan, runner, modes))
+}
+
+/// When every planned cell is published: assemble `<out>/corpus`, seal it and verify it.
+/// Returns whether the corpus is sealed.
+pub fn finish(store: &CellStore, plan: &CollectionPlan) -> Result<bool> {
+    let missing = store.missing(&plan.cells());
+    if !missing.is_empty() {
+        println!(
+            "{} of {} cells still to collect (first: {}); run the remaining shards, or `vnni-dispatch merge` their work directories",
+            missing.len(),
+            plan.cells().len(),
+            missing[0].stem()
+        );
+        return Ok(false);
+    }
+    let corpus = store.root.join("corpus");
+    let expected = Expected {
+        registry_digest: Some(plan.registry_digest.clone()),
+        inventory_digests: [(plan.inventory.profile.clone(), plan.inventory_digest.clone())].into(),
+        ..Default::default()
+    };
+    if corpus.join(MANIFEST).is_file() && verify(&corpus, &expected).is_ok() {
+        println!("corpus already sealed: {}", corpus.display());
+        return Ok(true);
+    }
+    // Assemble and seal in a directory of this process, then move it into place: two shards
+    // finishing at once never write into one directory, and no reader sees half a corpus.
+    let staging = store.root.join(format!("corpus.{}.inprogress", std::process::id()));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).with_context(|| format!("clearing {}", staging.display()))?;
+    }
+    let rows = assemble(store, plan, &staging)?;
+    let resources = store.root.join("resources.csv");
+    if resources.is_file() {
+        std::fs::copy(&resources, staging.join("resources.csv")).context("copying resources.csv")?;
+    }
+    let manifest = seal(&staging, &plan.seal_inputs())?;
+    verify(&staging, &expected)?;
+    if corpus.exists() {
+        std::fs::remove_dir_all(&corpus).with_context(|| format!("clearing the unverifiable {}", corpus.display()))?;
+    }
+    if let Err(e) = std::fs::rename(&staging, &corpus) {
+        // Another process moved its corpus into place first: keep that one if it verifies.
+        let _ = std::fs::remove_dir_all(&staging);
+        verify(&corpus, &expected).with_context(|| format!("moving the sealed corpus into {}: {e}", corpus.display()))?;
+    }
+    let mismatched = vnni_corpus::collection::read_corpus_rows(&corpus)?.iter().filter(|r| r.mismatches > 0).count();
+    println!(
+        "corpus sealed: {} ({} cells, {rows} rows, {} payloads, corpus id {})",
+        corpus.display(),
+        plan.cells().len(),
+        manifest.identity.payloads.len(),
+        manifest.corpus_id
+    );
+    if mismatched > 0 {
+        bail!("{mismatched} candidate rows differ from the CPU reference (see first_mismatch in the corpus CSVs)");
+    }
+    Ok(true)
+}
+
+/// The CPU threads of one of `workers` processes: explicit, or the cores split among them.
+pub fn threads_per_worker(threads: usize, workers: usize) -> usize {
+    if threads > 0 {
+        return threads;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores / workers.max(1)).max(1)
+}

@@ -1,0 +1,35 @@
+//! vnni-measure: everything that measures, as a library the CLI, the learner's synthetic
+//! corpora and the tests all call.
+//!
+//! - [`stats`]: sample statistics (median, nearest-rank percentiles, MAD, CV): the one owner.
+//! - [`protocol`]: the timing protocol (replays, warmup and sample rounds in seeded order, racing).
+//! - [`rows`]: bit comparison with the reference; aggregate rows and raw samples of a mode.
+//! - [`cell`]: what every backend's cell shares (fixtures, checked columns, best row).
+//! - [`cpu_cell`]: the CPU cell runner; [`cuda_cell`], [`cuda_clock`] (feature `cuda`): the GPU ones.
+//! - [`runner`]: the backends behind one `CellRunner` (open once, describe, run a cell).
+//! - [`collect`]: the collection driver (claim, measure, publish, assemble, seal).
+//! - [`invariance`], [`invariance_sides`], [`invariance_plan`]: batch-invariance certificates.
+//! - [`vendor`] (feature `cuda`): copy bandwidth and cuBLAS/cuBLASLt baselines.
+//! - [`preflight`] (feature `cuda`): resources of every kernel specialization.
+//! - [`shapes`]: `NxK` lists and M lists from the command line, bounded.
+
+pub mod cell;
+pub mod collect;
+pub mod cpu_cell;
+#[cfg(feature = "cuda")]
+pub mod cuda_cell;
+#[cfg(feature = "cuda")]
+pub mod cuda_clock;
+pub mod invariance;
+pub mod invariance_plan;
+pub mod invariance_sides;
+#[cfg(feature = "cuda")]
+pub mod preflight;
+pub mod progress;
+pub mod protocol;
+pub mod rows;
+pub mod runner;
+pub mod shapes;
+pub mod stats;
+#[cfg(feature = "cuda")]
+pub mod vendor;

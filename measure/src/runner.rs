@@ -1,0 +1,116 @@
+//! The cell runners behind one interface: open once per process, describe the machine for
+//! the collection plan, run one cell. CUDA needs the `cuda` feature; without it (or without
+//! a GPU) `auto` falls back to the CPU runner with a notice.
+
+use anyhow::Result;
+use vnni_corpus::collection::CellKey;
+use vnni_corpus::ResourceRow;
+use vnni_kernels::{Backend, BackendChoice, Mode};
+
+use crate::cell::CellResult;
+use crate::cpu_cell::CpuSession;
+use crate::protocol::{Protocol, TimingOptions};
+
+/// What the collection plan records about the machine.
+pub struct MachineInfo {
+    pub backend: Backend,
+    pub arch: String,
+    pub device: String,
+    pub driver: String,
+    pub nvrtc: String,
+    /// SMs or worker threads.
+    pub units: u32,
+    /// Modes this backend can time.
+    pub modes: Vec<Mode>,
+}
+
+pub enum CellRunner {
+    #[cfg(feature = "cuda")]
+    Cuda { session: crate::cuda_clock::GpuSession, copy_gbps: f64 },
+    Cpu(CpuSession),
+}
+
+impl CellRunner {
+    /// Open `backend` (`auto`: CUDA when a GPU opens, else the CPU with a notice).
+    pub fn open(backend: BackendChoice, gpu: &TimingOptions, threads: usize) -> Result<CellRunner> {
+        match backend {
+            BackendChoice::Cpu => Ok(CellRunner::Cpu(CpuSession::open(threads)?)),
+            BackendChoice::Cuda => Self::open_cuda(gpu),
+            BackendChoice::Auto => match Self::open_cuda(gpu) {
+                Ok(b) => Ok(b),
+                Err(e) => {
+                    eprintln!("notice: no usable GPU ({e:#}); using the cpu backend");
+                    Ok(CellRunner::Cpu(CpuSession::open(threads)?))
+                }
+            },
+        }
+    }
+
+    #[cfg(feature = "cuda")]
+    fn open_cuda(gpu: &TimingOptions) -> Result<CellRunner> {
+        let session = crate::cuda_clock::GpuSession::open(gpu, &[])?;
+        let (copy_gbps, ..) = crate::vendor::copy_bandwidth(&session.gpu, &session.protocol)?;
+        Ok(CellRunner::Cuda { session, copy_gbps })
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    fn open_cuda(_: &TimingOptions) -> Result<CellRunner> {
+        anyhow::bail!("this build has no CUDA support (built without the `cuda` feature)")
+    }
+
+    pub fn info(&self) -> MachineInfo {
+        match self {
+            #[cfg(feature = "cuda")]
+            CellRunner::Cuda { session, .. } => {
+                let nvrtc = vnni_kernels::cuda::nvrtc::version().map_or("unknown".into(), |(a, b)| format!("{a}.{b}"));
+                MachineInfo {
+                    backend: Backend::Cuda,
+                    arch: session.gpu.info.arch.clone(),
+                    device: session.gpu.info.name.clone(),
+                    driver: session.gpu.info.driver_version.to_string(),
+                    nvrtc,
+                    units: session.gpu.info.sms,
+                    modes: vec![Mode::Eager, Mode::Graph],
+                }
+            }
+            CellRunner::Cpu(cpu) => MachineInfo {
+                backend: Backend::Cpu,
+                arch: cpu.arch.clone(),
+                device: cpu.device.clone(),
+                driver: "-".into(),
+                nvrtc: "-".into(),
+                units: cpu.threads as u32,
+                modes: vec![Mode::Eager],
+            },
+        }
+    }
+
+    /// Preflight rows (CUDA), for `resources.csv`.
+    pub fn resources(&self) -> &[ResourceRow] {
+        match self {
+            #[cfg(feature = "cuda")]
+            CellRunner::Cuda { session, .. } => &session.resources,
+            CellRunner::Cpu(_) => &[],
+        }
+    }
+
+    /// One cell over `m_values` in `modes` (the CPU times eager launches only).
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
+    pub fn run_cell(&self, key: &CellKey, m_values: &[usize], modes: &[Mode], protocol: &Protocol) -> Result<CellResult> {
+        match self {
+            CellRunner::Cpu(cpu) => cpu.run_cell(key.format, key.n, key.k, m_values, protocol),
+            #[cfg(feature = "cuda")]
+            CellRunner::Cuda { session, copy_gbps } => {
+                use crate::cuda_cell::{sweep_cell, CellFixture, CellInputs};
+                use vnni_kernels::registry::candidates;
+                use vnni_kernels::Surface;
+                let fx = CellFixture::new(&session.gpu, key.format, key.n, key.k, crate::cell::FIXTURE_SEED)?;
+                let decode = candidates(Backend::Cuda, Surface::Decode);
+                let grouped = candidates(Backend::Cuda, Surface::Grouped);
+                let prefill = candidates(Backend::Cuda, Surface::Prefill);
+                let inputs = CellInputs::decode(&decode, modes, protocol, &session.rejected, *copy_gbps);
+                sweep_cell(&session.gpu, &fx, &inputs, &grouped, &prefill, m_values)
+            }
+        }
+    }
+}

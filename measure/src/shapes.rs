@@ -1,0 +1,65 @@
+//! `NxK` shape lists on the command line (`151936x4096,4096x4096`), bounded like the
+//! inventory's shapes.
+
+use std::fmt;
+use std::str::FromStr;
+
+use anyhow::{bail, Context, Result};
+
+/// The largest N or K a command accepts: the inventory's bound (2^31 - 1, the int32 range
+/// of the generated tables).
+pub const MAX_DIM: usize = i32::MAX as usize;
+
+/// The largest M a command accepts (the prefill surface's largest bucket is 4096).
+pub const MAX_M: usize = 1 << 16;
+
+pub fn parse_shapes(text: &str) -> Result<Vec<(usize, usize)>> {
+    text.split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            let (n, k) = s.trim().split_once('x').with_context(|| format!("shape {s:?} is not NxK"))?;
+            let n: usize = n.parse().with_context(|| format!("shape {s:?}: bad N"))?;
+            let k: usize = k.parse().with_context(|| format!("shape {s:?}: bad K"))?;
+            if n == 0 || k == 0 || k % 32 != 0 {
+                bail!("shape {s:?}: N and K must be positive and K a multiple of 32");
+            }
+            if n > MAX_DIM || k > MAX_DIM {
+                bail!("shape {s:?}: N and K must be at most {MAX_DIM}");
+            }
+            Ok((n, k))
+        })
+        .collect()
+}
+
+/// A parsed shape list (a command-line value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shapes(pub Vec<(usize, usize)>);
+
+impl FromStr for Shapes {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        parse_shapes(s).map(Shapes).map_err(|e| format!("{e:#}"))
+    }
+}
+
+impl fmt::Display for Shapes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text: Vec<String> = self.0.iter().map(|(n, k)| format!("{n}x{k}")).collect();
+        f.write_str(&text.join(","))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_parse_print_and_are_bounded() {
+        let s: Shapes = "151936x4096, 64x32".parse().unwrap();
+        assert_eq!(s.0, vec![(151_936, 4096), (64, 32)]);
+        assert_eq!(s.to_string(), "151936x4096,64x32");
+        for bad in ["4096", "0x32", "64x33", "99999999999x4096", "ax32"] {
+            assert!(bad.parse::<Shapes>().is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The command line as a typed API: every subcommand's arguments render back to a command
+//! line that parses to the same value (the sweep's workers are started that way), and a
+//! misspelled word is refused with the list of valid ones.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use vnni_corpus::collection::Shard;
+use vnni_kernels::{Backend, BackendChoice, Codebook, Mode, SourceFormat, Surface};
+use vnni_measure::shapes::Shapes;
+
+use super::argv::ToArgv;
+use super::commands::*;
+use super::{Cli, Command};
+
+fn p(s: &str) -> PathBuf {
+    PathBuf::from(s)
+}
+
+/// One value of every subcommand, with every option away from its default.
+fn every_subcommand() -> Vec<Command> {
+    vec![
+        Command::Refresh(refresh::Args {
+            backend: BackendChoice::Cpu,
+            profile: "core".into(),
+            inventory: p("inv dir"),
+            out: Some(p("out")),
+            corpus: Some(p("c")),
+            install: Some(p("t/x.inc")),
+            devices: vec![0, 1],
+            threads: 3,
+            random: 7,
+            cache: Some(p("cache")),
+        }),
+        Command::Formats(formats::Args { json: true }),
+        Command::Inventory(inventory::Args { action: None, dir: p("inv"), profile: "all".into(), json: true }),
+        Command::Inventory(inventory::Args {
+            action: Some(inventory::Action::Import { model: p("m.gguf"), family: Some("qwen".into()) }),
+            dir: p("inv"),
+            profile: "core".into(),
+            json: false,
+        }),
+        Command::Candidates(candidates::Args { surface: Some(Surface::Prefill), backend: Some(Backend::Cpu), json: true }),
+        Command::Preflight(preflight::Args { static_only: true, arch: "sm_89".into(), out: p("r.csv"), device: 2, cache: Some(p("c")) }),
+        Command::Bench(bench::Args {
+            backend: "cuda".into(),
+            shapes: Shapes(vec![(64, 32), (128, 256)]),
+            codebooks: vec![Codebook::S4, Codebook::S6d],
+            modes: vec![Mode::Graph],
+            samples: 3,
+            warmups: 1,
+            device: 1,
+            cache: Some(p("c")),
+            grouped_shapes: Shapes(vec![(64, 32)]),
+            grouped_m: vec![2, 31],
+            prefill_shapes: Shapes(vec![(128, 256)]),
+            prefill_m: vec![64],
+            out: p("b"),
+        }),
+        Command::Seal(seal::Args {
+            dir: p("d"),
+            profile: Some("core".into()),
+            backend: Some(Backend::Cuda),
+            from_plan: true,
+            arch: "sm_80".into(),
+            inventory: p("inv"),
+            device: "dev".into(),
+            driver: "580".into(),
+            nvrtc: "13.0".into(),
+        }),
+        Command::Verify(verify::Args { corpus: vec![p("a"), p("b")], inventory: p("inv"), root: p("r"), tables: p("t") }),
+        Command::Certify(certify::Args {
+            backend: Backend::Cpu,
+            surface: Surface::Prefill,
+            formats: vec![SourceFormat::Q4_K, SourceFormat::Q8_0],
+            shapes: Some(Shapes(vec![(512, 512)])),
+            m: vec![32, 64],
+            m1: vec!["decode.wide.tn128.cpt1".parse().unwrap()],
+            sms: 8,
+            device: 1,
+            cache: Some(p("c")),
+            out: p("o.jsonl"),
+        }),
+        Command::Sweep(sweep::Args {
+            backend: BackendChoice::Cuda,
+            profile: "core".into(),
+            inventory: p("inv"),
+            out: p("w"),
+            devices: vec![0, 1, 2],
+            shard: Some("1/4".parse::<Shard>().unwrap()),
+            threads: 2,
+            device: 1,
+            cache: Some(p("c")),
+            worker: Some(2),
+        }),
+        Command::Merge(merge::Args { out: p("m"), shards: vec![p("s0"), p("s1")] }),
+        Command::Fit(fit::Args {
+            corpus: p("c"),
+            out: p("policy.json"),
+            report: Some(p("r")),
+            p95_max: 0.01,
+            ucb_max: 0.02,
+            min_pass: 0.5,
+        }),
+        Command::Generate(generate::Args {
+            policy: p("p.json"),
+            out: p("t"),
+            validate: true,
+            install: Some(p("i.inc")),
+            install_header: Some(p("i.h")),
+            install_rust: Some(p("i.rs")),
+            random: 5,
+            seed: 9,
+            inventory: p("inv"),
+            profile: "core".into(),
+        }),
+        Command::Report(report::Args { corpus: p("c"), policy: Some(p("p")), out: p("o") }),
+    ]
+}
+
+#[test]
+fn every_subcommand_round_trips() {
+    let all = every_subcommand();
+    let names: std::collections::BTreeSet<String> = all.iter().map(|c| c.to_argv()[0].clone()).collect();
+    let declared: std::collections::BTreeSet<String> = {
+        use clap::CommandFactory;
+        Cli::command().get_subcommands().map(|s| s.get_name().to_string()).collect()
+    };
+    assert_eq!(names, declared, "a subcommand is missing from this test");
+    for c in all {
+        let argv = c.to_argv();
+        let parsed = Cli::try_parse_from(std::iter::once("vnni-dispatch".to_string()).chain(argv.clone()))
+            .unwrap_or_else(|e| panic!("{argv:?} does not parse: {e}"));
+        assert_eq!(parsed.command, c, "{argv:?}");
+    }
+}
+
+#[test]
+fn defaults_round_trip_too() {
+    for sub in ["sweep", "certify", "refresh", "bench", "fit", "candidates"] {
+        let extra: &[&str] = match sub {
+            "fit" => &["--corpus", "c"],
+            _ => &[],
+        };
+        let args = std::iter::once("vnni-dispatch").chain(std::iter::once(sub)).chain(extra.iter().copied());
+        let parsed = Cli::try_parse_from(args).unwrap();
+        let again = Cli::try_parse_from(std::iter::once("vnni-dispatch".to_string()).chain(parsed.command.to_argv())).unwrap();
+        assert_eq!(again, parsed, "{sub}");
+    }
+}
+
+#[test]
+fn misspelled_words_are_refused_with_the_valid_ones() {
+    let err = |args: &[&str]| Cli::try_parse_from(args).err().expect("refused").to_string();
+    let e = err(&["vnni-dispatch", "sweep", "--backend", "cdua"]);
+    assert!(e.contains("cdua") && e.contains("cuda") && e.contains("cpu") && e.contains("auto"), "{e}");
+    let e = err(&["vnni-dispatch", "bench", "--modes", "eager,graf"]);
+    assert!(e.contains("graf") && e.contains("eager") && e.contains("graph"), "{e}");
+    let e = err(&["vnni-dispatch", "certify", "--surface", "decod"]);
+    assert!(e.contains("decode") && e.contains("grouped") && e.contains("prefill"), "{e}");
+    let e = err(&["vnni-dispatch", "certify", "--formats", "Q4_9"]);
+    assert!(e.contains("Q4_0") && e.contains("Q8_0"), "{e}");
+    let e = err(&["vnni-dispatch", "certify", "--m1", "Decode/../x"]);
+    assert!(e.contains("not a candidate id"), "{e}");
+    let e = err(&["vnni-dispatch", "certify", "--shapes", "99999999999x4096"]);
+    assert!(e.contains("at most"), "{e}");
+}
