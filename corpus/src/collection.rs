@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use vnni_kernels::digest::sha256_hex;
 use vnni_kernels::{Backend, Mode, SourceFormat, Surface};
 
-use crate::inventory::{Partition, InventoryPlan};
+use crate::inventory::{InventoryPlan, Partition};
 use crate::read::{read_samples, read_timing, ReadError};
 use crate::schema::{SampleRow, TimingRow};
 use crate::seal::{BuildIdentity, SealInputs, SourceFile};
@@ -128,7 +128,9 @@ impl Shard {
         let id = num("SLURM_ARRAY_TASK_ID", &id)?;
         let min = get("SLURM_ARRAY_TASK_MIN").map(|v| num("SLURM_ARRAY_TASK_MIN", &v)).transpose()?.unwrap_or(0);
         let count = num("SLURM_ARRAY_TASK_COUNT", &count)?;
-        let index = id.checked_sub(min).ok_or_else(|| format!("SLURM_ARRAY_TASK_ID {id} is below SLURM_ARRAY_TASK_MIN {min}"))?;
+        let index = id
+            .checked_sub(min)
+            .ok_or_else(|| format!("SLURM_ARRAY_TASK_ID {id} is below SLURM_ARRAY_TASK_MIN {min}"))?;
         format!("{index}/{count}").parse().map(Some)
     }
 
@@ -185,8 +187,10 @@ impl CollectionPlan {
 
     pub fn read(path: &Path) -> Result<CollectionPlan, CollectionError> {
         let bytes = std::fs::read(path).map_err(io(path))?;
-        let plan: CollectionPlan = serde_json::from_slice(&bytes)
-            .map_err(|e| CollectionError::Mismatch { path: path.into(), message: format!("not a collection plan: {e}") })?;
+        let plan: CollectionPlan = serde_json::from_slice(&bytes).map_err(|e| CollectionError::Mismatch {
+            path: path.into(),
+            message: format!("not a collection plan: {e}"),
+        })?;
         if plan.schema != COLLECTION_SCHEMA {
             return Err(CollectionError::Mismatch {
                 path: path.into(),
@@ -196,7 +200,6 @@ impl CollectionPlan {
         Ok(plan)
     }
 }
-
 
 /// Who measured a cell (per-device provenance).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -368,7 +371,10 @@ impl CellStore {
 
     /// Read one published cell through the validating readers; every row and sample must
     /// belong to the cell its file names (a file copied from another cell is refused).
-    pub fn read_cell(&self, key: &CellKey) -> Result<(Vec<TimingRow>, Vec<SampleRow>, CellProvenance), CollectionError> {
+    pub fn read_cell(
+        &self,
+        key: &CellKey,
+    ) -> Result<(Vec<TimingRow>, Vec<SampleRow>, CellProvenance), CollectionError> {
         let rows = read_timing(&self.rows_path(key))?;
         let samples = read_samples(&self.samples_path(key))?;
         let wrong = |path: PathBuf, what: String| CollectionError::Mismatch {
@@ -376,22 +382,31 @@ impl CellStore {
             message: format!("{what} does not belong to cell {}", key.stem()),
         };
         if let Some(r) = rows.iter().find(|r| (r.source_format, r.n, r.k) != (Some(key.format), key.n, key.k)) {
-            return Err(wrong(self.rows_path(key), format!("row {} {:?} {}x{}", r.candidate, r.source_format, r.n, r.k)));
+            return Err(wrong(
+                self.rows_path(key),
+                format!("row {} {:?} {}x{}", r.candidate, r.source_format, r.n, r.k),
+            ));
         }
         if let Some(s) = samples.iter().find(|s| (s.source_format, s.n, s.k) != (Some(key.format), key.n, key.k)) {
-            return Err(wrong(self.samples_path(key), format!("sample of {} {:?} {}x{}", s.candidate, s.source_format, s.n, s.k)));
+            return Err(wrong(
+                self.samples_path(key),
+                format!("sample of {} {:?} {}x{}", s.candidate, s.source_format, s.n, s.k),
+            ));
         }
         let pp = self.provenance_path(key);
         let text = std::fs::read(&pp).map_err(io(&pp))?;
-        let prov = serde_json::from_slice(&text)
-            .map_err(|e| CollectionError::Mismatch { path: pp.clone(), message: format!("not cell provenance: {e}") })?;
+        let prov = serde_json::from_slice(&text).map_err(|e| CollectionError::Mismatch {
+            path: pp.clone(),
+            message: format!("not cell provenance: {e}"),
+        })?;
         Ok((rows, samples, prov))
     }
 }
 
 /// The first top-level field where two plan texts differ.
 pub fn plan_difference(a: &[u8], b: &[u8]) -> String {
-    let (Ok(a), Ok(b)) = (serde_json::from_slice::<serde_json::Value>(a), serde_json::from_slice::<serde_json::Value>(b))
+    let (Ok(a), Ok(b)) =
+        (serde_json::from_slice::<serde_json::Value>(a), serde_json::from_slice::<serde_json::Value>(b))
     else {
         return "unreadable plan".into();
     };

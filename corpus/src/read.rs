@@ -129,8 +129,10 @@ pub fn read_samples(path: &Path) -> Result<Vec<SampleRow>, ReadError> {
                 return Err(row_err(path, line, "latency_us_hex", format!("{:?} is not a hex float", r.latency_us_hex)))
             }
         }
-        let key =
-            format!("{}|{:?}|{:?}|{}|{}|{}|{}|{}", r.mode, r.source_format, r.codebook, r.m, r.n, r.k, r.candidate, r.round);
+        let key = format!(
+            "{}|{:?}|{:?}|{}|{}|{}|{}|{}",
+            r.mode, r.source_format, r.codebook, r.m, r.n, r.k, r.candidate, r.round
+        );
         check_unique(&mut seen, key, path, line, "round", "sample")?;
         out.push(r);
     }

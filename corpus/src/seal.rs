@@ -76,7 +76,6 @@ pub struct Manifest {
     pub identity: Identity,
 }
 
-
 fn io(path: &Path) -> impl Fn(std::io::Error) -> SealError + '_ {
     move |e| SealError::Io { path: path.to_path_buf(), message: e.to_string() }
 }

@@ -115,9 +115,11 @@ fn every_tampering_is_rejected_naming_the_file() {
     let stale_reg = Expected { registry_digest: Some("reg2".into()), ..expected() };
     assert!(verify(&d, &stale_reg).unwrap_err().to_string().contains("registry digest"));
     // A per-profile registry digest (profiles with prefill rows bind more candidates) wins.
-    let per_profile = Expected { registry_digests: [("family-smoke".to_string(), "reg1".to_string())].into(), ..stale_reg };
+    let per_profile =
+        Expected { registry_digests: [("family-smoke".to_string(), "reg1".to_string())].into(), ..stale_reg };
     verify(&d, &per_profile).unwrap();
-    let stale_profile = Expected { registry_digests: [("family-smoke".to_string(), "reg3".to_string())].into(), ..expected() };
+    let stale_profile =
+        Expected { registry_digests: [("family-smoke".to_string(), "reg3".to_string())].into(), ..expected() };
     assert!(verify(&d, &stale_profile).unwrap_err().to_string().contains("registry digest"));
     let d = fresh();
     let pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:0000\nsize 8\n";

@@ -152,12 +152,13 @@ impl Context {
             slot += if by_aspect { policy.aspect_edges.len() + 1 } else { 1 };
         }
         let slots = slot;
-        let decode_bucket =
-            policy.m_bucket(1).ok_or(vnni_policy::PolicyError::NoBucket { m: 1 })?;
+        let decode_bucket = policy.m_bucket(1).ok_or(vnni_policy::PolicyError::NoBucket { m: 1 })?;
         let aspect_edges = policy
             .aspect_edges
             .iter()
-            .map(|e| Ok(RatioCtx { num: int(|| "aspect num".into(), e.num)?, den: int(|| "aspect den".into(), e.den)? }))
+            .map(|e| {
+                Ok(RatioCtx { num: int(|| "aspect num".into(), e.num)?, den: int(|| "aspect den".into(), e.den)? })
+            })
             .collect::<Result<_>>()?;
         let candidates = policy.candidates.iter().map(candidate_ctx).collect::<Result<_>>()?;
         let index_of = |id: &str| {
@@ -182,7 +183,8 @@ impl Context {
         let position = |names: &[String], name: &str| names.iter().position(|x| x == name);
         let mut domain_table = vec![usize::MAX; policy.codebooks.len() * policy.modes.len() * slots];
         for (di, d) in policy.domains.iter().enumerate() {
-            let (Some(cb), Some(mode)) = (position(&policy.codebooks, &d.codebook), position(&policy.modes, &d.mode)) else {
+            let (Some(cb), Some(mode)) = (position(&policy.codebooks, &d.codebook), position(&policy.modes, &d.mode))
+            else {
                 continue;
             };
             let cell = (cb * policy.modes.len() + mode) * slots + m_buckets[d.m_bucket].slot + d.aspect.unwrap_or(0);
@@ -273,7 +275,9 @@ fn tree_ctx(node: &Node, index_of: &impl Fn(&str) -> Result<usize>) -> Result<Tr
         }),
         Node::Split { feature, le, left, right } => {
             let branch = |b: &Option<Box<Node>>| -> Result<Box<TreeCtx>> {
-                let b = b.as_deref().ok_or_else(|| vnni_policy::PolicyError::NotTotal { what: "a split lacks a branch".into() })?;
+                let b = b
+                    .as_deref()
+                    .ok_or_else(|| vnni_policy::PolicyError::NotTotal { what: "a split lacks a branch".into() })?;
                 Ok(Box::new(tree_ctx(b, index_of)?))
             };
             Ok(TreeCtx {

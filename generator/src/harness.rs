@@ -129,7 +129,12 @@ impl Harness {
             return Err(GenerateError::Harness {
                 harness: self.language.name().into(),
                 dir: dir.into(),
-                message: format!("{} exited with {}: {}", self.binary.display(), result.status, String::from_utf8_lossy(&result.stderr)),
+                message: format!(
+                    "{} exited with {}: {}",
+                    self.binary.display(),
+                    result.status,
+                    String::from_utf8_lossy(&result.stderr)
+                ),
             });
         }
         Ok(())

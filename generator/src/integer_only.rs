@@ -43,7 +43,8 @@ fn is_float_token(token: &str) -> bool {
 pub fn check(file: &str, text: &str) -> Result<()> {
     for (i, line) in text.lines().enumerate() {
         let code = code_of(line);
-        let decimal_point = code.as_bytes().windows(3).any(|w| w[0].is_ascii_digit() && w[1] == b'.' && w[2].is_ascii_digit());
+        let decimal_point =
+            code.as_bytes().windows(3).any(|w| w[0].is_ascii_digit() && w[1] == b'.' && w[2].is_ascii_digit());
         let float_word = code.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').any(is_float_token);
         if decimal_point || float_word {
             return Err(GenerateError::FloatingPoint { file: file.into(), line: i + 1, text: line.trim().into() });

@@ -225,7 +225,11 @@ fn compare(
         }
     }
     if let Some(extra) = next()? {
-        return Err(GenerateError::Harness { harness, dir: dir.into(), message: format!("extra output line {extra:?}") });
+        return Err(GenerateError::Harness {
+            harness,
+            dir: dir.into(),
+            message: format!("extra output line {extra:?}"),
+        });
     }
     Ok(())
 }

@@ -81,7 +81,12 @@ fn every_feature_tree(ids: &[String]) -> Node {
             Feature::Waves { w: 256 },
             0,
             l(5),
-            split(Feature::N, i64::MAX, split(Feature::NK, -3, l(0), l(1)), split(Feature::Tiles { w: 1 << 40 }, 1, l(2), l(3))),
+            split(
+                Feature::N,
+                i64::MAX,
+                split(Feature::NK, -3, l(0), l(1)),
+                split(Feature::Tiles { w: 1 << 40 }, 1, l(2), l(3)),
+            ),
         ),
     )
     .unwrap()
@@ -91,7 +96,8 @@ fn every_feature_tree(ids: &[String]) -> Node {
 fn a_policy_over_every_feature_two_modes_and_odd_aspect_edges_validates() {
     let mut p = example(Backend::Cuda);
     p.units = 7;
-    p.aspect_edges = vec![Ratio { num: 1, den: 1_000_000 }, Ratio { num: 3, den: 7 }, Ratio { num: 2_147_483_647, den: 1 }];
+    p.aspect_edges =
+        vec![Ratio { num: 1, den: 1_000_000 }, Ratio { num: 3, den: 7 }, Ratio { num: 2_147_483_647, den: 1 }];
     let generic: Vec<String> =
         p.candidates.iter().filter(|c| c.surface == Surface::Decode && c.generic_legal).map(|c| c.id.clone()).collect();
     let template = p.domains.clone();
@@ -108,14 +114,17 @@ fn a_policy_over_every_feature_two_modes_and_odd_aspect_edges_validates() {
                 nd.aspect = aspect;
                 if let Some(a) = aspect {
                     let shift = a + usize::from(mode == "graph");
-                    let ids: Vec<String> = generic.iter().cycle().skip(shift * 3).take(generic.len()).cloned().collect();
+                    let ids: Vec<String> =
+                        generic.iter().cycle().skip(shift * 3).take(generic.len()).cloned().collect();
                     nd.tree = every_feature_tree(&ids);
                 }
                 p.domains.push(nd);
             }
         }
     }
-    p.domains.sort_by(|a, b| (&a.codebook, &a.mode, a.m_bucket, a.aspect).cmp(&(&b.codebook, &b.mode, b.m_bucket, b.aspect)));
+    p.domains.sort_by(|a, b| {
+        (&a.codebook, &a.mode, a.m_bucket, a.aspect).cmp(&(&b.codebook, &b.mode, b.m_bucket, b.aspect))
+    });
     p.modes = vec!["eager".into(), "graph".into()];
     p.check().unwrap();
     let r = render(&p).unwrap();

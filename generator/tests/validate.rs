@@ -79,7 +79,10 @@ fn a_cpp_threshold_moved_by_one_is_caught() {
 fn a_cpp_leaf_swap_aspect_edge_or_overlay_change_is_caught() {
     let (from, to) = leaf_swap();
     assert_disagrees(mutated(|r| replace_once(&mut r.inc, &from, &to)), "C++");
-    assert_disagrees(mutated(|r| replace_once(&mut r.inc, "if (n * 4 >= k * 1) ++a;", "if (n * 4 > k * 1) ++a;")), "C++");
+    assert_disagrees(
+        mutated(|r| replace_once(&mut r.inc, "if (n * 4 >= k * 1) ++a;", "if (n * 4 > k * 1) ++a;")),
+        "C++",
+    );
     assert_disagrees(mutated(|r| replace_once(&mut r.inc, "{0, 0, 4096, 4096,", "{0, 0, 4096, 4128,")), "C++");
 }
 
@@ -93,7 +96,8 @@ fn a_changed_rust_module_is_caught() {
 
 #[test]
 fn a_wrong_candidate_table_or_uncompilable_inc_is_caught() {
-    let e = mutated(|r| replace_once(&mut r.inc, "\"direct\", Surface::kDecode, 32,", "\"direct\", Surface::kDecode, 33,"));
+    let e =
+        mutated(|r| replace_once(&mut r.inc, "\"direct\", Surface::kDecode, 32,", "\"direct\", Surface::kDecode, 33,"));
     if let Some(e) = e {
         assert!(matches!(e, GenerateError::CandidateTable { .. }), "{e}");
     }

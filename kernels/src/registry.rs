@@ -133,12 +133,27 @@ pub const MAX_THREADS: u32 = 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum KernelSpec {
-    Tile { codebook: Codebook, tile: u32, cpt: u32 },
-    Fused { codebook: Codebook, columns: u32 },
-    GroupedRows { codebook: Codebook, rows: u32 },
-    GroupedMma16 { codebook: Codebook },
+    Tile {
+        codebook: Codebook,
+        tile: u32,
+        cpt: u32,
+    },
+    Fused {
+        codebook: Codebook,
+        columns: u32,
+    },
+    GroupedRows {
+        codebook: Codebook,
+        rows: u32,
+    },
+    GroupedMma16 {
+        codebook: Codebook,
+    },
     /// One kernel serves both forms (`kpart` is a launch argument): `tile.kpart` is false.
-    Prefill { codebook: Codebook, tile: PrefillTile },
+    Prefill {
+        codebook: Codebook,
+        tile: PrefillTile,
+    },
 }
 
 /// Threads per CTA of the grouped kernels.
@@ -375,7 +390,17 @@ fn candidate(family: Family, tile: u32, cpt: u32, kb: KbRule) -> Candidate {
         KbRule::Waves(w) => format!("{base}.waves{w}"),
         KbRule::Inherited => base,
     };
-    Candidate { id: id(name), backend: Backend::Cuda, surface: Surface::Decode, family, tile, cpt, rows: 1, kb, prefill: None }
+    Candidate {
+        id: id(name),
+        backend: Backend::Cuda,
+        surface: Surface::Decode,
+        family,
+        tile,
+        cpt,
+        rows: 1,
+        kb,
+        prefill: None,
+    }
 }
 
 /// A registry id; the registry's own spellings are valid by construction (tested).
@@ -458,10 +483,11 @@ pub fn prefill_auto(n: usize, m: usize, sms: u32) -> Candidate {
         prefill_candidates().into_iter().filter(|c| c.prefill.is_some_and(|t| t.kstep == 2 && !t.kpart)).collect();
     let tiles = |c: &Candidate| n.div_ceil(c.tile as usize) * m.div_ceil(c.rows as usize);
     let area = |c: &Candidate| c.tile * c.rows;
-    let filling = cands.iter().filter(|c| tiles(c) >= sms as usize).fold(None, |best: Option<&Candidate>, c| match best {
-        Some(b) if area(b) >= area(c) => Some(b),
-        _ => Some(c),
-    });
+    let filling =
+        cands.iter().filter(|c| tiles(c) >= sms as usize).fold(None, |best: Option<&Candidate>, c| match best {
+            Some(b) if area(b) >= area(c) => Some(b),
+            _ => Some(c),
+        });
     filling.unwrap_or(&cands[0]).clone()
 }
 
@@ -777,7 +803,9 @@ mod tests {
         let wide = find("prefill.bk256.wide.std").unwrap();
         assert!(wide.plan_prefill(Codebook::S4, 4096, 4096, 64, 128).is_some());
         assert!(wide.plan_prefill(Codebook::Nl4, 4096, 4096, 64, 128).is_none());
-        assert!(!kernel_specs().iter().any(|s| matches!(s, KernelSpec::Prefill { codebook, tile } if tile.kstep == 8 && *codebook != Codebook::S4)));
+        assert!(!kernel_specs().iter().any(
+            |s| matches!(s, KernelSpec::Prefill { codebook, tile } if tile.kstep == 8 && *codebook != Codebook::S4)
+        ));
         // Every prefill kernel fits the 227 KiB of shared memory an sm_90 CTA may have.
         for spec in kernel_specs() {
             if let Some(t) = spec.prefill_tile() {
@@ -802,7 +830,10 @@ mod tests {
         // A change here orphans them: it needs a new collection, never a new pin.
         assert_eq!(registry_digest(), "8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717");
         assert_eq!(prefill_registry_digest(), "c8ced69a27815182bbccd866f18584c44d59560659615a3a73e99ea80b89d49f");
-        assert_eq!(registry_digest_for(&[1, 2, 32]), "69a5f1e4720096e612a2db65036e613b76ba5ed7553f5ec45c5761da98fe8571");
+        assert_eq!(
+            registry_digest_for(&[1, 2, 32]),
+            "69a5f1e4720096e612a2db65036e613b76ba5ed7553f5ec45c5761da98fe8571"
+        );
         assert_eq!(registry_digest_for(&[1, 16, 31]), registry_digest());
     }
 
@@ -816,7 +847,9 @@ mod tests {
             r#"{"id":"decode.kpar.tn128.cpt1.waves2","backend":"cuda","surface":"decode","family":"kpar","tile":128,"cpt":1,"rows":1,"kb":{"waves":2}}"#
         );
         let p = find("prefill.bk256.narrow.kpart").unwrap();
-        assert!(descriptor(p).ends_with(r#""kb":"inherited","prefill":{"bm":128,"bn":64,"warps_m":4,"warps_n":2,"kstep":8,"kpart":true}}"#));
+        assert!(descriptor(p).ends_with(
+            r#""kb":"inherited","prefill":{"bm":128,"bn":64,"warps_m":4,"warps_n":2,"kstep":8,"kpart":true}}"#
+        ));
     }
 
     #[test]

@@ -313,7 +313,10 @@ mod tests {
         assert!(e.contains("cuda, cpu, auto"), "{e}");
         assert!(serde_json::from_str::<Backend>("\"auto\"").is_err());
         assert_eq!(serde_json::from_str::<Surface>("\"prefill\"").unwrap(), Surface::Prefill);
-        assert_eq!((Surface::of_m(1), Surface::of_m(31), Surface::of_m(32)), (Surface::Decode, Surface::Grouped, Surface::Prefill));
+        assert_eq!(
+            (Surface::of_m(1), Surface::of_m(31), Surface::of_m(32)),
+            (Surface::Decode, Surface::Grouped, Surface::Prefill)
+        );
     }
 
     #[test]

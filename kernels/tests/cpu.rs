@@ -48,5 +48,5 @@ fn cuda_candidates_are_refused() {
     let w = fixture::packed_matrix(Codebook::S4, 64, 64, 1).unwrap();
     let a = quantize_activations(&fixture::activations(1, 64, 1), 1, 64).unwrap();
     let cuda = vnni_kernels::registry::find("decode.wide.tn128.cpt1").unwrap();
-    assert!(cpu::decode(&cuda, &w, &a, 2).is_err());
+    assert!(cpu::decode(cuda, &w, &a, 2).is_err());
 }

@@ -49,7 +49,9 @@ pub fn auto(t: &Trainer, m: u64, n: u64, _k: u64) -> usize {
     let fills = |tile: u32| n.div_ceil(tile as u64) >= 2 * units;
     let generic: Vec<usize> = (0..list.len()).filter(|&c| t.generic(c)).collect();
     // The largest tile that still fills every unit twice (first in registry order).
-    let filling = |pool: &[usize]| pool.iter().copied().filter(|&c| fills(list[c].tile)).max_by_key(|&c| (list[c].tile, std::cmp::Reverse(c)));
+    let filling = |pool: &[usize]| {
+        pool.iter().copied().filter(|&c| fills(list[c].tile)).max_by_key(|&c| (list[c].tile, std::cmp::Reverse(c)))
+    };
     let pick = |pool: Vec<usize>| filling(&pool).or_else(|| pool.iter().copied().min_by_key(|&c| (list[c].tile, c)));
     let chosen = match t.surface {
         Surface::Decode => {
@@ -73,7 +75,8 @@ pub fn auto(t: &Trainer, m: u64, n: u64, _k: u64) -> usize {
             match mma {
                 Some(c) if m >= 16 => Some(c),
                 _ => {
-                    let rows: Vec<usize> = generic.iter().copied().filter(|&c| list[c].family == Family::Rows).collect();
+                    let rows: Vec<usize> =
+                        generic.iter().copied().filter(|&c| list[c].family == Family::Rows).collect();
                     let holding: Vec<usize> = rows.iter().copied().filter(|&c| list[c].rows as u64 >= m).collect();
                     let pool = if holding.is_empty() { rows } else { holding };
                     let fewest = pool.iter().map(|&c| list[c].rows).min();

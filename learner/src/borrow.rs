@@ -12,7 +12,11 @@ use crate::domains::{DomainKey, Sample};
 use crate::tree::Trainer;
 
 /// The domain whose tree `key` borrows, if any has data.
-pub fn nearest<'k>(key: &DomainKey, fitted: impl IntoIterator<Item = &'k DomainKey>, surface_of: impl Fn(usize) -> Surface) -> Option<&'k DomainKey> {
+pub fn nearest<'k>(
+    key: &DomainKey,
+    fitted: impl IntoIterator<Item = &'k DomainKey>,
+    surface_of: impl Fn(usize) -> Surface,
+) -> Option<&'k DomainKey> {
     let surface = surface_of(key.bucket);
     fitted
         .into_iter()
@@ -27,7 +31,12 @@ pub fn nearest<'k>(key: &DomainKey, fitted: impl IntoIterator<Item = &'k DomainK
 }
 
 /// The single-leaf fallback.
-pub fn best_single_leaf(t: &Trainer, key: &DomainKey, dev: &BTreeMap<DomainKey, Vec<Sample>>, surface_of: impl Fn(usize) -> Surface) -> Node {
+pub fn best_single_leaf(
+    t: &Trainer,
+    key: &DomainKey,
+    dev: &BTreeMap<DomainKey, Vec<Sample>>,
+    surface_of: impl Fn(usize) -> Surface,
+) -> Node {
     let surface = surface_of(key.bucket);
     let pool = |same_mode: bool| -> Vec<&Sample> {
         dev.iter()

@@ -148,7 +148,10 @@ impl Frame {
     pub fn px(&self, x: f64, y: f64) -> (i64, i64) {
         let fx = ((x - self.x.0) / (self.x.1 - self.x.0)).clamp(0.0, 1.0);
         let fy = ((y - self.y.0) / (self.y.1 - self.y.0)).clamp(0.0, 1.0);
-        (self.left + (fx * (self.width - 1) as f64).round() as i64, self.top + ((1.0 - fy) * (self.height - 1) as f64).round() as i64)
+        (
+            self.left + (fx * (self.width - 1) as f64).round() as i64,
+            self.top + ((1.0 - fy) * (self.height - 1) as f64).round() as i64,
+        )
     }
 
     /// Light grid lines at data values `xs` (vertical) and `ys` (horizontal), then the border.

@@ -65,7 +65,7 @@ impl Corpus {
 
 /// Verify the seal (every payload's sha256, the registry digest of this checkout), then read.
 pub fn load(dir: &Path) -> Result<Corpus> {
-    let unauthenticated = |source| FitError::Unauthenticated { dir: dir.into(), source };
+    let unauthenticated = |source| FitError::Unauthenticated { dir: dir.into(), source: Box::new(source) };
     let manifest = verify(dir, &Expected::default()).map_err(unauthenticated)?;
     // The (now authenticated) plan says which surfaces the corpus covers, hence which
     // registry digest it must bind.
@@ -97,7 +97,9 @@ pub fn load(dir: &Path) -> Result<Corpus> {
             if s.warmup || BASELINES.contains(&s.candidate.as_str()) {
                 continue;
             }
-            let format = s.source_format.ok_or_else(|| bad(&samples_path, line, "a candidate's sample without a source format".into()))?;
+            let format = s
+                .source_format
+                .ok_or_else(|| bad(&samples_path, line, "a candidate's sample without a source format".into()))?;
             let v = parse_hex_f64(&s.latency_us_hex).expect("validated by read_samples");
             let key = RowKey { format, mode: s.mode, m: s.m, n: s.n, k: s.k };
             samples.entry((key, s.candidate)).or_default().push(v);
@@ -110,7 +112,9 @@ pub fn load(dir: &Path) -> Result<Corpus> {
             if r.backend != plan.backend {
                 return Err(bad(&rows_path, line, format!("backend {} in a {} corpus", r.backend, plan.backend)));
             }
-            let format = r.source_format.ok_or_else(|| bad(&rows_path, line, "a candidate row without a source format".into()))?;
+            let format = r
+                .source_format
+                .ok_or_else(|| bad(&rows_path, line, "a candidate row without a source format".into()))?;
             let measured = Measured { median_us: r.median_us, eligible: r.eligible };
             let key = RowKey { format, mode: r.mode, m: r.m, n: r.n, k: r.k };
             grouped_rows.entry(key).or_default().insert(r.candidate, measured);
@@ -131,12 +135,12 @@ pub fn load(dir: &Path) -> Result<Corpus> {
             let mut cell_samples: Vec<Option<&[f64]>> = Vec::with_capacity(list.len());
             for (c, e) in list.iter().zip(&entries) {
                 cell_samples.push(match e {
-                    Some(e) if e.eligible => Some(samples.get(&(key, c.id.clone())).map(Vec::as_slice).ok_or_else(|| {
-                        FitError::Corpus {
+                    Some(e) if e.eligible => {
+                        Some(samples.get(&(key, c.id.clone())).map(Vec::as_slice).ok_or_else(|| FitError::Corpus {
                             path: samples_path.clone(),
                             message: format!("no samples for {format} {mode} M={m} {n}x{k} {}", c.id),
-                        }
-                    })?),
+                        })?)
+                    }
                     _ => None,
                 });
             }

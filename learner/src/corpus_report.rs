@@ -26,8 +26,8 @@ use crate::cv::METHODS;
 use crate::error::{FitError, Result};
 use crate::map::write_maps;
 use crate::regret::REGRET_CAP;
-use crate::report::{pct, BASELINES_LEGEND};
 use crate::regret_stats::{nearest_rank, p95};
+use crate::report::{pct, BASELINES_LEGEND};
 use crate::{fit, FitOptions};
 
 /// Codebooks whose decision maps the report draws (the first ones, sorted by name).
@@ -131,7 +131,14 @@ fn bandwidth_plot(series: &BTreeMap<SeriesKey, Vec<CellBest>>, roofline: Option<
     let y_step = tick_step(peak * 1.05, 8);
     let y_hi = (peak * 1.05 / y_step).ceil() * y_step;
     let mut canvas = Canvas::new(PLOT.0, PLOT.1);
-    let frame = Frame { left: 4, top: 4, width: PLOT.0 as i64 - 8, height: PLOT.1 as i64 - 8, x: (x_lo - PAD_OCTAVES, x_hi + PAD_OCTAVES), y: (0.0, y_hi) };
+    let frame = Frame {
+        left: 4,
+        top: 4,
+        width: PLOT.0 as i64 - 8,
+        height: PLOT.1 as i64 - 8,
+        x: (x_lo - PAD_OCTAVES, x_hi + PAD_OCTAVES),
+        y: (0.0, y_hi),
+    };
     frame.axes(&mut canvas, &ticks(x_lo, x_hi, 1.0), &ticks(0.0, y_hi, y_step));
     if let Some(r) = roofline {
         frame.hline(&mut canvas, r, BLACK, 2);
@@ -193,7 +200,10 @@ fn bandwidth_section(dir: &Path, out: &Path, md: &mut String, files: &mut Vec<Pa
         let _ = writeln!(md);
         for ((format, mode), points) in series {
             let pcts: Vec<f64> = points.iter().filter_map(|b| b.pct_copy).collect();
-            let worst = points.iter().filter(|b| b.pct_copy.is_some()).min_by(|a, b| a.pct_copy.unwrap().total_cmp(&b.pct_copy.unwrap()));
+            let worst = points
+                .iter()
+                .filter(|b| b.pct_copy.is_some())
+                .min_by(|a, b| a.pct_copy.unwrap().total_cmp(&b.pct_copy.unwrap()));
             let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}%"));
             let _ = writeln!(
                 summary,
@@ -255,7 +265,8 @@ struct InSample {
 fn in_sample(policy: &Policy, corpus: &Corpus, overlays: bool) -> InSample {
     let mut out = InSample { by_group: BTreeMap::new(), unanswered: 0, via_overlay: 0 };
     for cell in &corpus.cells {
-        let Ok(sel) = policy.select_with(cell.codebook.name(), cell.mode.name(), cell.m, cell.n, cell.k, overlays) else {
+        let Ok(sel) = policy.select_with(cell.codebook.name(), cell.mode.name(), cell.m, cell.n, cell.k, overlays)
+        else {
             out.unanswered += 1;
             continue;
         };
@@ -325,7 +336,8 @@ fn heldout_by_group(fitted: &crate::Fit) -> BTreeMap<Group, [Vec<f64>; 4]> {
 
 /// The curves of every group: the baselines first, the policies last (drawn on top).
 fn group_curves(heldout: &BTreeMap<Group, [Vec<f64>; 4]>, given: &[(&str, InSample)]) -> Vec<(Group, Vec<Curve>)> {
-    let groups: std::collections::BTreeSet<&Group> = heldout.keys().chain(given.iter().flat_map(|g| g.1.by_group.keys())).collect();
+    let groups: std::collections::BTreeSet<&Group> =
+        heldout.keys().chain(given.iter().flat_map(|g| g.1.by_group.keys())).collect();
     groups
         .into_iter()
         .map(|g| {
@@ -337,7 +349,12 @@ fn group_curves(heldout: &BTreeMap<Group, [Vec<f64>; 4]>, given: &[(&str, InSamp
             }
             for (i, (label, s)) in given.iter().enumerate() {
                 let regrets = s.by_group.get(g).cloned().unwrap_or_default();
-                curves.push(Curve { label: label.to_string(), colour: PALETTE[METHODS.len() + i], regrets, policy: true });
+                curves.push(Curve {
+                    label: label.to_string(),
+                    colour: PALETTE[METHODS.len() + i],
+                    regrets,
+                    policy: true,
+                });
             }
             (g.clone(), curves)
         })
@@ -368,7 +385,12 @@ fn small_multiples(per_group: &[(Group, Vec<Curve>)], gate: f64, path: &Path, md
     write_png(path, &canvas)?;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let _ = writeln!(md, "### Per domain group\n\n![regret CDFs per domain group]({name})\n");
-    let _ = writeln!(md, "Panels, {cols} per row, left to right then top to bottom ({}):\n\n{}\n", cdf_axes(gate), panels.join("\n"));
+    let _ = writeln!(
+        md,
+        "Panels, {cols} per row, left to right then top to bottom ({}):\n\n{}\n",
+        cdf_axes(gate),
+        panels.join("\n")
+    );
     let _ = writeln!(md, "| colour | method |\n|---|---|");
     for c in per_group[0].1.iter().rev() {
         let _ = writeln!(md, "| `{}` | {} |", hex(c.colour), c.label);
@@ -390,16 +412,28 @@ fn small_multiples(per_group: &[(Group, Vec<Curve>)], gate: f64, path: &Path, md
 }
 
 /// One CDF per codebook of `regrets` (decode and grouped together), with its table.
-fn codebook_cdf(regrets: BTreeMap<String, Vec<f64>>, whose: &str, gate: f64, path: &Path, md: &mut String) -> Result<()> {
+fn codebook_cdf(
+    regrets: BTreeMap<String, Vec<f64>>,
+    whose: &str,
+    gate: f64,
+    path: &Path,
+    md: &mut String,
+) -> Result<()> {
     let curves: Vec<Curve> = regrets
         .into_iter()
         .enumerate()
-        .map(|(i, (codebook, regrets))| Curve { label: codebook, colour: PALETTE[i % PALETTE.len()], regrets, policy: true })
+        .map(|(i, (codebook, regrets))| Curve {
+            label: codebook,
+            colour: PALETTE[i % PALETTE.len()],
+            regrets,
+            policy: true,
+        })
         .collect();
     let drawn: Vec<&Curve> = curves.iter().filter(|c| !c.regrets.is_empty()).collect();
     let (x_hi, x_step) = regret_range(&drawn, gate);
     let mut canvas = Canvas::new(PLOT.0, PLOT.1);
-    let frame = Frame { left: 4, top: 4, width: PLOT.0 as i64 - 8, height: PLOT.1 as i64 - 8, x: (0.0, x_hi), y: (0.0, 1.0) };
+    let frame =
+        Frame { left: 4, top: 4, width: PLOT.0 as i64 - 8, height: PLOT.1 as i64 - 8, x: (0.0, x_hi), y: (0.0, 1.0) };
     draw_cdfs(&mut canvas, &frame, &drawn, x_step, gate);
     write_png(path, &canvas)?;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
@@ -412,7 +446,16 @@ fn codebook_cdf(regrets: BTreeMap<String, Vec<f64>>, whose: &str, gate: f64, pat
     let _ = writeln!(md, "| colour | codebook | cells | median | p95 | max |\n|---|---|---|---|---|---|");
     for c in &curves {
         let q = |p: f64| nearest_rank(&c.regrets, p).map_or("-".into(), pct);
-        let _ = writeln!(md, "| `{}` | {} | {} | {} | {} | {} |", hex(c.colour), c.label, c.regrets.len(), q(0.5), q(0.95), q(1.0));
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} | {} | {} | {} |",
+            hex(c.colour),
+            c.label,
+            c.regrets.len(),
+            q(0.5),
+            q(0.95),
+            q(1.0)
+        );
     }
     let _ = writeln!(md);
     Ok(())
@@ -420,7 +463,13 @@ fn codebook_cdf(regrets: BTreeMap<String, Vec<f64>>, whose: &str, gate: f64, pat
 
 /// The regret section (small multiples per group, one CDF per codebook), then the decision
 /// maps of the given policy, else of the policy the learner fits from this corpus.
-fn regret_section(corpus: &Corpus, policy: Option<&Policy>, out: &Path, md: &mut String, files: &mut Vec<PathBuf>) -> Result<()> {
+fn regret_section(
+    corpus: &Corpus,
+    policy: Option<&Policy>,
+    out: &Path,
+    md: &mut String,
+    files: &mut Vec<PathBuf>,
+) -> Result<()> {
     let opts = FitOptions::default();
     let fitted = fit(&corpus.dir, &opts)?;
     let gate = opts.p95_max;
@@ -442,7 +491,8 @@ fn regret_section(corpus: &Corpus, policy: Option<&Policy>, out: &Path, md: &mut
     );
     match (policy, given.last()) {
         (Some(p), Some((_, deployed))) => {
-            let same = if p.provenance.corpus_id == corpus.manifest.corpus_id { "this corpus" } else { "another corpus" };
+            let same =
+                if p.provenance.corpus_id == corpus.manifest.corpus_id { "this corpus" } else { "another corpus" };
             let _ = writeln!(
                 md,
                 "*given policy (in-sample)*: the `--policy` file (sha256 `{}`, fitted on {same}) through `Policy::select`, overlays on, \
@@ -454,7 +504,8 @@ fn regret_section(corpus: &Corpus, policy: Option<&Policy>, out: &Path, md: &mut
             );
         }
         _ => {
-            let _ = writeln!(md, "No policy was given (`--policy`): the curves are the learner's own cross-validation.\n");
+            let _ =
+                writeln!(md, "No policy was given (`--policy`): the curves are the learner's own cross-validation.\n");
         }
     }
     let per_group = group_curves(&heldout, &given);
@@ -467,9 +518,16 @@ fn regret_section(corpus: &Corpus, policy: Option<&Policy>, out: &Path, md: &mut
         // The policy drawn last in each group: the given one (overlays on) if any.
         let mut by_codebook: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for ((codebook, _), curves) in &per_group {
-            by_codebook.entry(codebook.clone()).or_default().extend(curves.last().map(|c| c.regrets.clone()).unwrap_or_default());
+            by_codebook
+                .entry(codebook.clone())
+                .or_default()
+                .extend(curves.last().map(|c| c.regrets.clone()).unwrap_or_default());
         }
-        let whose = if policy.is_some() { "the given policy (in-sample, overlays on)" } else { "the cross-validated policy (held-out)" };
+        let whose = if policy.is_some() {
+            "the given policy (in-sample, overlays on)"
+        } else {
+            "the cross-validated policy (held-out)"
+        };
         let path = out.join("regret-cdf-codebooks.png");
         codebook_cdf(by_codebook, whose, gate, &path, md)?;
         files.push(path);
@@ -479,7 +537,11 @@ fn regret_section(corpus: &Corpus, policy: Option<&Policy>, out: &Path, md: &mut
     measured.sort();
     measured.dedup();
     let codebooks = &maps_policy.codebooks[..maps_policy.codebooks.len().min(MAP_CODEBOOKS)];
-    let _ = writeln!(md, "Decision maps below: {}.\n", if policy.is_some() { "the given policy" } else { "the policy fitted from this corpus" });
+    let _ = writeln!(
+        md,
+        "Decision maps below: {}.\n",
+        if policy.is_some() { "the given policy" } else { "the policy fitted from this corpus" }
+    );
     files.extend(write_maps(maps_policy, codebooks, &measured, out, md)?);
     Ok(())
 }

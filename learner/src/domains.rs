@@ -83,7 +83,8 @@ pub fn skeleton(corpus: &Corpus) -> Policy {
         codebooks = Codebook::ALL.iter().map(|c| c.name().to_string()).collect();
         codebooks.sort();
     }
-    let modes: Vec<String> = corpus.plan.modes.iter().map(|m| m.name().to_string()).collect::<BTreeSet<_>>().into_iter().collect();
+    let modes: Vec<String> =
+        corpus.plan.modes.iter().map(|m| m.name().to_string()).collect::<BTreeSet<_>>().into_iter().collect();
     Policy {
         schema: SCHEMA.into(),
         provenance: Provenance {

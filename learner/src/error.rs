@@ -5,7 +5,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum FitError {
     #[error("corpus {dir} is not sealed or fails verification (seal it with `vnni-dispatch seal`, or collect it again): {source}")]
-    Unauthenticated { dir: PathBuf, source: vnni_corpus::seal::SealError },
+    Unauthenticated { dir: PathBuf, source: Box<vnni_corpus::seal::SealError> },
     #[error(transparent)]
     Read(#[from] vnni_corpus::read::ReadError),
     #[error(transparent)]

@@ -30,7 +30,9 @@ pub fn read(path: &Path) -> Result<Ledger> {
             }
             Ok(l)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Ledger { schema: SCHEMA.into(), entries: BTreeMap::new() }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(Ledger { schema: SCHEMA.into(), entries: BTreeMap::new() })
+        }
         Err(e) => Err(bad(e.to_string())),
     }
 }

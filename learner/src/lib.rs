@@ -143,7 +143,12 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
             Some((tree, stats, h)) => (tree.clone(), Some(stats.clone()), Some(h.clone()), None),
             None => match borrow::nearest(&key, fitted.keys(), surface_of) {
                 Some(from) => (fitted[from].0.clone(), None, None, Some(from.clone())),
-                None => (borrow::best_single_leaf(&trainer(&corpus, &policy, key.bucket, &widths), &key, &dev, surface_of), None, None, None),
+                None => (
+                    borrow::best_single_leaf(&trainer(&corpus, &policy, key.bucket, &widths), &key, &dev, surface_of),
+                    None,
+                    None,
+                    None,
+                ),
             },
         };
         out_domains.push(Domain {

@@ -87,10 +87,19 @@ pub fn render(
 /// Write the "Decision maps" section: for each of `codebooks` (first mode), the decode bucket
 /// and the first grouped bucket, one map PNG into `dir` and its Markdown, then the colour
 /// legend. `measured` geometries are marked; the bounds are the powers of two enclosing them.
-pub fn write_maps(policy: &Policy, codebooks: &[String], measured: &[(u64, u64)], dir: &Path, md: &mut String) -> Result<Vec<PathBuf>> {
+pub fn write_maps(
+    policy: &Policy,
+    codebooks: &[String],
+    measured: &[(u64, u64)],
+    dir: &Path,
+    md: &mut String,
+) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     let _ = writeln!(md, "## Decision maps\n");
-    let _ = writeln!(md, "x: log N (left to right), y: log K (bottom to top); black dots: measured geometries; overlays off.\n");
+    let _ = writeln!(
+        md,
+        "x: log N (left to right), y: log K (bottom to top); black dots: measured geometries; overlays off.\n"
+    );
     let (n_lo, n_hi, k_lo, k_hi) = bounds(measured);
     let mut legend = BTreeMap::new();
     let grouped_bucket = policy.m_buckets.iter().position(|b| b.surface == Surface::Grouped);

@@ -25,7 +25,9 @@ pub fn exact_overlays<'s>(
             for s in keys.iter().filter(|s| wanted.contains(&s.geometry())) {
                 let surface = if s.m == 1 { Surface::Decode } else { Surface::Grouped };
                 let list = corpus.candidates(surface);
-                let legal = |c: usize| surface == Surface::Grouped || list[c].plan(s.n as usize, s.k as usize, units as u32).is_some();
+                let legal = |c: usize| {
+                    surface == Surface::Grouped || list[c].plan(s.n as usize, s.k as usize, units as u32).is_some()
+                };
                 let per_alias: Vec<&[f64]> = s.cells.iter().map(|&i| corpus.cells[i].regret.as_slice()).collect();
                 if let Some(w) = minimax_winner(&per_alias, legal) {
                     out.insert(Overlay {

@@ -72,7 +72,8 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
     let _ = writeln!(md, "{header}\n|{}", "---|".repeat(3 + METHODS.len()));
     for d in &fit.domains {
         let (Some(h), Some(s)) = (&d.heldout, d.summaries()) else { continue };
-        let mut line = format!("| {} | {:?}, {}, {} | {} |", d.key, h.hyper.set, h.hyper.depth, h.hyper.min_leaf, s[0].rows);
+        let mut line =
+            format!("| {} | {:?}, {}, {} | {} |", d.key, h.hyper.set, h.hyper.depth, h.hyper.min_leaf, s[0].rows);
         for m in s {
             let _ = write!(line, " {} / {} / {} |", pct(m.p95_regret), pct(m.ucb_p95_regret), pct(m.geomean_regret));
         }

@@ -42,5 +42,10 @@ pub fn certify(
         return Ok(None);
     }
     let p = p95(&r);
-    Ok(Some(SealedCertification { rows: r.len() as u64, p95_regret: p, geomean_regret: geomean(&r), passed: p < p95_max }))
+    Ok(Some(SealedCertification {
+        rows: r.len() as u64,
+        p95_regret: p,
+        geomean_regret: geomean(&r),
+        passed: p < p95_max,
+    }))
 }

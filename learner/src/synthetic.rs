@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use vnni_corpus::collection::{phase_stem, CollectionPlan, COLLECTION_SCHEMA, PHASES, PLAN_FILE};
-use vnni_corpus::inventory::{Partition, InventoryPlan, PlanShape};
+use vnni_corpus::inventory::{InventoryPlan, Partition, PlanShape};
 use vnni_corpus::seal::{seal, Manifest};
 use vnni_corpus::{write_bytes, write_csv, SampleRow, TimingRow};
 use vnni_kernels::fixture::{derive_seed, splitmix64};
@@ -107,8 +107,16 @@ pub fn half_octaves(lo: usize, hi: usize) -> Vec<usize> {
     out
 }
 
-/// Seconds-free latency model in microseconds; `None` where the candidate is illegal.
-pub fn latency(spec: &Spec, c: &Candidate, format: SourceFormat, mode: Mode, m: usize, n: usize, k: usize, bpp: usize) -> Option<f64> {
+/// Seconds-free latency model in microseconds of `c` on (M, N, K) at `bpp` (batched
+/// surfaces); `None` where the candidate is illegal.
+pub fn latency(
+    spec: &Spec,
+    c: &Candidate,
+    format: SourceFormat,
+    mode: Mode,
+    (m, n, k): (usize, usize, usize),
+    bpp: usize,
+) -> Option<f64> {
     let slots = match spec.backend {
         Backend::Cuda => spec.units as usize * 4,
         Backend::Cpu => spec.units as usize,
@@ -131,7 +139,11 @@ pub fn latency(spec: &Spec, c: &Candidate, format: SourceFormat, mode: Mode, m: 
         Surface::Prefill => 0.5 + 0.01 * m as f64,
     };
     // The second alias of a codebook (e.g. Q4_K beside Q4_1) runs the wide family 4% slower.
-    let alias = if c.family == Family::Wide && SourceFormat::aliases_of(format.codebook()).first() != Some(&format) { 1.04 } else { 1.0 };
+    let alias = if c.family == Family::Wide && SourceFormat::aliases_of(format.codebook()).first() != Some(&format) {
+        1.04
+    } else {
+        1.0
+    };
     let tasks = plan.grid.0 as usize * plan.grid.1 as usize * plan.z as usize;
     let waves = tasks.div_ceil(slots) as f64;
     let body = match spec.backend {
@@ -171,10 +183,17 @@ const COPY_GBPS: f64 = 1000.0;
 
 /// Time one cell of candidates the way the sweep reports it (racing drops those slower than
 /// 1.3x the leader after a third of the samples): invented samples, the sweep's rows.
-fn cell(spec: &Spec, list: &[Candidate], format: SourceFormat, mode: Mode, shape: (usize, usize, usize), m1: Option<(&CandidateId, usize)>) -> CellResult {
+fn cell(
+    spec: &Spec,
+    list: &[Candidate],
+    format: SourceFormat,
+    mode: Mode,
+    shape: (usize, usize, usize),
+    m1: Option<(&CandidateId, usize)>,
+) -> CellResult {
     let (m, n, k) = shape;
     let bpp = m1.map_or(0, |x| x.1);
-    let truth: Vec<Option<f64>> = list.iter().map(|c| latency(spec, c, format, mode, m, n, k, bpp)).collect();
+    let truth: Vec<Option<f64>> = list.iter().map(|c| latency(spec, c, format, mode, (m, n, k), bpp)).collect();
     let wrong = |c: &Candidate| spec.wrong_bits.as_ref().is_some_and(|(f, id)| *f == format && *id == c.id);
     let leader = truth.iter().flatten().copied().fold(f64::INFINITY, f64::min);
     let mut runs = Vec::new();
@@ -228,7 +247,11 @@ fn cell(spec: &Spec, list: &[Candidate], format: SourceFormat, mode: Mode, shape
     let timed: Vec<Timed> = eligible.iter().map(|&i| timed[i].clone()).collect();
     let protocol = Protocol { warmups: 1, samples: spec.samples, seed: spec.seed, ..Protocol::default() };
     let mut out = CellResult::default();
-    mode_rows(&ctx, &ModeTimings { mode, protocol: &protocol, runs: &runs, eligible: &eligible, timed: &timed }, &mut out);
+    mode_rows(
+        &ctx,
+        &ModeTimings { mode, protocol: &protocol, runs: &runs, eligible: &eligible, timed: &timed },
+        &mut out,
+    );
     out
 }
 
@@ -249,7 +272,14 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
             names: vec![format!("synthetic.{n}x{k}")],
         })
         .collect();
-    let inventory = InventoryPlan { profile: "synthetic".into(), m: spec.ms.clone(), modes: spec.modes.clone(), warmups: 1, samples: spec.samples, shapes };
+    let inventory = InventoryPlan {
+        profile: "synthetic".into(),
+        m: spec.ms.clone(),
+        modes: spec.modes.clone(),
+        warmups: 1,
+        samples: spec.samples,
+        shapes,
+    };
     let plan = CollectionPlan {
         schema: COLLECTION_SCHEMA.into(),
         backend: spec.backend,
@@ -268,7 +298,8 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
         modes: spec.modes.clone(),
         inventory,
     };
-    let mut phases: BTreeMap<String, CellResult> = PHASES.iter().map(|p| (p.to_string(), CellResult::default())).collect();
+    let mut phases: BTreeMap<String, CellResult> =
+        PHASES.iter().map(|p| (p.to_string(), CellResult::default())).collect();
     for shape in &plan.inventory.shapes {
         let (n, k) = (shape.n, shape.k);
         for &format in &shape.formats {

@@ -121,7 +121,11 @@ impl Trainer<'_> {
         let norm = weights.len() as f64 / weights.iter().sum::<f64>();
         let weights: Vec<f64> = weights.iter().map(|w| w * norm).collect();
         let classes = labels.iter().max().map_or(1, |m| m + 1);
-        let grown = cart::grow(&cart::Rows { values: &values, labels: &labels, weights: &weights, classes }, hyper.depth, f64::from(hyper.min_leaf));
+        let grown = cart::grow(
+            &cart::Rows { values: &values, labels: &labels, weights: &weights, classes },
+            hyper.depth,
+            f64::from(hyper.min_leaf),
+        );
         let rows: Vec<usize> = (0..values.len()).collect();
         let canonical = canonicalize(&grown, &rows, &values);
         for v in &values {
@@ -132,7 +136,14 @@ impl Trainer<'_> {
     }
 
     /// Relabel every leaf from the keys reaching it; merge sibling leaves with one label.
-    fn label_tree(&self, node: &Grown, rows: &[usize], keys: &[&Sample], values: &[Vec<i64>], features: &[Feature]) -> Node {
+    fn label_tree(
+        &self,
+        node: &Grown,
+        rows: &[usize],
+        keys: &[&Sample],
+        values: &[Vec<i64>],
+        features: &[Feature],
+    ) -> Node {
         match node {
             Grown::Leaf => {
                 let reach: Vec<&Sample> = rows.iter().map(|&r| keys[r]).collect();
@@ -144,7 +155,12 @@ impl Trainer<'_> {
                 let right = self.label_tree(right, &r, keys, values, features);
                 match (&left, &right) {
                     (Node::Leaf { candidate: a }, Node::Leaf { candidate: b }) if a == b => left,
-                    _ => Node::Split { feature: features[*feature], le: *le, left: Some(Box::new(left)), right: Some(Box::new(right)) },
+                    _ => Node::Split {
+                        feature: features[*feature],
+                        le: *le,
+                        left: Some(Box::new(left)),
+                        right: Some(Box::new(right)),
+                    },
                 }
             }
         }

@@ -38,7 +38,11 @@ fn the_policy_is_total_passes_its_gates_and_is_reproducible() {
 
 #[test]
 fn aliases_collapse_to_one_candidate_per_runtime_key() {
-    let spec = Spec { formats: vec![SourceFormat::Q4_1, SourceFormat::Q4_K], overlay: half_octaves(256, 8192).into_iter().map(|n| (n, 1024)).collect(), ..small(2) };
+    let spec = Spec {
+        formats: vec![SourceFormat::Q4_1, SourceFormat::Q4_K],
+        overlay: half_octaves(256, 8192).into_iter().map(|n| (n, 1024)).collect(),
+        ..small(2)
+    };
     let dir = common::corpus("alias", &spec);
     let f = fit(&dir, &FitOptions::default()).unwrap();
     assert_eq!(f.policy.codebooks, ["u4"]);
@@ -63,7 +67,12 @@ fn aliases_collapse_to_one_candidate_per_runtime_key() {
 #[test]
 fn wrong_bits_never_reach_the_policy() {
     let wrong = "cpu.decode.wide.t64".to_string();
-    let spec = Spec { formats: vec![SourceFormat::Q4_1, SourceFormat::Q4_K], wrong_bits: Some((SourceFormat::Q4_1, wrong.parse().unwrap())), overlay: vec![(1024, 1024), (4096, 512)], ..small(3) };
+    let spec = Spec {
+        formats: vec![SourceFormat::Q4_1, SourceFormat::Q4_K],
+        wrong_bits: Some((SourceFormat::Q4_1, wrong.parse().unwrap())),
+        overlay: vec![(1024, 1024), (4096, 512)],
+        ..small(3)
+    };
     let dir = common::corpus("wrong", &spec);
     let f = fit(&dir, &FitOptions::default()).unwrap();
     assert!(f.policy.overlays.iter().all(|o| o.candidate != wrong));
@@ -118,9 +127,11 @@ fn grouped_cross_validation_never_splits_a_geometry() {
     assert_eq!(tested, geometries, "every geometry is held out once");
     // Whole geometries go together: every development cell (any M, mode, format) of a
     // geometry held out in fold 0 is in some domain's test keys of fold 0.
-    let held: BTreeSet<usize> = dev.values().flat_map(|s| folds.split(s, 0).1).flat_map(|s| s.cells.iter().copied()).collect();
+    let held: BTreeSet<usize> =
+        dev.values().flat_map(|s| folds.split(s, 0).1).flat_map(|s| s.cells.iter().copied()).collect();
     let test0: BTreeSet<(u64, u64)> = geometries.iter().copied().filter(|&g| folds.of(g) == 0).collect();
-    let expected: BTreeSet<usize> = (0..c.cells.len()).filter(|&i| !c.cells[i].sealed && test0.contains(&(c.cells[i].n, c.cells[i].k))).collect();
+    let expected: BTreeSet<usize> =
+        (0..c.cells.len()).filter(|&i| !c.cells[i].sealed && test0.contains(&(c.cells[i].n, c.cells[i].k))).collect();
     assert_eq!(held, expected);
 }
 
@@ -182,7 +193,12 @@ fn unsealed_or_tampered_corpora_are_refused_by_name() {
 #[test]
 fn domains_without_data_borrow_the_nearest_tree() {
     // Only vocabulary-head shapes (N/K >= 8): decode aspect 0 has no rows and borrows aspect 1's tree.
-    let spec = Spec { ns: vec![8192, 12288, 16384, 24576, 32768], ks: vec![256, 384, 512, 768, 1024], sealed_every: 0, ..small(9) };
+    let spec = Spec {
+        ns: vec![8192, 12288, 16384, 24576, 32768],
+        ks: vec![256, 384, 512, 768, 1024],
+        sealed_every: 0,
+        ..small(9)
+    };
     let dir = common::corpus("borrow", &spec);
     let f = fit(&dir, &FitOptions::default()).unwrap();
     let decode: Vec<_> = f.policy.domains.iter().filter(|d| d.codebook == "s4" && d.m_bucket == 0).collect();

@@ -60,7 +60,7 @@ pub fn cell_weights(format: SourceFormat, n: usize, k: usize, seed: u64) -> Resu
 
 /// The fastest eligible, not dropped row of `mode` among `rows` (ties: registry order, i.e.
 /// the first one), with a finite median.
-pub fn best_row<'r>(rows: &'r [TimingRow], mode: Mode) -> Option<&'r TimingRow> {
+pub fn best_row(rows: &[TimingRow], mode: Mode) -> Option<&TimingRow> {
     rows.iter().filter(|r| r.mode == mode && r.eligible && !r.dropped && r.median_us.is_finite()).fold(
         None,
         |best: Option<&TimingRow>, r| match best {

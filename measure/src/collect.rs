@@ -199,7 +199,8 @@ pub fn finish(store: &CellStore, plan: &CollectionPlan) -> Result<bool> {
     if let Err(e) = std::fs::rename(&staging, &corpus) {
         // Another process moved its corpus into place first: keep that one if it verifies.
         let _ = std::fs::remove_dir_all(&staging);
-        verify(&corpus, &expected).with_context(|| format!("moving the sealed corpus into {}: {e}", corpus.display()))?;
+        verify(&corpus, &expected)
+            .with_context(|| format!("moving the sealed corpus into {}: {e}", corpus.display()))?;
     }
     let mismatched = vnni_corpus::collection::read_corpus_rows(&corpus)?.iter().filter(|r| r.mismatches > 0).count();
     println!(

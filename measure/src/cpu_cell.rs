@@ -28,7 +28,12 @@ pub struct CpuSession {
 fn cpu_name() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|t| t.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string()))
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
         .unwrap_or_else(|| std::env::consts::ARCH.to_string())
 }
 
@@ -50,7 +55,8 @@ impl CpuSession {
     /// A pool of `threads` workers (0: every available core).
     pub fn open(threads: usize) -> Result<CpuSession> {
         let threads = if threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { threads };
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().context("starting the CPU worker pool")?;
+        let pool =
+            rayon::ThreadPoolBuilder::new().num_threads(threads).build().context("starting the CPU worker pool")?;
         Ok(CpuSession {
             pool,
             threads,
@@ -73,7 +79,14 @@ impl CpuSession {
         self.pool.install(|| self.cell(format, n, k, m_values, protocol))
     }
 
-    fn cell(&self, format: SourceFormat, n: usize, k: usize, m_values: &[usize], protocol: &Protocol) -> Result<CellResult> {
+    fn cell(
+        &self,
+        format: SourceFormat,
+        n: usize,
+        k: usize,
+        m_values: &[usize],
+        protocol: &Protocol,
+    ) -> Result<CellResult> {
         let w = cell_weights(format, n, k, FIXTURE_SEED)?;
         let max_m = m_values.iter().copied().filter(|&m| m < PREFILL_MIN_M).max().unwrap_or(1);
         let cols = check_columns(n, max_m, derive_seed(FIXTURE_SEED, "columns"));
@@ -97,7 +110,8 @@ impl CpuSession {
 
         // M = 1: every decode candidate with its own bpp.
         let a = quantize_activations(&fixture::activations(1, k, FIXTURE_SEED), 1, k)?;
-        let decode: Vec<_> = candidates(Backend::Cpu, Surface::Decode).into_iter().filter(|c| c.plan(n, k, units).is_some()).collect();
+        let decode: Vec<_> =
+            candidates(Backend::Cpu, Surface::Decode).into_iter().filter(|c| c.plan(n, k, units).is_some()).collect();
         let mut reference: BTreeMap<usize, Vec<f32>> = BTreeMap::new();
         let mut runs = Vec::new();
         for c in &decode {
@@ -128,7 +142,14 @@ impl CpuSession {
             for g in &grouped {
                 let got = cpu::grouped(g, &w, &a, best.bpp)?;
                 let (mismatches, first_mismatch) = compare(&got, &want, &cols, m, n);
-                runs.push(Checked { id: g.id.clone(), bpp: best.bpp, mismatches, first_mismatch, registers: 0, occupancy: 0 });
+                runs.push(Checked {
+                    id: g.id.clone(),
+                    bpp: best.bpp,
+                    mismatches,
+                    first_mismatch,
+                    registers: 0,
+                    occupancy: 0,
+                });
             }
             let eligible: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].mismatches == 0).collect();
             let pm = Protocol { seed: seed(m), ..protocol.clone() };

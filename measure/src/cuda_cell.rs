@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
-use vnni_kernels::cuda::device::{DeviceBuffer, DeviceMatrix, Gpu};
 use vnni_kernels::cuda::device::Launch;
+use vnni_kernels::cuda::device::{DeviceBuffer, DeviceMatrix, Gpu};
 use vnni_kernels::fixture::{self, derive_seed};
 use vnni_kernels::reference::gemm_columns;
 use vnni_kernels::registry::{Candidate, LaunchPlan, PREFILL_MIN_M};
@@ -102,7 +102,11 @@ pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResul
         CellTarget::Decode => cand.plan(n, k, gpu.info.sms),
         CellTarget::Inherited { bpp, .. } => cand.plan_batched(cb, n, k, m, *bpp),
     };
-    let launch = |cand: &Candidate, plan: &LaunchPlan, mat: &DeviceMatrix, y: &mut DeviceBuffer<f32>, ws: &mut DeviceBuffer<f32>| {
+    let launch = |cand: &Candidate,
+                  plan: &LaunchPlan,
+                  mat: &DeviceMatrix,
+                  y: &mut DeviceBuffer<f32>,
+                  ws: &mut DeviceBuffer<f32>| {
         let l = match &c.target {
             CellTarget::Decode => Launch::decode(cand, plan, mat, &act, 0),
             CellTarget::Inherited { .. } => Launch::batched(cand, plan, mat, &act),
@@ -209,4 +213,3 @@ pub fn sweep_cell(
     }
     Ok(cell)
 }
-

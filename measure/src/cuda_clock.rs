@@ -10,7 +10,6 @@ use vnni_kernels::Mode;
 
 use crate::protocol::{replays_for, run_rounds, Protocol, Timed, TimingOptions};
 
-
 /// What every GPU timing command starts from: the device, its preflight verdicts and the
 /// timing options.
 pub struct GpuSession {

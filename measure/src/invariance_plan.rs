@@ -71,7 +71,9 @@ fn resolve(req: &CertifyRequest) -> Result<Resolved> {
         (true, _) => GROUPED_M.to_vec(),
     };
     match (req.surface, req.backend) {
-        (Surface::Decode, _) => bail!("certificates compare a batched surface with decode: use --surface grouped or prefill"),
+        (Surface::Decode, _) => {
+            bail!("certificates compare a batched surface with decode: use --surface grouped or prefill")
+        }
         (Surface::Prefill, Backend::Cpu) => {
             bail!("--surface prefill needs --backend cuda: the prefill tiles are CUDA kernels")
         }
@@ -106,7 +108,8 @@ pub fn certify_all(req: &CertifyRequest) -> Result<(CertifySummary, Vec<Certific
     #[cfg(feature = "cuda")]
     let gpu = match req.backend {
         Backend::Cuda => Some(
-            vnni_kernels::cuda::device::Gpu::open(req.device, req.cache.as_deref()).context("opening the CUDA device")?,
+            vnni_kernels::cuda::device::Gpu::open(req.device, req.cache.as_deref())
+                .context("opening the CUDA device")?,
         ),
         Backend::Cpu => None,
     };

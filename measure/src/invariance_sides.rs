@@ -60,8 +60,8 @@ pub use cuda::CudaSides;
 #[cfg(feature = "cuda")]
 mod cuda {
     use anyhow::{Context, Result};
-    use vnni_kernels::cuda::device::{DeviceActivations, DeviceBuffer, DeviceMatrix, Gpu};
     use vnni_kernels::cuda::device::Launch;
+    use vnni_kernels::cuda::device::{DeviceActivations, DeviceBuffer, DeviceMatrix, Gpu};
     use vnni_kernels::{Backend, CandidateId, PackedMatrix};
 
     use super::candidate;
@@ -127,7 +127,8 @@ mod cuda {
         fn serial(&mut self, m1_candidate: &CandidateId, row: usize) -> Result<Vec<f32>> {
             let a = self.a.as_ref().context("no activations")?;
             let c = candidate(m1_candidate)?;
-            let plan = c.plan(self.w.n, self.w.k, self.gpu.info.sms).with_context(|| format!("{m1_candidate}: no plan"))?;
+            let plan =
+                c.plan(self.w.n, self.w.k, self.gpu.info.sms).with_context(|| format!("{m1_candidate}: no plan"))?;
             Self::ensure(&mut self.y, self.gpu, self.w.n)?;
             Self::ensure(&mut self.ws, self.gpu, plan.workspace.max(1))?;
             self.gpu.poison_prefix(&mut self.y, self.w.n)?;

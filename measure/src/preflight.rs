@@ -32,7 +32,7 @@ pub fn rows(
     statics: &BTreeMap<String, ptxas::StaticResources>,
     gpu: Option<&Gpu>,
 ) -> Result<Vec<ResourceRow>> {
-    let cands: Vec<_> = all_candidates().into_iter().filter(|c| c.backend == Backend::Cuda).collect();
+    let cands: Vec<_> = all_candidates().iter().filter(|c| c.backend == Backend::Cuda).collect();
     let mut rows = Vec::new();
     for spec in kernel_specs() {
         let sym = spec.symbol();

@@ -26,7 +26,10 @@ pub struct MachineInfo {
 
 pub enum CellRunner {
     #[cfg(feature = "cuda")]
-    Cuda { session: crate::cuda_clock::GpuSession, copy_gbps: f64 },
+    Cuda {
+        session: Box<crate::cuda_clock::GpuSession>,
+        copy_gbps: f64,
+    },
     Cpu(CpuSession),
 }
 
@@ -50,7 +53,7 @@ impl CellRunner {
     fn open_cuda(gpu: &TimingOptions) -> Result<CellRunner> {
         let session = crate::cuda_clock::GpuSession::open(gpu, &[])?;
         let (copy_gbps, ..) = crate::vendor::copy_bandwidth(&session.gpu, &session.protocol)?;
-        Ok(CellRunner::Cuda { session, copy_gbps })
+        Ok(CellRunner::Cuda { session: Box::new(session), copy_gbps })
     }
 
     #[cfg(not(feature = "cuda"))]
@@ -96,7 +99,13 @@ impl CellRunner {
 
     /// One cell over `m_values` in `modes` (the CPU times eager launches only).
     #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
-    pub fn run_cell(&self, key: &CellKey, m_values: &[usize], modes: &[Mode], protocol: &Protocol) -> Result<CellResult> {
+    pub fn run_cell(
+        &self,
+        key: &CellKey,
+        m_values: &[usize],
+        modes: &[Mode],
+        protocol: &Protocol,
+    ) -> Result<CellResult> {
         match self {
             CellRunner::Cpu(cpu) => cpu.run_cell(key.format, key.n, key.k, m_values, protocol),
             #[cfg(feature = "cuda")]

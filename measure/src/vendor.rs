@@ -24,14 +24,27 @@ pub fn copy_bandwidth(gpu: &Gpu, protocol: &Protocol) -> Result<(f64, Summary, T
 
 /// cuBLAS fp16 GEMV `y[N] = W[N][K] x[K]`: the GEMM below with one row. Returns the timings,
 /// the bytes of W and the weight copies.
-pub fn cublas_f16_gemv(gpu: &Gpu, n: usize, k: usize, mode: Mode, protocol: &Protocol) -> Result<(Timed, usize, usize)> {
+pub fn cublas_f16_gemv(
+    gpu: &Gpu,
+    n: usize,
+    k: usize,
+    mode: Mode,
+    protocol: &Protocol,
+) -> Result<(Timed, usize, usize)> {
     let (t, copies) = cublas_f16_gemm(gpu, 1, n, k, mode, protocol)?;
     Ok((t, n * k * 2, copies))
 }
 
 /// cuBLAS fp16 GEMM `Y[M][N] = X[M][K] W[N][K]^T` on dequantized (fp16) weights, weight copies
 /// rotated like the kernels'. Returns the timings and the weight copies.
-pub fn cublas_f16_gemm(gpu: &Gpu, m: usize, n: usize, k: usize, mode: Mode, protocol: &Protocol) -> Result<(Timed, usize)> {
+pub fn cublas_f16_gemm(
+    gpu: &Gpu,
+    m: usize,
+    n: usize,
+    k: usize,
+    mode: Mode,
+    protocol: &Protocol,
+) -> Result<(Timed, usize)> {
     let copies = copies_for(n * k * 2, gpu.info.l2_bytes);
     let mut gemm = CublasF16Gemm::new(gpu, m, n, k, copies, protocol.seed)?;
     let p = Protocol { race_after: None, ..protocol.clone() };
@@ -41,7 +54,14 @@ pub fn cublas_f16_gemm(gpu: &Gpu, m: usize, n: usize, k: usize, mode: Mode, prot
 
 /// cuBLASLt int8 GEMM `Y[M][N] = X[M][K] W[N][K]^T` (int32 out, no quantization scales): the
 /// integer tensor-core roofline. Returns the timings and the weight copies.
-pub fn cublaslt_i8_gemm(gpu: &Gpu, m: usize, n: usize, k: usize, mode: Mode, protocol: &Protocol) -> Result<(Timed, usize)> {
+pub fn cublaslt_i8_gemm(
+    gpu: &Gpu,
+    m: usize,
+    n: usize,
+    k: usize,
+    mode: Mode,
+    protocol: &Protocol,
+) -> Result<(Timed, usize)> {
     let copies = copies_for(n * k, gpu.info.l2_bytes);
     let mut gemm = CublasLtI8Gemm::new(gpu, m, n, k, copies, protocol.seed)?;
     let p = Protocol { race_after: None, ..protocol.clone() };

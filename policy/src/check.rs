@@ -59,7 +59,9 @@ impl Policy {
             if o.n == 0 || o.k == 0 || o.k % 32 != 0 || o.n > MAX_DIM || o.k > MAX_DIM {
                 return Err(bad(format!("{at}: not a legal shape")));
             }
-            let c = self.candidate(&o.candidate).ok_or_else(|| PolicyError::UnknownCandidate { id: o.candidate.clone() })?;
+            let c = self
+                .candidate(&o.candidate)
+                .ok_or_else(|| PolicyError::UnknownCandidate { id: o.candidate.clone() })?;
             if c.surface != bucket.surface {
                 return Err(bad(format!("{at}: {} serves {:?}, the bucket {:?}", c.id, c.surface, bucket.surface)));
             }
@@ -70,7 +72,10 @@ impl Policy {
         let mut keys = BTreeSet::new();
         for o in &self.overlays {
             if !keys.insert((&o.codebook, &o.mode, o.m_bucket, o.n, o.k)) {
-                return Err(bad(format!("overlay {} {} bucket {} {}x{} is listed twice", o.codebook, o.mode, o.m_bucket, o.n, o.k)));
+                return Err(bad(format!(
+                    "overlay {} {} bucket {} {}x{} is listed twice",
+                    o.codebook, o.mode, o.m_bucket, o.n, o.k
+                )));
             }
         }
         Ok(())
@@ -89,14 +94,22 @@ impl Policy {
                 return Err(bad(format!("M bucket {i} is unbounded but not the last")));
             };
             if w[1].lo != hi + 1 {
-                return Err(bad(format!("M {} reaches no bucket (bucket {i} ends at {hi}, bucket {} starts at {})", hi + 1, i + 1, w[1].lo)));
+                return Err(bad(format!(
+                    "M {} reaches no bucket (bucket {i} ends at {hi}, bucket {} starts at {})",
+                    hi + 1,
+                    i + 1,
+                    w[1].lo
+                )));
             }
             if w[1].hi.is_some_and(|h| h < w[1].lo) || w[1].surface == Surface::Decode {
                 return Err(bad(format!("M bucket {} is empty or claims decode", i + 1)));
             }
         }
         if b.last().is_some_and(|l| l.hi.is_some()) {
-            return Err(bad(format!("M above {} reaches no bucket (the last bucket must be unbounded)", b.last().unwrap().hi.unwrap())));
+            return Err(bad(format!(
+                "M above {} reaches no bucket (the last bucket must be unbounded)",
+                b.last().unwrap().hi.unwrap()
+            )));
         }
         Ok(())
     }
@@ -130,7 +143,9 @@ impl Policy {
             self.check_tree(&d.tree, &name, surface, "root")?;
         }
         if let Some((cb, mode, bi, a)) = expected.difference(&seen).next() {
-            return Err(bad(format!("domain {cb} {mode} bucket {bi} aspect {a:?} is missing: its queries reach no tree")));
+            return Err(bad(format!(
+                "domain {cb} {mode} bucket {bi} aspect {a:?} is missing: its queries reach no tree"
+            )));
         }
         Ok(())
     }
@@ -144,7 +159,10 @@ impl Policy {
                     return Err(bad(format!("{domain} {path}: leaf {candidate} is overlay-only")));
                 }
                 if c.surface != surface {
-                    return Err(bad(format!("{domain} {path}: leaf {candidate} serves {:?}, not {surface:?}", c.surface)));
+                    return Err(bad(format!(
+                        "{domain} {path}: leaf {candidate} serves {:?}, not {surface:?}",
+                        c.surface
+                    )));
                 }
                 Ok(())
             }

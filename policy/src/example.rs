@@ -51,12 +51,21 @@ pub fn example_policy(backend: Backend) -> Policy {
                         Some(a) => decode_tree(a),
                         None => Node::Leaf { candidate: first(Surface::Grouped, true, bi - 1) },
                     };
-                    domains.push(Domain { codebook: cb.name().into(), mode: mode.clone(), m_bucket: bi, aspect, tree, stats: None });
+                    domains.push(Domain {
+                        codebook: cb.name().into(),
+                        mode: mode.clone(),
+                        m_bucket: bi,
+                        aspect,
+                        tree,
+                        stats: None,
+                    });
                 }
             }
         }
     }
-    domains.sort_by(|a, b| (&a.codebook, &a.mode, a.m_bucket, a.aspect).cmp(&(&b.codebook, &b.mode, b.m_bucket, b.aspect)));
+    domains.sort_by(|a, b| {
+        (&a.codebook, &a.mode, a.m_bucket, a.aspect).cmp(&(&b.codebook, &b.mode, b.m_bucket, b.aspect))
+    });
     let literal = candidates
         .iter()
         .find(|c| matches!(c.kb, KbFormula::Literal { .. }))
@@ -64,7 +73,14 @@ pub fn example_policy(backend: Backend) -> Policy {
         .expect("the registry has literal-KB candidates");
     let mut overlays = vec![
         Overlay { codebook: "s4".into(), mode: "eager".into(), m_bucket: 0, n: 4096, k: 4096, candidate: literal },
-        Overlay { codebook: "s4".into(), mode: "eager".into(), m_bucket: 1, n: 4096, k: 4096, candidate: first(Surface::Grouped, false, 1) },
+        Overlay {
+            codebook: "s4".into(),
+            mode: "eager".into(),
+            m_bucket: 1,
+            n: 4096,
+            k: 4096,
+            candidate: first(Surface::Grouped, false, 1),
+        },
     ];
     overlays.sort();
     let mut codebooks: Vec<String> = Codebook::ALL.iter().map(|c| c.name().to_string()).collect();

@@ -78,9 +78,13 @@ pub enum Feature {
     /// K / 32.
     Kblk,
     /// ceil(N / w).
-    Tiles { w: u64 },
+    Tiles {
+        w: u64,
+    },
     /// ceil(ceil(N / w) / units): waves of one-CTA-per-tile launches.
-    Waves { w: u64 },
+    Waves {
+        w: u64,
+    },
 }
 
 /// A decision tree over integer features: `feature <= le` goes left.

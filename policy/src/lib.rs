@@ -88,7 +88,7 @@ impl Policy {
             let Some(c) = registry::find(&d.id) else {
                 return Err(PolicyError::Registry { id: d.id.clone(), what: "not in this registry".into() });
             };
-            if &descriptor(&c) != d {
+            if &descriptor(c) != d {
                 return Err(PolicyError::Registry {
                     id: d.id.clone(),
                     what: "its parameters differ from this registry's".into(),

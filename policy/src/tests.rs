@@ -18,7 +18,9 @@ fn bpp_formulas_equal_the_registry_plans() {
     for c in all_candidates().iter().filter(|c| c.surface == Surface::Decode) {
         let d = descriptor(c);
         for units in [2u32, 132] {
-            for (n, k) in [(1, 32), (64, 320), (4096, 12288), (151_936, 4096), (300, 32 * 97), (2_147_483_647, 32 * 1024)] {
+            for (n, k) in
+                [(1, 32), (64, 320), (4096, 12288), (151_936, 4096), (300, 32 * 97), (2_147_483_647, 32 * 1024)]
+            {
                 let want = c.plan(n, k, units).map(|p| p.bpp as u64);
                 assert_eq!(d.bpp(n as u64, k as u64, units as u64), want, "{} {n}x{k} units {units}", c.id);
             }

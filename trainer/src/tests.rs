@@ -40,8 +40,18 @@ fn every_subcommand() -> Vec<Command> {
             profile: "core".into(),
             json: false,
         }),
-        Command::Candidates(candidates::Args { surface: Some(Surface::Prefill), backend: Some(Backend::Cpu), json: true }),
-        Command::Preflight(preflight::Args { static_only: true, arch: "sm_89".into(), out: p("r.csv"), device: 2, cache: Some(p("c")) }),
+        Command::Candidates(candidates::Args {
+            surface: Some(Surface::Prefill),
+            backend: Some(Backend::Cpu),
+            json: true,
+        }),
+        Command::Preflight(preflight::Args {
+            static_only: true,
+            arch: "sm_89".into(),
+            out: p("r.csv"),
+            device: 2,
+            cache: Some(p("c")),
+        }),
         Command::Bench(bench::Args {
             backend: "cuda".into(),
             shapes: Shapes(vec![(64, 32), (128, 256)]),
@@ -68,7 +78,12 @@ fn every_subcommand() -> Vec<Command> {
             driver: "580".into(),
             nvrtc: "13.0".into(),
         }),
-        Command::Verify(verify::Args { corpus: vec![p("a"), p("b")], inventory: p("inv"), root: p("r"), tables: p("t") }),
+        Command::Verify(verify::Args {
+            corpus: vec![p("a"), p("b")],
+            inventory: p("inv"),
+            root: p("r"),
+            tables: p("t"),
+        }),
         Command::Certify(certify::Args {
             backend: Backend::Cpu,
             surface: Surface::Prefill,
@@ -144,14 +159,15 @@ fn defaults_round_trip_too() {
         };
         let args = std::iter::once("vnni-dispatch").chain(std::iter::once(sub)).chain(extra.iter().copied());
         let parsed = Cli::try_parse_from(args).unwrap();
-        let again = Cli::try_parse_from(std::iter::once("vnni-dispatch".to_string()).chain(parsed.command.to_argv())).unwrap();
+        let again =
+            Cli::try_parse_from(std::iter::once("vnni-dispatch".to_string()).chain(parsed.command.to_argv())).unwrap();
         assert_eq!(again, parsed, "{sub}");
     }
 }
 
 #[test]
 fn misspelled_words_are_refused_with_the_valid_ones() {
-    let err = |args: &[&str]| Cli::try_parse_from(args).err().expect("refused").to_string();
+    let err = |args: &[&str]| Cli::try_parse_from(args).expect_err("refused").to_string();
     let e = err(&["vnni-dispatch", "sweep", "--backend", "cdua"]);
     assert!(e.contains("cdua") && e.contains("cuda") && e.contains("cpu") && e.contains("auto"), "{e}");
     let e = err(&["vnni-dispatch", "bench", "--modes", "eager,graf"]);

@@ -34,7 +34,10 @@ fn two_processes_write_the_same_policy_bytes() {
         let o = run_fit(&corpus, &out, &root.join(run).join("report"));
         let stdout = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
-        assert!(stdout.contains("passing") && stdout.contains("worst held-out p95") && stdout.contains("policy.json"), "{stdout}");
+        assert!(
+            stdout.contains("passing") && stdout.contains("worst held-out p95") && stdout.contains("policy.json"),
+            "{stdout}"
+        );
         assert!(root.join(run).join("sealed-ledger.json").is_file());
         assert!(root.join(run).join("report").join("report.md").is_file());
         let bytes = std::fs::read(&out).unwrap();

@@ -47,15 +47,23 @@ fn refresh_on_the_cpu_runs_end_to_end_and_leaves_every_output() {
     }
     let certs = read_certificates(&out.join("certificates.jsonl")).unwrap();
     assert!(!certs.is_empty() && certs.iter().all(|c| c.mismatches == 0 && c.repeat_mismatches == 0));
-    assert!(std::fs::read_dir(out.join("report")).unwrap().any(|e| e.unwrap().path().extension().is_some_and(|x| x == "png")));
+    assert!(std::fs::read_dir(out.join("report")).unwrap().any(|e| e
+        .unwrap()
+        .path()
+        .extension()
+        .is_some_and(|x| x == "png")));
     // Each piece is reusable on its own.
-    let (ok, o, e) = vnni(&["verify", "--corpus", out.join("corpus").to_str().unwrap(), "--inventory", inv.to_str().unwrap()]);
+    let (ok, o, e) =
+        vnni(&["verify", "--corpus", out.join("corpus").to_str().unwrap(), "--inventory", inv.to_str().unwrap()]);
     assert!(ok, "{o}{e}");
 
     // A rerun measures nothing again.
     let (ok, stdout, stderr) = vnni(&args);
     assert!(ok, "{stdout}\n{stderr}");
-    assert!(stderr.contains("0 measured, 30 already published") || stdout.contains("0 measured, 30 already published"), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("0 measured, 30 already published") || stdout.contains("0 measured, 30 already published"),
+        "{stdout}\n{stderr}"
+    );
 
     // The smoke profile is a proxy: never installed.
     let mut install = args.to_vec();

@@ -26,7 +26,12 @@ fn ok(o: &Output) -> String {
 
 /// The PNG files `report.md` links, in order.
 fn linked_pngs(md: &str) -> Vec<String> {
-    md.split("](").skip(1).filter_map(|rest| rest.split(')').next()).filter(|l| l.ends_with(".png")).map(String::from).collect()
+    md.split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next())
+        .filter(|l| l.ends_with(".png"))
+        .map(String::from)
+        .collect()
 }
 
 fn files(dir: &Path) -> BTreeSet<PathBuf> {
@@ -58,7 +63,10 @@ fn the_report_draws_every_plot_and_names_every_codebook() {
     // Every codebook of the corpus is named, has a bandwidth plot and a CDF panel.
     for codebook in ["s4", "u4", "s8"] {
         assert!(md.contains(&format!("### {codebook}")), "report.md does not name {codebook}");
-        assert!(md.contains(&format!("| {codebook} decode |")) && md.contains(&format!("| {codebook} grouped |")), "{codebook}");
+        assert!(
+            md.contains(&format!("| {codebook} decode |")) && md.contains(&format!("| {codebook} grouped |")),
+            "{codebook}"
+        );
     }
     assert!(md.contains("given policy (in-sample)") && md.contains("log2 lookup") && md.contains("auto"), "{md}");
 
@@ -69,7 +77,9 @@ fn the_report_draws_every_plot_and_names_every_codebook() {
         "regret-cdf.png" => Some((4 * 300 + 5 * 10, 2 * 200 + 3 * 10)),
         _ => None,
     };
-    for kind in ["bandwidth-s4.png", "bandwidth-u4.png", "bandwidth-s8.png", "regret-cdf.png", "regret-cdf-codebooks.png"] {
+    for kind in
+        ["bandwidth-s4.png", "bandwidth-u4.png", "bandwidth-s8.png", "regret-cdf.png", "regret-cdf-codebooks.png"]
+    {
         assert!(pngs.iter().any(|p| p == kind), "report.md links no {kind}: {pngs:?}");
     }
     assert!(pngs.iter().filter(|p| p.starts_with("map-")).count() >= 2, "{pngs:?}");
@@ -95,7 +105,11 @@ fn the_report_draws_every_plot_and_names_every_codebook() {
     assert_eq!(names(&out), names(&again));
     for f in files(&out) {
         let other = again.join(f.file_name().unwrap());
-        assert!(std::fs::read(&f).unwrap() == std::fs::read(&other).unwrap(), "{} differs between two runs", f.display());
+        assert!(
+            std::fs::read(&f).unwrap() == std::fs::read(&other).unwrap(),
+            "{} differs between two runs",
+            f.display()
+        );
     }
 }
 

@@ -143,7 +143,13 @@ fn a_sweep_killed_at_random_points_resumes_to_every_cell_exactly_once() {
         "plan metadata is byte-identical"
     );
     assert_eq!(row_keys(&work.join("corpus")), row_keys(&reference.join("corpus")));
-    let (ok, out, err) = vnni(&["verify", "--corpus", work.join("corpus").to_str().unwrap(), "--inventory", inventory().to_str().unwrap()]);
+    let (ok, out, err) = vnni(&[
+        "verify",
+        "--corpus",
+        work.join("corpus").to_str().unwrap(),
+        "--inventory",
+        inventory().to_str().unwrap(),
+    ]);
     assert!(ok, "{out}{err}");
     // A rerun of a finished sweep measures nothing.
     let (ok, stdout, _) = sweep(&work, &[]);
@@ -166,7 +172,11 @@ fn four_shards_merged_equal_one_unsharded_run() {
                 .env("SLURM_ARRAY_TASK_COUNT", "4")
                 .output()
                 .unwrap();
-            (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+            (
+                out.status.success(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
         } else {
             sweep(&dir, &["--shard", &format!("{i}/4")])
         };
@@ -188,10 +198,17 @@ fn four_shards_merged_equal_one_unsharded_run() {
     // A shard of another collection is refused, naming the differing field.
     let other = tmp("other");
     std::fs::create_dir_all(&other).unwrap();
-    let mut plan: serde_json::Value = serde_json::from_slice(&std::fs::read(shards[0].join("plan.json")).unwrap()).unwrap();
+    let mut plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(shards[0].join("plan.json")).unwrap()).unwrap();
     plan["units"] = serde_json::json!(99);
     std::fs::write(other.join("plan.json"), serde_json::to_vec_pretty(&plan).unwrap()).unwrap();
-    let (ok, _, err) = vnni(&["merge", "--out", tmp("bad-merge").to_str().unwrap(), shards[0].to_str().unwrap(), other.to_str().unwrap()]);
+    let (ok, _, err) = vnni(&[
+        "merge",
+        "--out",
+        tmp("bad-merge").to_str().unwrap(),
+        shards[0].to_str().unwrap(),
+        other.to_str().unwrap(),
+    ]);
     assert!(!ok && err.contains("not a shard of the same collection") && err.contains("units"), "{err}");
 }
 
@@ -222,7 +239,14 @@ fn another_plan_in_the_same_directory_is_refused() {
     assert!(ok, "{err}");
     let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/inventory");
     let (ok, _, err) = vnni(&[
-        "sweep", "--backend", "cpu", "--profile", "family-smoke", "--inventory", real.to_str().unwrap(), "--out",
+        "sweep",
+        "--backend",
+        "cpu",
+        "--profile",
+        "family-smoke",
+        "--inventory",
+        real.to_str().unwrap(),
+        "--out",
         out.to_str().unwrap(),
     ]);
     assert!(!ok && err.contains("holds another collection plan"), "{err}");

@@ -221,7 +221,8 @@ fn split_queries(policy: &Policy, out: &mut Vec<Query>) -> SplitCoverage {
                 (bucket.surface != Surface::Decode || Some(policy.aspect_bucket(n, k)) == d.aspect)
                     && reaches(policy, &d.tree, s, n, k)
             };
-            let reached: Vec<(u64, u64)> = straddling(policy, &d.tree, *feature, *le).into_iter().filter(in_domain).collect();
+            let reached: Vec<(u64, u64)> =
+                straddling(policy, &d.tree, *feature, *le).into_iter().filter(in_domain).collect();
             let value = |&(n, k): &(u64, u64)| i128::from(feature.value(n, k, policy.units));
             let le = i128::from(*le);
             let (mut left, mut right): (Vec<_>, Vec<_>) = reached.into_iter().partition(|p| value(p) <= le);
@@ -245,7 +246,11 @@ fn index(names: &[String], name: &str) -> Option<usize> {
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// Shapes with N/K exactly on each aspect edge, and their neighbours, at every bucket.

@@ -6,7 +6,8 @@ use vnni_policy::Policy;
 use super::{bucket_edge_ms, codebook_modes, InventoryPoints, Query};
 
 pub fn queries(policy: &Policy, points: &InventoryPoints) -> Vec<Query> {
-    let mut ms: Vec<u64> = points.m.iter().copied().chain([1]).chain(bucket_edge_ms(policy)).filter(|&m| m > 0).collect();
+    let mut ms: Vec<u64> =
+        points.m.iter().copied().chain([1]).chain(bucket_edge_ms(policy)).filter(|&m| m > 0).collect();
     ms.sort_unstable();
     ms.dedup();
     let mut out = Vec::new();

@@ -26,7 +26,9 @@ pub struct Query {
 
 impl Query {
     pub fn names<'p>(&self, policy: &'p Policy) -> (&'p str, &'p str) {
-        let pick = |names: &'p [String], i: i32| usize::try_from(i).ok().and_then(|i| names.get(i)).map_or(UNKNOWN_NAME, |s| s.as_str());
+        let pick = |names: &'p [String], i: i32| {
+            usize::try_from(i).ok().and_then(|i| names.get(i)).map_or(UNKNOWN_NAME, |s| s.as_str())
+        };
         (pick(&policy.codebooks, self.codebook), pick(&policy.modes, self.mode))
     }
 

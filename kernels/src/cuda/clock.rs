@@ -41,7 +41,8 @@ impl Gpu {
             .end_capture(CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
             .map_err(driver("ending a graph capture"));
         enqueued?;
-        let graph = graph?.ok_or_else(|| CudaError::Driver { what: "graph capture".into(), message: "empty graph".into() })?;
+        let graph =
+            graph?.ok_or_else(|| CudaError::Driver { what: "graph capture".into(), message: "empty graph".into() })?;
         graph.upload().map_err(driver("uploading a graph"))?;
         Ok(Graph(graph))
     }

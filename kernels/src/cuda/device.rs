@@ -331,7 +331,10 @@ impl Gpu {
     }
 
     /// A zeroed device buffer of `len` elements.
-    pub fn alloc_zeros<T: DeviceRepr + cudarc::driver::ValidAsZeroBits>(&self, len: usize) -> Result<DeviceBuffer<T>, CudaError> {
+    pub fn alloc_zeros<T: DeviceRepr + cudarc::driver::ValidAsZeroBits>(
+        &self,
+        len: usize,
+    ) -> Result<DeviceBuffer<T>, CudaError> {
         self.stream.alloc_zeros::<T>(len).map_err(driver(format!("allocating {len} elements")))
     }
 

@@ -45,8 +45,13 @@ impl LaunchCheck<'_> {
     /// Everything the kernel relies on; returns whether the launch is two-phase (partials
     /// then the ordered reduce).
     pub fn verify(&self) -> Result<bool, LaunchRefused> {
-        let refuse =
-            |why: String| LaunchRefused { candidate: self.candidate.id.to_string(), n: self.n, k: self.k, rows: self.rows, why };
+        let refuse = |why: String| LaunchRefused {
+            candidate: self.candidate.id.to_string(),
+            n: self.n,
+            k: self.k,
+            rows: self.rows,
+            why,
+        };
         let (c, p, n, k, m) = (self.candidate, self.plan, self.n, self.k, self.rows);
         if n == 0 || k == 0 || k % 32 != 0 || m == 0 {
             return Err(refuse("N, K and M must be positive and K a multiple of 32".into()));
@@ -78,7 +83,12 @@ impl LaunchCheck<'_> {
         let last = self.first_row.checked_add(m).ok_or_else(|| refuse("row range overflows".into()))?;
         let (q, d, sum) = self.activation_lens;
         let rows_held = self.activation_rows;
-        if self.activation_k != k || last > rows_held || q < rows_held * k || d < rows_held * kblk || sum < rows_held * kblk {
+        if self.activation_k != k
+            || last > rows_held
+            || q < rows_held * k
+            || d < rows_held * kblk
+            || sum < rows_held * kblk
+        {
             return Err(refuse(format!(
                 "activations hold {rows_held} rows of K = {} (q {q}, d {d}, sum {sum}); rows {}..{last} of K = {k} are needed",
                 self.activation_k, self.first_row
@@ -97,7 +107,11 @@ impl LaunchCheck<'_> {
                 Surface::Prefill => c.prefill.is_some_and(|t| t.kpart),
             };
         if two_phase && self.workspace_len < p.kb * outputs {
-            return Err(refuse(format!("the workspace holds {} floats, {} partials are written", self.workspace_len, p.kb * outputs)));
+            return Err(refuse(format!(
+                "the workspace holds {} floats, {} partials are written",
+                self.workspace_len,
+                p.kb * outputs
+            )));
         }
         Ok(two_phase)
     }

@@ -115,5 +115,6 @@ pub fn compile(source: &str, name: &str, arch: &str, cache: Option<&Path>) -> Re
 
 /// Cache entries are replaced atomically, so a crash never leaves a torn one.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CudaError> {
-    crate::atomic::write_bytes(path, bytes).map_err(|e| CudaError::Io { path: path.to_path_buf(), message: e.to_string() })
+    crate::atomic::write_bytes(path, bytes)
+        .map_err(|e| CudaError::Io { path: path.to_path_buf(), message: e.to_string() })
 }

@@ -166,7 +166,7 @@ impl<'g> CublasLtI8Gemm<'g> {
                 .map_err(cublaslt("cublasLtMatmulDescCreate"))?,
         );
         let trans: i32 = 1; // CUBLAS_OP_T (cublasOperation_t is an int)
-        // SAFETY: the descriptor is live; the attribute is a cublasOperation_t (an int).
+                            // SAFETY: the descriptor is live; the attribute is a cublasOperation_t (an int).
         unsafe {
             lt::set_matmul_desc_attribute(
                 desc,
@@ -178,7 +178,8 @@ impl<'g> CublasLtI8Gemm<'g> {
         .map_err(cublaslt("setting TRANSA"))?;
         // op(A) = W (N x K), B = X^T (K x M), D = Y^T (N x M), all column-major.
         let mut layout = |t: cudaDataType, rows: usize, cols: usize| -> Result<_, CudaError> {
-            let l = lt::create_matrix_layout(t, rows as u64, cols as u64, rows as i64).map_err(cublaslt("a matrix layout"))?;
+            let l = lt::create_matrix_layout(t, rows as u64, cols as u64, rows as i64)
+                .map_err(cublaslt("a matrix layout"))?;
             objects.layouts.push(l);
             Ok(l)
         };
@@ -191,7 +192,12 @@ impl<'g> CublasLtI8Gemm<'g> {
         let limit = LT_WORKSPACE as u64;
         // SAFETY: live preference; the attribute is a u64.
         unsafe {
-            lt::set_matmul_pref_attribute(pref, Pref::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit as *const _ as *const _, 8)
+            lt::set_matmul_pref_attribute(
+                pref,
+                Pref::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                &limit as *const _ as *const _,
+                8,
+            )
         }
         .map_err(cublaslt("setting the workspace limit"))?;
         let [a, b, d] = layouts;

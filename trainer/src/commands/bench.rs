@@ -10,7 +10,9 @@ use anyhow::{bail, Result};
 use vnni_corpus::schema::hex_f64;
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::Gpu;
-use vnni_kernels::registry::{decode_candidates, grouped_candidates, prefill_auto, prefill_candidates, Candidate, PREFILL_MIN_M};
+use vnni_kernels::registry::{
+    decode_candidates, grouped_candidates, prefill_auto, prefill_candidates, Candidate, PREFILL_MIN_M,
+};
 use vnni_kernels::{Backend, CandidateId, Codebook, Mode, SourceFormat};
 use vnni_measure::cell::{best_row, CellResult, FIXTURE_SEED};
 use vnni_measure::cuda_cell::{run_cell, CellFixture, CellInputs, CellTarget};
@@ -195,7 +197,15 @@ impl Bench<'_> {
     }
 
     /// Batched candidates on `m` rows at the bpp of the best decode row of `mode`.
-    fn batched(&self, fx: &CellFixture, inputs: &CellInputs, m1: &TimingRow, m: usize, mode: Mode, cands: &[Candidate]) -> Result<CellResult> {
+    fn batched(
+        &self,
+        fx: &CellFixture,
+        inputs: &CellInputs,
+        m1: &TimingRow,
+        m: usize,
+        mode: Mode,
+        cands: &[Candidate],
+    ) -> Result<CellResult> {
         let target = CellTarget::Inherited { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
         let one_mode = [mode];
         run_cell(&self.session.gpu, fx, &inputs.retarget(target, cands, &one_mode))
@@ -235,7 +245,10 @@ impl Bench<'_> {
             }
         }
         for r in cell_rows.iter().filter(|r| r.mismatches > 0) {
-            eprintln!("MISMATCH {} {cb} M={} {n}x{k}: {} of {} ({})", r.candidate, r.m, r.mismatches, r.checked, r.first_mismatch);
+            eprintln!(
+                "MISMATCH {} {cb} M={} {n}x{k}: {} of {} ({})",
+                r.candidate, r.m, r.mismatches, r.checked, r.first_mismatch
+            );
         }
         eprintln!("{cb} {n}x{k}: {} rows in {:.1}s", cell_rows.len(), started.elapsed().as_secs_f64());
         out.rows.extend(cell_rows);
@@ -247,7 +260,10 @@ impl Bench<'_> {
 fn best_rows(rows: &[TimingRow]) -> Vec<TimingRow> {
     let mut best: Vec<TimingRow> = Vec::new();
     for r in rows.iter().filter(|r| r.eligible && !r.dropped && r.median_us.is_finite()) {
-        match best.iter_mut().find(|b| b.mode == r.mode && b.m == r.m && b.n == r.n && b.k == r.k && b.codebook == r.codebook) {
+        match best
+            .iter_mut()
+            .find(|b| b.mode == r.mode && b.m == r.m && b.n == r.n && b.k == r.k && b.codebook == r.codebook)
+        {
             Some(b) if b.median_us <= r.median_us => {}
             Some(b) => *b = r.clone(),
             None => best.push(r.clone()),
@@ -321,7 +337,11 @@ pub fn run(args: &Args) -> Result<()> {
     vnni_corpus::write_csv(&args.out.join("grouped.csv"), &out.grouped)?;
     vnni_corpus::write_csv(&args.out.join("prefill.csv"), &out.prefill)?;
     let mismatched = out.rows.iter().filter(|r| r.mismatches > 0).count();
-    println!("\n{} | copy {copy_gbps:.0} GB/s | {} candidate rows, {mismatched} with mismatches", gpu.info.name, out.rows.len());
+    println!(
+        "\n{} | copy {copy_gbps:.0} GB/s | {} candidate rows, {mismatched} with mismatches",
+        gpu.info.name,
+        out.rows.len()
+    );
     print_decode(&best);
     print_grouped(&out.grouped);
     print_prefill(&out.prefill);
@@ -336,7 +356,10 @@ fn word<T: std::fmt::Display>(w: Option<T>) -> String {
 }
 
 fn print_decode(best: &[TimingRow]) {
-    println!("{:<6} {:<14} {:<6} {:<34} {:>9} {:>8} {:>7}", "mode", "shape", "cb", "best candidate", "median_us", "GB/s", "%copy");
+    println!(
+        "{:<6} {:<14} {:<6} {:<34} {:>9} {:>8} {:>7}",
+        "mode", "shape", "cb", "best candidate", "median_us", "GB/s", "%copy"
+    );
     for b in best.iter().filter(|b| b.m == 1) {
         println!(
             "{:<6} {:<14} {:<6} {:<34} {:>9.2} {:>8.0} {:>6.1}%",
@@ -355,7 +378,10 @@ fn print_grouped(grouped: &[GroupedBest]) {
     if grouped.is_empty() {
         return;
     }
-    println!("\n{:<6} {:<14} {:<6} {:>3} {:<18} {:>9} {:>7}  inherits", "mode", "shape", "cb", "M", "best grouped", "median_us", "xM=1");
+    println!(
+        "\n{:<6} {:<14} {:<6} {:>3} {:<18} {:>9} {:>7}  inherits",
+        "mode", "shape", "cb", "M", "best grouped", "median_us", "xM=1"
+    );
     for g in grouped {
         println!(
             "{:<6} {:<14} {:<6} {:>3} {:<18} {:>9.2} {:>7.2}  {} (bpp {})",

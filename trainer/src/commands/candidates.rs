@@ -72,7 +72,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&listing)?);
         return Ok(());
     }
-    println!("{:<36} {:<7} {:<7} {:<10} {:>5} {:>4}  {:<8} bpp", "id", "backend", "surface", "family", "tile", "cpt", "generic");
+    println!(
+        "{:<36} {:<7} {:<7} {:<10} {:>5} {:>4}  {:<8} bpp",
+        "id", "backend", "surface", "family", "tile", "cpt", "generic"
+    );
     for c in &cands {
         println!(
             "{:<36} {:<7} {:<7} {:<10} {:>5} {:>4}  {:<8} {}",

@@ -58,8 +58,18 @@ pub fn run(a: &Args) -> Result<()> {
 /// returns whether the policy passed every gate.
 pub fn fit_and_write(a: &Args) -> Result<bool> {
     let started = Instant::now();
-    let ledger = a.out.parent().filter(|p| !p.as_os_str().is_empty()).map_or_else(|| PathBuf::from(LEDGER_FILE), |p| p.join(LEDGER_FILE));
-    let opts = FitOptions { p95_max: a.p95_max, ucb_max: a.ucb_max, min_pass: a.min_pass, ledger: Some(ledger.clone()), ..Default::default() };
+    let ledger = a
+        .out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from(LEDGER_FILE), |p| p.join(LEDGER_FILE));
+    let opts = FitOptions {
+        p95_max: a.p95_max,
+        ucb_max: a.ucb_max,
+        min_pass: a.min_pass,
+        ledger: Some(ledger.clone()),
+        ..Default::default()
+    };
     let f = fit(&a.corpus, &opts)?;
     vnni_corpus::write_bytes(&a.out, &f.policy.to_bytes()).with_context(|| format!("writing {}", a.out.display()))?;
     let g = &f.policy.gates;
@@ -78,7 +88,14 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         started.elapsed().as_secs_f64()
     );
     if let Some((p95, d)) = worst {
-        println!("worst held-out p95 regret {:.2}% ({} {} M-bucket {} aspect {:?})", p95 * 100.0, d.codebook, d.mode, d.m_bucket, d.aspect);
+        println!(
+            "worst held-out p95 regret {:.2}% ({} {} M-bucket {} aspect {:?})",
+            p95 * 100.0,
+            d.codebook,
+            d.mode,
+            d.m_bucket,
+            d.aspect
+        );
     }
     match &g.sealed {
         Some(s) => println!(
@@ -94,5 +111,5 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         let files = write_report(&f, dir)?;
         println!("report {} ({} files)", dir.join("report.md").display(), files.len());
     }
-    Ok(g.passed && !g.sealed.as_ref().is_some_and(|s| !s.passed))
+    Ok(g.passed && g.sealed.as_ref().is_none_or(|s| s.passed))
 }

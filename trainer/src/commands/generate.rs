@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use vnni_corpus::inventory::Inventory;
-use vnni_generator::{install, render, validate, write_outputs, InstallTargets, InventoryPoints, ValidateOptions, MIN_RANDOM};
+use vnni_generator::{
+    install, render, validate, write_outputs, InstallTargets, InventoryPoints, ValidateOptions, MIN_RANDOM,
+};
 use vnni_policy::Policy;
 
 use crate::argv::{Argv, ToArgv};
@@ -66,11 +68,12 @@ impl ToArgv for Args {
 fn load_policy(path: &PathBuf) -> Result<Policy> {
     let bytes = std::fs::read(path)
         .with_context(|| format!("{}: cannot read the policy (write one with `vnni-dispatch fit`)", path.display()))?;
-    let policy = Policy::from_bytes(&bytes)
-        .with_context(|| format!("{}: not a policy IR ({}); regenerate it with `vnni-dispatch fit`", path.display(), vnni_policy::SCHEMA))?;
-    policy
-        .check()
-        .with_context(|| format!("{}: the policy fails its totality check; refit it, nothing was generated", path.display()))?;
+    let policy = Policy::from_bytes(&bytes).with_context(|| {
+        format!("{}: not a policy IR ({}); regenerate it with `vnni-dispatch fit`", path.display(), vnni_policy::SCHEMA)
+    })?;
+    policy.check().with_context(|| {
+        format!("{}: the policy fails its totality check; refit it, nothing was generated", path.display())
+    })?;
     Ok(policy)
 }
 
@@ -80,7 +83,8 @@ pub fn run(a: &Args) -> Result<()> {
     for path in write_outputs(&rendered, &a.out)? {
         println!("wrote {}", path.display());
     }
-    let targets = InstallTargets { inc: a.install.clone(), header: a.install_header.clone(), rust: a.install_rust.clone() };
+    let targets =
+        InstallTargets { inc: a.install.clone(), header: a.install_header.clone(), rust: a.install_rust.clone() };
     let installing = targets.inc.is_some() || targets.header.is_some() || targets.rust.is_some();
     if !(a.validate || installing) {
         return Ok(());
@@ -88,9 +92,11 @@ pub fn run(a: &Args) -> Result<()> {
     if installing && a.random < MIN_RANDOM {
         bail!("--random {} is below the {MIN_RANDOM} random queries an install is validated on", a.random);
     }
-    let inv = Inventory::load(&a.inventory).with_context(|| format!("{}: cannot load the shape inventory", a.inventory.display()))?;
+    let inv = Inventory::load(&a.inventory)
+        .with_context(|| format!("{}: cannot load the shape inventory", a.inventory.display()))?;
     let plan = inv.resolve(&a.profile)?;
-    let opts = ValidateOptions { random: a.random, seed: a.seed, ..ValidateOptions::new(InventoryPoints::from_plan(&plan)) };
+    let opts =
+        ValidateOptions { random: a.random, seed: a.seed, ..ValidateOptions::new(InventoryPoints::from_plan(&plan)) };
     let validated = validate(&policy, &rendered, &opts).with_context(|| {
         format!("{}: the generated tables failed validation; nothing was installed", a.policy.display())
     })?;

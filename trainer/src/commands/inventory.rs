@@ -24,7 +24,8 @@ pub struct Args {
 
 impl ToArgv for Args {
     fn to_argv(&self) -> Vec<String> {
-        let mut a = Argv::new("inventory").path("inventory", &self.dir).val("profile", &self.profile).flag("json", self.json);
+        let mut a =
+            Argv::new("inventory").path("inventory", &self.dir).val("profile", &self.profile).flag("json", self.json);
         if let Some(Action::Import { model, family }) = &self.action {
             a = a.pos("import").pos(model.display()).opt("family", family.as_ref());
         }

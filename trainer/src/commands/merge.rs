@@ -31,7 +31,8 @@ impl ToArgv for Args {
 
 pub fn run(args: &Args) -> Result<()> {
     let first = CellStore::new(&args.shards[0]);
-    let plan_bytes = std::fs::read(first.plan_path()).with_context(|| format!("reading {}", first.plan_path().display()))?;
+    let plan_bytes =
+        std::fs::read(first.plan_path()).with_context(|| format!("reading {}", first.plan_path().display()))?;
     let plan = CollectionPlan::read(&first.plan_path())?;
     if plan.registry_digest != registry_digest_for(&plan.inventory.m) {
         bail!(
@@ -45,7 +46,12 @@ pub fn run(args: &Args) -> Result<()> {
         let p = CellStore::new(dir).plan_path();
         let bytes = std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?;
         if bytes != plan_bytes {
-            bail!("{}: not a shard of the same collection as {} ({})", p.display(), args.shards[0].display(), plan_difference(&plan_bytes, &bytes));
+            bail!(
+                "{}: not a shard of the same collection as {} ({})",
+                p.display(),
+                args.shards[0].display(),
+                plan_difference(&plan_bytes, &bytes)
+            );
         }
     }
     let out = CellStore::new(&args.out);
@@ -75,10 +81,17 @@ pub fn run(args: &Args) -> Result<()> {
         }
         let res = dir.join("resources.csv");
         if res.is_file() && !args.out.join("resources.csv").is_file() {
-            vnni_corpus::write_bytes(&args.out.join("resources.csv"), &std::fs::read(&res).with_context(|| format!("reading {}", res.display()))?)?;
+            vnni_corpus::write_bytes(
+                &args.out.join("resources.csv"),
+                &std::fs::read(&res).with_context(|| format!("reading {}", res.display()))?,
+            )?;
         }
     }
-    println!("merge: {} shards, {copied} cells copied, {same} identical duplicates -> {}", args.shards.len(), args.out.display());
+    println!(
+        "merge: {} shards, {copied} cells copied, {same} identical duplicates -> {}",
+        args.shards.len(),
+        args.out.display()
+    );
     finish(&out, &plan)?;
     Ok(())
 }

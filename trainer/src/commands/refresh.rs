@@ -164,7 +164,8 @@ pub fn run(a: &Args) -> Result<()> {
     let certs = out.join("certificates.jsonl");
     step("certify", &mut steps, || {
         let args = certify_args(&plan, &out, a.cache.as_deref());
-        certify::run(&args).context("batch-invariance certification failed: grouped rows differ from single-row decodes")?;
+        certify::run(&args)
+            .context("batch-invariance certification failed: grouped rows differ from single-row decodes")?;
         Ok(format!("{}", certs.display()))
     })?;
     let prefill_m: Vec<usize> = plan.inventory.m.iter().copied().filter(|&m| m >= PREFILL_MIN_M).collect();
@@ -186,7 +187,8 @@ pub fn run(a: &Args) -> Result<()> {
     // run must not stand in for this one if the fit stops before writing.
     let policy_path = out.join("policy.json");
     if policy_path.exists() {
-        std::fs::remove_file(&policy_path).with_context(|| format!("removing the previous {}", policy_path.display()))?;
+        std::fs::remove_file(&policy_path)
+            .with_context(|| format!("removing the previous {}", policy_path.display()))?;
     }
     let mut gates_passed = false;
     step("fit", &mut steps, || {
@@ -253,7 +255,11 @@ fn summary(
     let worst = policy
         .domains
         .iter()
-        .filter_map(|d| d.stats.as_ref().map(|st| (st.p95_regret, format!("{} {} bucket {} aspect {:?}", d.codebook, d.mode, d.m_bucket, d.aspect))))
+        .filter_map(|d| {
+            d.stats.as_ref().map(|st| {
+                (st.p95_regret, format!("{} {} bucket {} aspect {:?}", d.codebook, d.mode, d.m_bucket, d.aspect))
+            })
+        })
         .max_by(|x, y| x.0.total_cmp(&y.0));
     println!();
     println!("{:<16} {:>8}  outcome", "step", "seconds");
@@ -264,11 +270,33 @@ fn summary(
     let g = &policy.gates;
     let rows: Vec<(&str, String)> = vec![
         ("backend", format!("{} {} ({}, {} units)", plan.backend, plan.arch, plan.device, plan.units)),
-        ("profile", format!("{} ({} cells, inventory {})", plan.inventory.profile, plan.cells().len(), &plan.inventory_digest[..16])),
+        (
+            "profile",
+            format!(
+                "{} ({} cells, inventory {})",
+                plan.inventory.profile,
+                plan.cells().len(),
+                &plan.inventory_digest[..16]
+            ),
+        ),
         ("candidates", format!("{}", policy.candidates.len())),
-        ("domains", format!("{} ({} with data, {} passing) -> gates {}", policy.domains.len(), g.domains_with_data, g.domains_passing, if gates_passed { "PASSED" } else { "FAILED" })),
+        (
+            "domains",
+            format!(
+                "{} ({} with data, {} passing) -> gates {}",
+                policy.domains.len(),
+                g.domains_with_data,
+                g.domains_passing,
+                if gates_passed { "PASSED" } else { "FAILED" }
+            ),
+        ),
         ("worst p95", worst.map_or("-".into(), |(p, d)| format!("{:.2}% ({d})", p * 100.0))),
-        ("sealed", g.sealed.as_ref().map_or("no sealed rows".into(), |s| format!("p95 {:.2}% {}", s.p95_regret * 100.0, if s.passed { "passed" } else { "FAILED" }))),
+        (
+            "sealed",
+            g.sealed.as_ref().map_or("no sealed rows".into(), |s| {
+                format!("p95 {:.2}% {}", s.p95_regret * 100.0, if s.passed { "passed" } else { "FAILED" })
+            }),
+        ),
         ("invariance", format!("{} certificates, {bad} with mismatches", certificates.len())),
         ("corpus", s(corpus)),
         ("policy", format!("{} (sha256 {})", s(policy_path), &policy.digest()[..16])),
@@ -280,7 +308,9 @@ fn summary(
         println!("{k:<11} {v}");
     }
     if !gates_passed {
-        println!("\nThe policy failed its gates: the tables are for inspection, not for installation (see the report).");
+        println!(
+            "\nThe policy failed its gates: the tables are for inspection, not for installation (see the report)."
+        );
     }
     Ok(())
 }

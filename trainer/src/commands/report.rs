@@ -26,7 +26,11 @@ pub struct Args {
 
 impl ToArgv for Args {
     fn to_argv(&self) -> Vec<String> {
-        Argv::new("report").path("corpus", &self.corpus).opt_path("policy", self.policy.as_deref()).path("out", &self.out).done()
+        Argv::new("report")
+            .path("corpus", &self.corpus)
+            .opt_path("policy", self.policy.as_deref())
+            .path("out", &self.out)
+            .done()
     }
 }
 
@@ -34,7 +38,10 @@ pub fn run(a: &Args) -> Result<()> {
     let policy = match &a.policy {
         Some(path) => {
             let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-            Some(Policy::from_bytes(&bytes).with_context(|| format!("{} is not a policy (vnni-policy-v1 JSON)", path.display()))?)
+            Some(
+                Policy::from_bytes(&bytes)
+                    .with_context(|| format!("{} is not a policy (vnni-policy-v1 JSON)", path.display()))?,
+            )
         }
         None => None,
     };

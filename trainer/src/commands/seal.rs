@@ -77,7 +77,8 @@ pub fn run(a: &Args) -> Result<()> {
         let profile = a.profile.clone().expect("clap requires --profile");
         let plan = inv.resolve(&profile)?;
         let (git_commit, git_dirty) = git_state(Path::new("."));
-        let args_text = format!("{:?} {} {} {}", a.backend.map(|b| b.name().to_string()), a.arch, profile, plan.digest());
+        let args_text =
+            format!("{:?} {} {} {}", a.backend.map(|b| b.name().to_string()), a.arch, profile, plan.digest());
         SealInputs {
             backend: a.backend.expect("clap requires --backend"),
             arch: a.arch.clone(),

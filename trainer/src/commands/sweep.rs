@@ -101,7 +101,8 @@ fn coordinate(args: &Args) -> Result<()> {
     let exe = std::env::current_exe().context("locating the vnni-dispatch binary")?;
     let mut children = Vec::new();
     for (w, d) in args.devices.iter().enumerate() {
-        let worker = Args { worker: Some(w), threads: threads_per_worker(args.threads, args.devices.len()), ..args.clone() };
+        let worker =
+            Args { worker: Some(w), threads: threads_per_worker(args.threads, args.devices.len()), ..args.clone() };
         let child = std::process::Command::new(&exe)
             .args(worker.to_argv())
             .spawn()

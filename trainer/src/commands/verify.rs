@@ -111,12 +111,21 @@ pub fn run(a: &Args) -> Result<()> {
 fn refit(tables: &Path, corpora: &BTreeMap<String, PathBuf>) -> Result<()> {
     let policy_path = tables.join("policy.json");
     let committed = std::fs::read(&policy_path).with_context(|| format!("reading {}", policy_path.display()))?;
-    let policy = Policy::from_bytes(&committed).with_context(|| format!("{} is not a policy", policy_path.display()))?;
+    let policy =
+        Policy::from_bytes(&committed).with_context(|| format!("{} is not a policy", policy_path.display()))?;
     let id = &policy.provenance.corpus_id;
-    let corpus = corpora.get(id).with_context(|| format!("its policy names corpus {id}, which is not committed under lfs-data/corpora"))?;
+    let corpus = corpora
+        .get(id)
+        .with_context(|| format!("its policy names corpus {id}, which is not committed under lfs-data/corpora"))?;
     // The thresholds the policy was held to; no ledger: this is a recomputation, not a new fit.
     let g = &policy.gates;
-    let opts = FitOptions { p95_max: g.p95_max, ucb_max: g.ucb_max, min_pass: g.min_pass_fraction, ledger: None, ..Default::default() };
+    let opts = FitOptions {
+        p95_max: g.p95_max,
+        ucb_max: g.ucb_max,
+        min_pass: g.min_pass_fraction,
+        ledger: None,
+        ..Default::default()
+    };
     let refit = fit(corpus, &opts)?;
     if refit.policy.to_bytes() != committed {
         bail!("refitting {} gives another policy (sha256 {} vs committed {}): the learner or the corpus changed; refit and commit", corpus.display(), refit.policy.digest(), policy.digest());
