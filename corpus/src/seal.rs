@@ -9,8 +9,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use vnni_kernels::digest::{hex, sha256_hex};
+use vnni_kernels::digest::{sha256_hex, Sha256Hex};
 use vnni_kernels::Backend;
 
 pub const MANIFEST: &str = "corpus.manifest.json";
@@ -83,7 +82,7 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> SealError + '_ {
 /// sha256 and size of a file, streamed.
 pub fn file_digest(path: &Path) -> Result<(u64, String), SealError> {
     let mut f = std::fs::File::open(path).map_err(io(path))?;
-    let mut h = Sha256::new();
+    let mut h = Sha256Hex::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut total = 0u64;
     loop {
@@ -94,7 +93,7 @@ pub fn file_digest(path: &Path) -> Result<(u64, String), SealError> {
         h.update(&buf[..n]);
         total += n as u64;
     }
-    Ok((total, hex(&h.finalize())))
+    Ok((total, h.finish()))
 }
 
 fn is_lfs_pointer(path: &Path) -> Result<bool, SealError> {

@@ -2,7 +2,7 @@
 //! record are formatted here, as text, so no floating-point value reaches generated code.
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
+use vnni_kernels::digest::Sha256Hex;
 use vnni_policy::Policy;
 
 use crate::templates::TEMPLATES;
@@ -42,14 +42,11 @@ impl ProvenanceCtx {
 
 /// `vnni-generator X.Y.Z templates <16 hex>`.
 pub fn generator_version() -> String {
-    let mut h = Sha256::new();
+    let mut h = Sha256Hex::new();
     for (name, text) in TEMPLATES {
-        h.update(name.as_bytes());
-        h.update([0]);
-        h.update(text.as_bytes());
-        h.update([0]);
+        h.update_parts(&[name.as_bytes(), text.as_bytes()]);
     }
-    let digest: String = h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let digest = &h.finish()[..16];
     format!("vnni-generator {} templates {digest}", env!("CARGO_PKG_VERSION"))
 }
 

@@ -7,11 +7,13 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
 use vnni_kernels::cuda::device::Launch;
-use vnni_kernels::cuda::device::{DeviceBuffer, DeviceMatrix, Gpu};
+use vnni_kernels::cuda::device::{DeviceActivations, DeviceBuffer, DeviceMatrix, DeviceResources, Gpu};
 use vnni_kernels::fixture::{self, derive_seed};
 use vnni_kernels::reference::gemm_columns;
 use vnni_kernels::registry::{Candidate, LaunchPlan, PREFILL_MIN_M};
-use vnni_kernels::{quantize_activations, Backend, CandidateId, Mode, PackedMatrix, SourceFormat};
+use vnni_kernels::{
+    quantize_activations, Backend, CandidateId, Codebook, Mode, PackedMatrix, QuantizedActivations, SourceFormat,
+};
 
 use crate::cell::{best_row, cell_weights, check_columns, copies_for, CellResult, FIXTURE_SEED};
 use crate::cuda_clock::time_candidates;
@@ -88,16 +90,9 @@ pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResul
         CellTarget::Decode => (1, None),
         CellTarget::Inherited { m, m1_candidate, .. } => (*m, Some(m1_candidate)),
     };
-    let x = fixture::activations(m, k, c.seed);
-    let a_cpu = quantize_activations(&x, m, k)?;
+    let (a_cpu, act) = activations(gpu, cb, m, k, c.seed)?;
     let mats = &fx.mats;
     let copies = mats.len();
-    let mut act = gpu.upload_activations(&x, m, k)?;
-    gpu.quantize(&mut act)?;
-    gpu.synchronize()?;
-    if gpu.download_activations(&act)? != a_cpu {
-        bail!("GPU activation quantization differs from the CPU contract ({cb} M={m} K={k}): a structural failure");
-    }
     let plan_of = |cand: &Candidate| match &c.target {
         CellTarget::Decode => cand.plan(n, k, gpu.info.sms),
         CellTarget::Inherited { bpp, .. } => cand.plan_batched(cb, n, k, m, *bpp),
@@ -115,7 +110,7 @@ pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResul
     };
 
     let cols = check_columns(n, m, derive_seed(c.seed, "columns"));
-    let mut reference: BTreeMap<usize, Vec<f32>> = BTreeMap::new();
+    let mut reference = References { w, a: &a_cpu, cols: &cols, by_bpp: BTreeMap::new() };
     let mut y = gpu.alloc_zeros::<f32>(m * n).context("allocating outputs")?;
     let mut cands: Vec<(&Candidate, LaunchPlan)> = Vec::new();
     let mut runs: Vec<Checked> = Vec::new();
@@ -123,27 +118,13 @@ pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResul
     let mut ws = gpu.alloc_zeros::<f32>(max_ws.max(1)).context("allocating the workspace")?;
     for cand in c.candidates {
         let Some(plan) = plan_of(cand) else { continue };
-        let spec = cand.kernel(cb);
-        if c.rejected.contains_key(&spec.symbol()) {
-            continue;
-        }
-        let res = gpu.resources(&spec, plan.threads, plan.shared as usize)?;
-        if res.local_bytes > 0 || res.occupancy_blocks_per_sm == 0 {
-            continue;
-        }
+        let Some(res) = runnable(gpu, cand, cb, &plan, c.rejected)? else { continue };
         gpu.poison(&mut y)?;
         gpu.poison(&mut ws)?;
         launch(cand, &plan, &mats[0], &mut y, &mut ws)?;
         gpu.synchronize()?;
         let got = gpu.download(&y)?;
-        let want = match reference.get(&plan.bpp) {
-            Some(r) => r,
-            None => {
-                let r = gemm_columns(w, &a_cpu, plan.bpp, &cols)?;
-                reference.entry(plan.bpp).or_insert(r)
-            }
-        };
-        let (mismatches, first_mismatch) = compare(&got, want, &cols, m, n);
+        let (mismatches, first_mismatch) = compare(&got, reference.at(plan.bpp)?, &cols, m, n);
         runs.push(Checked {
             id: cand.id.clone(),
             bpp: plan.bpp,
@@ -186,6 +167,60 @@ pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResul
         mode_rows(&ctx, &t, &mut out);
     }
     Ok(out)
+}
+
+/// M activation rows quantized on the CPU (the contract) and on the GPU, which must agree.
+fn activations(
+    gpu: &Gpu,
+    cb: Codebook,
+    m: usize,
+    k: usize,
+    seed: u64,
+) -> Result<(QuantizedActivations, DeviceActivations)> {
+    let x = fixture::activations(m, k, seed);
+    let a_cpu = quantize_activations(&x, m, k)?;
+    let mut act = gpu.upload_activations(&x, m, k)?;
+    gpu.quantize(&mut act)?;
+    gpu.synchronize()?;
+    if gpu.download_activations(&act)? != a_cpu {
+        bail!("GPU activation quantization differs from the CPU contract ({cb} M={m} K={k}): a structural failure");
+    }
+    Ok((a_cpu, act))
+}
+
+/// The device resources of a candidate's kernel at its launch, unless preflight rejected the
+/// kernel or the launch would use local memory or reach no occupancy (never timed).
+fn runnable(
+    gpu: &Gpu,
+    cand: &Candidate,
+    cb: Codebook,
+    plan: &LaunchPlan,
+    rejected: &BTreeMap<String, String>,
+) -> Result<Option<DeviceResources>> {
+    let spec = cand.kernel(cb);
+    if rejected.contains_key(&spec.symbol()) {
+        return Ok(None);
+    }
+    let res = gpu.resources(&spec, plan.threads, plan.shared as usize)?;
+    Ok((res.local_bytes == 0 && res.occupancy_blocks_per_sm > 0).then_some(res))
+}
+
+/// The CPU reference on the checked columns, computed once per bpp.
+struct References<'a> {
+    w: &'a PackedMatrix,
+    a: &'a QuantizedActivations,
+    cols: &'a [usize],
+    by_bpp: BTreeMap<usize, Vec<f32>>,
+}
+
+impl References<'_> {
+    fn at(&mut self, bpp: usize) -> Result<&[f32]> {
+        if !self.by_bpp.contains_key(&bpp) {
+            let r = gemm_columns(self.w, self.a, bpp, self.cols)?;
+            self.by_bpp.insert(bpp, r);
+        }
+        Ok(&self.by_bpp[&bpp])
+    }
 }
 
 /// One sweep cell on the GPU: every decode candidate at M = 1, then the grouped candidates at

@@ -19,8 +19,12 @@ pub trait CertificateSides {
 
 /// sha256 of the f32 bits (little-endian, row-major).
 pub fn digest(v: &[f32]) -> String {
-    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect();
-    vnni_kernels::digest::sha256_hex(&bytes)
+    let mut h = vnni_kernels::digest::Sha256Hex::new();
+    for chunk in v.chunks(1 << 16) {
+        let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect();
+        h.update(&bytes);
+    }
+    h.finish()
 }
 
 /// What identifies one certificate besides the candidates.

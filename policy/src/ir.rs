@@ -4,7 +4,6 @@
 //! learner), so the same corpus gives the same bytes.
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 pub const SCHEMA: &str = "vnni-policy-v1";
 
@@ -207,6 +206,6 @@ impl Policy {
 
     /// sha256 of the canonical bytes.
     pub fn digest(&self) -> String {
-        Sha256::digest(self.to_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+        vnni_kernels::digest::sha256_hex(&self.to_bytes())
     }
 }

@@ -5,10 +5,9 @@ use std::ffi::{c_char, CString};
 use std::path::{Path, PathBuf};
 
 use cudarc::nvrtc::{result, sys};
-use sha2::{Digest, Sha256};
 
 use super::CudaError;
-use crate::digest::hex;
+use crate::digest::Sha256Hex;
 
 /// The fixed options: no FMA contraction is part of the arithmetic contract.
 pub fn options(arch: &str) -> Vec<String> {
@@ -54,14 +53,16 @@ pub struct Compiled {
 }
 
 fn cache_key(source: &str, arch: &str, nvrtc: (i32, i32)) -> String {
-    let mut h = Sha256::new();
-    h.update(Sha256::digest(source.as_bytes()));
+    // The raw source digest first (not its hex), then the options, then the compiler.
+    let mut source_hash = Sha256Hex::new();
+    source_hash.update(source.as_bytes());
+    let mut h = Sha256Hex::new();
+    h.update(&source_hash.finish_raw());
     for o in options(arch) {
-        h.update(o.as_bytes());
-        h.update([0]);
+        h.update_parts(&[o.as_bytes()]);
     }
     h.update(format!("nvrtc {}.{} {arch}", nvrtc.0, nvrtc.1).as_bytes());
-    hex(&h.finalize())
+    h.finish()
 }
 
 fn to_string(chars: Vec<c_char>) -> String {

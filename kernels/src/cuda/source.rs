@@ -2,9 +2,7 @@
 //! includes inlined (NVRTC gets one string), plus generated `extern "C"` entry points,
 //! one per registry kernel specialization.
 
-use sha2::{Digest, Sha256};
-
-use crate::digest::hex;
+use crate::digest::Sha256Hex;
 use crate::registry::{KernelSpec, GROUPED_THREADS};
 use crate::Codebook;
 
@@ -161,12 +159,9 @@ pub fn common_module() -> String {
 
 /// sha256 over every CUDA file (name and content, in order).
 pub fn kernel_source_digest() -> String {
-    let mut h = Sha256::new();
+    let mut h = Sha256Hex::new();
     for (name, text) in FILES {
-        h.update(name.as_bytes());
-        h.update([0]);
-        h.update(text.as_bytes());
-        h.update([0]);
+        h.update_parts(&[name.as_bytes(), text.as_bytes()]);
     }
-    hex(&h.finalize())
+    h.finish()
 }

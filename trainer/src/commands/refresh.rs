@@ -121,36 +121,7 @@ pub fn run(a: &Args) -> Result<()> {
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let mut steps = Vec::new();
 
-    // 1. The corpus: reuse, or collect (resuming whatever is already published in `out`).
-    let corpus = match &a.corpus {
-        Some(c) => {
-            step("verify", &mut steps, || {
-                let m = vnni_corpus::seal::verify(c, &super::verify::expected(&a.inventory)?)
-                    .with_context(|| format!("{} does not verify: it cannot be reused", c.display()))?;
-                Ok(format!("corpus id {}", &m.corpus_id[..16]))
-            })?;
-            c.clone()
-        }
-        None => {
-            let args = sweep::Args {
-                backend: a.backend,
-                profile: a.profile.clone(),
-                inventory: a.inventory.clone(),
-                out: out.clone(),
-                devices: a.devices.clone(),
-                shard: None,
-                threads: a.threads,
-                device: 0,
-                cache: a.cache.clone(),
-                worker: None,
-            };
-            step("collect", &mut steps, || {
-                sweep::run(&args).context("collection failed; rerun the same command to resume")?;
-                Ok(format!("{}", out.join("corpus").display()))
-            })?;
-            out.join("corpus")
-        }
-    };
+    let corpus = corpus_step(a, &out, &mut steps)?;
     if !corpus.join(vnni_corpus::seal::MANIFEST).is_file() {
         bail!(
             "{} is not a sealed corpus yet: the collection left cells unmeasured (another worker's lock, or a SLURM_ARRAY_* variable making this run a shard); rerun, or `vnni-dispatch merge` the shards",
@@ -161,27 +132,7 @@ pub fn run(a: &Args) -> Result<()> {
 
     // 2. Batch invariance on this backend: grouped rows against single-row decodes; prefill
     // tiles too (CUDA) at the plan's prefill M values.
-    let certs = out.join("certificates.jsonl");
-    step("certify", &mut steps, || {
-        let args = certify_args(&plan, &out, a.cache.as_deref());
-        certify::run(&args)
-            .context("batch-invariance certification failed: grouped rows differ from single-row decodes")?;
-        Ok(format!("{}", certs.display()))
-    })?;
-    let prefill_m: Vec<usize> = plan.inventory.m.iter().copied().filter(|&m| m >= PREFILL_MIN_M).collect();
-    if plan.backend == Backend::Cuda && !prefill_m.is_empty() {
-        step("certify prefill", &mut steps, || {
-            let args = certify::Args {
-                surface: Surface::Prefill,
-                shapes: None,
-                m: prefill_m.clone(),
-                out: out.join("prefill-certificates.jsonl"),
-                ..certify_args(&plan, &out, a.cache.as_deref())
-            };
-            certify::run(&args).context("prefill certification failed: prefill rows differ from single-row decodes")?;
-            Ok(format!("{}", args.out.display()))
-        })?;
-    }
+    let certs = certify_steps(a, &plan, &out, &mut steps)?;
 
     // 3. Fit (a failed gate still writes the policy, for inspection). A policy of an earlier
     // run must not stand in for this one if the fit stops before writing.
@@ -235,6 +186,66 @@ pub fn run(a: &Args) -> Result<()> {
     })?;
 
     summary(&out, &corpus, &plan, &policy_path, &certs, &steps, gates_passed, a.install.as_deref())
+}
+
+/// The corpus: reuse a sealed one (verified), or collect (resuming whatever is already
+/// published in `out`).
+fn corpus_step(a: &Args, out: &Path, steps: &mut Vec<Step>) -> Result<PathBuf> {
+    Ok(match &a.corpus {
+        Some(c) => {
+            step("verify", steps, || {
+                let m = vnni_corpus::seal::verify(c, &super::verify::expected(&a.inventory)?)
+                    .with_context(|| format!("{} does not verify: it cannot be reused", c.display()))?;
+                Ok(format!("corpus id {}", &m.corpus_id[..16]))
+            })?;
+            c.clone()
+        }
+        None => {
+            let args = sweep::Args {
+                backend: a.backend,
+                profile: a.profile.clone(),
+                inventory: a.inventory.clone(),
+                out: out.to_path_buf(),
+                devices: a.devices.clone(),
+                shard: None,
+                threads: a.threads,
+                device: 0,
+                cache: a.cache.clone(),
+                worker: None,
+            };
+            step("collect", steps, || {
+                sweep::run(&args).context("collection failed; rerun the same command to resume")?;
+                Ok(format!("{}", out.join("corpus").display()))
+            })?;
+            out.join("corpus")
+        }
+    })
+}
+
+/// Batch-invariance certificates on the corpus's backend; returns the grouped certificates' path.
+fn certify_steps(a: &Args, plan: &CollectionPlan, out: &Path, steps: &mut Vec<Step>) -> Result<PathBuf> {
+    let certs = out.join("certificates.jsonl");
+    step("certify", steps, || {
+        let args = certify_args(plan, out, a.cache.as_deref());
+        certify::run(&args)
+            .context("batch-invariance certification failed: grouped rows differ from single-row decodes")?;
+        Ok(format!("{}", certs.display()))
+    })?;
+    let prefill_m: Vec<usize> = plan.inventory.m.iter().copied().filter(|&m| m >= PREFILL_MIN_M).collect();
+    if plan.backend == Backend::Cuda && !prefill_m.is_empty() {
+        step("certify prefill", steps, || {
+            let args = certify::Args {
+                surface: Surface::Prefill,
+                shapes: None,
+                m: prefill_m.clone(),
+                out: out.join("prefill-certificates.jsonl"),
+                ..certify_args(plan, out, a.cache.as_deref())
+            };
+            certify::run(&args).context("prefill certification failed: prefill rows differ from single-row decodes")?;
+            Ok(format!("{}", args.out.display()))
+        })?;
+    }
+    Ok(certs)
 }
 
 #[allow(clippy::too_many_arguments)]
