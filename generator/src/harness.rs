@@ -39,8 +39,8 @@ pub struct Harness {
     pub binary: PathBuf,
 }
 
-/// `$CXX`, else the first of g++ and clang++ that runs.
-fn cxx() -> Result<String> {
+/// `$CXX`, else the first of g++ and clang++ that runs: the compiler the `.inc` is validated with.
+pub fn cxx() -> Result<String> {
     if let Some(c) = std::env::var_os("CXX").filter(|c| !c.is_empty()) {
         return Ok(c.to_string_lossy().into_owned());
     }
@@ -60,6 +60,15 @@ fn cxx() -> Result<String> {
 
 fn rustc() -> String {
     std::env::var("RUSTC").ok().filter(|r| !r.is_empty()).unwrap_or_else(|| "rustc".into())
+}
+
+/// Why the Rust module could not be validated here (`$RUSTC` or `rustc` does not run), if so.
+pub fn rustc_missing() -> Option<String> {
+    let r = rustc();
+    match Command::new(&r).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
+        Ok(_) => None,
+        Err(e) => Some(format!("{r} does not run ({e})")),
+    }
 }
 
 /// Run a compiler; a missing one is `ToolMissing`, a failed compile names the file.

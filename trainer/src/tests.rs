@@ -127,6 +127,7 @@ fn every_subcommand() -> Vec<Command> {
             random: 5,
             seed: 9,
             inventory: p("inv"),
+            require_rust: true,
             profile: "core".into(),
         }),
         Command::Report(report::Args { corpus: p("c"), policy: Some(p("p")), out: p("o") }),

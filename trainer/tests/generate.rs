@@ -5,7 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::vnni;
+use common::{vnni, vnni_env};
 use vnni_kernels::registry::Backend;
 use vnni_policy::example::example_policy;
 use vnni_policy::Policy;
@@ -148,5 +148,40 @@ fn invalid_policies_are_refused_and_the_installed_file_is_untouched() {
     assert!(err.contains("policy.json") && err.contains("not a policy IR"), "{err}");
 
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "previous tables\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_node_without_rustc_validates_the_cpp_tables_and_says_so() {
+    let dir = scratch("no-rustc");
+    let policy = write_policy(&dir, &example_policy(Backend::Cuda));
+    let out = dir.join("out");
+    let args = [
+        "generate",
+        "--policy",
+        &policy,
+        "--out",
+        out.to_str().unwrap(),
+        "--validate",
+        "--random",
+        "1000",
+        "--inventory",
+        &inventory(),
+    ];
+    let no_rustc = [("RUSTC", "/nonexistent/rustc")];
+    let (ok, stdout, err) = vnni_env(&args, &no_rustc);
+    if !ok && compiler_missing(&err) {
+        return;
+    }
+    assert!(ok, "{err}");
+    assert!(
+        stdout.contains("validated") && stdout.contains("Rust module was NOT compiled") && stdout.contains("rustc"),
+        "{stdout}"
+    );
+    // Asked for, the Rust check is required.
+    let mut strict: Vec<&str> = args.to_vec();
+    strict.push("--require-rust");
+    let (ok, _, err) = vnni_env(&strict, &no_rustc);
+    assert!(!ok && err.contains("/nonexistent/rustc is missing"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -43,6 +43,10 @@ pub struct Args {
     /// The shape inventory whose every point is validated.
     #[arg(long, default_value = "corpus/inventory")]
     pub inventory: PathBuf,
+    /// Fail when rustc is missing (otherwise the Rust module is checked where rustc exists and
+    /// the report says when it was not).
+    #[arg(long)]
+    pub require_rust: bool,
     /// The inventory profile whose shapes and M values are validated.
     #[arg(long, default_value = "all")]
     pub profile: String,
@@ -60,6 +64,7 @@ impl ToArgv for Args {
             .val("random", self.random)
             .val("seed", self.seed)
             .path("inventory", &self.inventory)
+            .flag("require-rust", self.require_rust)
             .val("profile", &self.profile)
             .done()
     }
@@ -95,8 +100,12 @@ pub fn run(a: &Args) -> Result<()> {
     let inv = Inventory::load(&a.inventory)
         .with_context(|| format!("{}: cannot load the shape inventory", a.inventory.display()))?;
     let plan = inv.resolve(&a.profile)?;
-    let opts =
-        ValidateOptions { random: a.random, seed: a.seed, ..ValidateOptions::new(InventoryPoints::from_plan(&plan)) };
+    let opts = ValidateOptions {
+        random: a.random,
+        seed: a.seed,
+        require_rust: a.require_rust,
+        ..ValidateOptions::new(InventoryPoints::from_plan(&plan))
+    };
     let validated = validate(&policy, &rendered, &opts).with_context(|| {
         format!("{}: the generated tables failed validation; nothing was installed", a.policy.display())
     })?;
