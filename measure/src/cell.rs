@@ -1,7 +1,7 @@
 //! What every backend's cell shares: the fixture seed and weights, the columns checked
 //! against the reference, weight-copy rotation, the result of one cell and its best row.
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::fixture::{self, derive_seed, splitmix64};
 use vnni_kernels::{Mode, PackedMatrix, SourceFormat};

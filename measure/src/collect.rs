@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use crate::error::{invalid, Context, MeasureError, Result};
 use vnni_corpus::collection::{
     assemble, inventory_sources, CellProvenance, CellStore, Claim, CollectionPlan, Shard, COLLECTION_SCHEMA,
 };
@@ -123,7 +123,7 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
     let info = runner.info();
     let modes: Vec<Mode> = info.modes.iter().copied().filter(|m| iplan.modes.contains(m)).collect();
     if modes.is_empty() {
-        bail!(
+        invalid!(
             "profile {} asks for modes {:?}, none of which the {} backend measures ({:?})",
             opts.profile,
             iplan.modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
@@ -211,7 +211,9 @@ pub fn finish(store: &CellStore, plan: &CollectionPlan) -> Result<bool> {
         manifest.corpus_id
     );
     if mismatched > 0 {
-        bail!("{mismatched} candidate rows differ from the CPU reference (see first_mismatch in the corpus CSVs)");
+        return Err(MeasureError::Structural(format!(
+            "{mismatched} candidate rows differ from the CPU reference (see first_mismatch in the corpus CSVs)"
+        )));
     }
     Ok(true)
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use crate::error::{MeasureError, Result};
 use vnni_kernels::fixture::{self, derive_seed};
 use vnni_kernels::reference::gemm_columns;
 use vnni_kernels::registry::{candidates, PREFILL_MIN_M};
@@ -55,8 +55,7 @@ impl CpuSession {
     /// A pool of `threads` workers (0: every available core).
     pub fn open(threads: usize) -> Result<CpuSession> {
         let threads = if threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { threads };
-        let pool =
-            rayon::ThreadPoolBuilder::new().num_threads(threads).build().context("starting the CPU worker pool")?;
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
         Ok(CpuSession {
             pool,
             threads,
@@ -166,7 +165,7 @@ impl CpuSession {
 }
 
 /// The protocol on the host clock: calibrate replays, then the shared rounds.
-fn time_cpu<E: Into<anyhow::Error>>(
+fn time_cpu<E: Into<MeasureError>>(
     protocol: &Protocol,
     count: usize,
     run: &mut dyn FnMut(usize) -> Result<(), E>,
@@ -180,7 +179,7 @@ fn time_cpu<E: Into<anyhow::Error>>(
         }
         t.replays = replays_for(protocol, start.elapsed().as_secs_f64() * 1e6 / 3.0, 1);
     }
-    let mut sample = |c: usize, replays: usize| -> Result<f64, anyhow::Error> {
+    let mut sample = |c: usize, replays: usize| -> Result<f64> {
         let start = Instant::now();
         for _ in 0..replays {
             run(c).map_err(Into::into)?;

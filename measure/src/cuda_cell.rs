@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{bail, Context, Result};
+use crate::error::{Context, MeasureError, Result};
 use vnni_kernels::cuda::device::Launch;
 use vnni_kernels::cuda::device::{DeviceActivations, DeviceBuffer, DeviceMatrix, DeviceResources, Gpu};
 use vnni_kernels::fixture::{self, derive_seed};
@@ -183,7 +183,9 @@ fn activations(
     gpu.quantize(&mut act)?;
     gpu.synchronize()?;
     if gpu.download_activations(&act)? != a_cpu {
-        bail!("GPU activation quantization differs from the CPU contract ({cb} M={m} K={k}): a structural failure");
+        return Err(MeasureError::Structural(format!(
+            "GPU activation quantization differs from the CPU contract ({cb} M={m} K={k}): a structural failure"
+        )));
     }
     Ok((a_cpu, act))
 }

@@ -25,8 +25,8 @@ pub struct GpuSession {
 
 impl GpuSession {
     /// Open the device and run the on-device preflight once; `codebooks` empty means all.
-    pub fn open(opts: &TimingOptions, codebooks: &[vnni_kernels::Codebook]) -> anyhow::Result<GpuSession> {
-        use anyhow::Context;
+    pub fn open(opts: &TimingOptions, codebooks: &[vnni_kernels::Codebook]) -> crate::error::Result<GpuSession> {
+        use crate::error::Context;
         let gpu = Gpu::open(opts.device, opts.cache.as_deref()).context("opening the CUDA device")?;
         let resources = crate::preflight::rows(&gpu.info.arch, &gpu.static_resources, Some(&gpu))?;
         let rejected = crate::preflight::rejected(&resources);

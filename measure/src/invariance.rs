@@ -3,7 +3,7 @@
 //! candidate. Backend-independent: [`CertificateSides`] runs the two sides, this module
 //! compares bit patterns.
 
-use anyhow::Result;
+use crate::error::{MeasureError, Result};
 use vnni_corpus::Certificate;
 use vnni_kernels::{Backend, CandidateId, SourceFormat};
 
@@ -69,7 +69,9 @@ pub fn certify(
     let (serial, serial_digest) = (serial.rows, &serial.digest);
     let grouped = backend.batched(candidate, bpp)?;
     let again = backend.batched(candidate, bpp)?;
-    anyhow::ensure!(grouped.len() == s.m * s.n && serial.len() == s.m * s.n, "{candidate}: output sizes differ");
+    if grouped.len() != s.m * s.n || serial.len() != s.m * s.n {
+        return Err(MeasureError::Structural(format!("{candidate}: output sizes differ")));
+    }
     let mut mismatches = 0;
     let mut first = None;
     for (i, (g, r)) in grouped.iter().zip(serial).enumerate() {

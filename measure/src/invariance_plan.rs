@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use crate::error::{invalid, Context, Result};
 use vnni_corpus::Certificate;
 use vnni_kernels::registry::{candidates, find, GROUPED_M, PREFILL_M};
 use vnni_kernels::{fixture, quantize_activations, repack, Backend, CandidateId, PackedMatrix, SourceFormat, Surface};
@@ -72,28 +72,31 @@ fn resolve(req: &CertifyRequest) -> Result<Resolved> {
     };
     match (req.surface, req.backend) {
         (Surface::Decode, _) => {
-            bail!("certificates compare a batched surface with decode: use --surface grouped or prefill")
+            invalid!("certificates compare a batched surface with decode: use --surface grouped or prefill")
         }
         (Surface::Prefill, Backend::Cpu) => {
-            bail!("--surface prefill needs --backend cuda: the prefill tiles are CUDA kernels")
+            invalid!("--surface prefill needs --backend cuda: the prefill tiles are CUDA kernels")
         }
         _ => {}
     }
     for &m in &ms {
+        if m == 0 || m > crate::shapes::MAX_M {
+            invalid!("M = {m}: row counts are 1 to {}", crate::shapes::MAX_M);
+        }
         if Surface::of_m(m) != req.surface {
-            bail!("M = {m} is not on the {} surface (grouped: 2..31, prefill: >= 32)", req.surface);
+            invalid!("M = {m} is not on the {} surface (grouped: 2..31, prefill: >= 32)", req.surface);
         }
     }
     for m1 in &req.m1 {
         let c = find(m1).with_context(|| format!("--m1 {m1}: no such candidate in the registry"))?;
         if c.surface != Surface::Decode {
-            bail!("--m1 {m1}: not an M = 1 (decode) candidate");
+            invalid!("--m1 {m1}: not an M = 1 (decode) candidate");
         }
     }
     for &f in &formats {
         for &(n, k) in &shapes {
             if k % f.block_elems() != 0 {
-                bail!("shape {n}x{k}: K is not a multiple of {}'s block ({})", f.name(), f.block_elems());
+                invalid!("shape {n}x{k}: K is not a multiple of {}'s block ({})", f.name(), f.block_elems());
             }
         }
     }
@@ -115,7 +118,7 @@ pub fn certify_all(req: &CertifyRequest) -> Result<(CertifySummary, Vec<Certific
     };
     #[cfg(not(feature = "cuda"))]
     if req.backend == Backend::Cuda {
-        bail!("this build has no CUDA support (built without the `cuda` feature)");
+        return Err(crate::error::MeasureError::NoCuda);
     }
     let mut certs: Vec<Certificate> = Vec::new();
     let mut failed = 0usize;

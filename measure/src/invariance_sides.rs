@@ -1,7 +1,7 @@
 //! The two sides of a certificate on each backend: the CPU kernels, and (feature `cuda`) the
 //! GPU's.
 
-use anyhow::{Context, Result};
+use crate::error::{Context, MeasureError, Result};
 use vnni_kernels::reference::gemm;
 use vnni_kernels::registry::{find, Candidate};
 use vnni_kernels::{cpu, Backend, CandidateId, PackedMatrix, QuantizedActivations};
@@ -40,7 +40,9 @@ impl CertificateSides for CpuSides<'_> {
     /// A CPU grouped candidate (`cpu.grouped.rows.t*`) on all rows at once.
     fn batched(&mut self, id: &CandidateId, bpp: usize) -> Result<Vec<f32>> {
         let c = candidate(id)?;
-        anyhow::ensure!(c.backend == Backend::Cpu, "the CPU backend cannot run the CUDA candidate {id}");
+        if c.backend != Backend::Cpu {
+            return Err(MeasureError::Invalid(format!("the CPU backend cannot run the CUDA candidate {id}")));
+        }
         Ok(cpu::grouped(c, self.w, &self.a, bpp)?)
     }
     /// One row through a CPU decode candidate; a CUDA candidate's side is the reference at
@@ -59,7 +61,7 @@ pub use cuda::CudaSides;
 
 #[cfg(feature = "cuda")]
 mod cuda {
-    use anyhow::{Context, Result};
+    use crate::error::{Context, Result};
     use vnni_kernels::cuda::device::Launch;
     use vnni_kernels::cuda::device::{DeviceActivations, DeviceBuffer, DeviceMatrix, Gpu};
     use vnni_kernels::{Backend, CandidateId, PackedMatrix};

@@ -11,7 +11,8 @@
 //! - [`invariance`], [`invariance_sides`], [`invariance_plan`]: batch-invariance certificates.
 //! - [`vendor`] (feature `cuda`): copy bandwidth and cuBLAS/cuBLASLt baselines.
 //! - [`preflight`] (feature `cuda`): resources of every kernel specialization.
-//! - [`shapes`]: `NxK` lists and M lists from the command line, bounded.
+//! - [`shapes`]: `NxK` lists from the command line, bounded.
+//! - [`error`]: `MeasureError`, typed, with context lines.
 
 pub mod cell;
 pub mod collect;
@@ -20,6 +21,7 @@ pub mod cpu_cell;
 pub mod cuda_cell;
 #[cfg(feature = "cuda")]
 pub mod cuda_clock;
+pub mod error;
 pub mod invariance;
 pub mod invariance_plan;
 pub mod invariance_sides;
@@ -33,3 +35,5 @@ pub mod shapes;
 pub mod stats;
 #[cfg(feature = "cuda")]
 pub mod vendor;
+
+pub use error::{MeasureError, Result};

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::Result;
+use crate::error::Result;
 use vnni_corpus::ResourceRow;
 use vnni_kernels::cuda::device::Gpu;
 use vnni_kernels::cuda::{nvrtc, ptxas, source};

@@ -2,7 +2,7 @@
 //! the collection plan, run one cell. CUDA needs the `cuda` feature; without it (or without
 //! a GPU) `auto` falls back to the CPU runner with a notice.
 
-use anyhow::Result;
+use crate::error::Result;
 use vnni_corpus::collection::CellKey;
 use vnni_corpus::ResourceRow;
 use vnni_kernels::{Backend, BackendChoice, Mode};
@@ -58,7 +58,7 @@ impl CellRunner {
 
     #[cfg(not(feature = "cuda"))]
     fn open_cuda(_: &TimingOptions) -> Result<CellRunner> {
-        anyhow::bail!("this build has no CUDA support (built without the `cuda` feature)")
+        Err(crate::error::MeasureError::NoCuda)
     }
 
     pub fn info(&self) -> MachineInfo {

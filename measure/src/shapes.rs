@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use anyhow::{bail, Context, Result};
+use crate::error::{invalid, MeasureError, Result};
 
 /// The largest N or K a command accepts: the inventory's bound (2^31 - 1, the int32 range
 /// of the generated tables).
@@ -17,14 +17,15 @@ pub fn parse_shapes(text: &str) -> Result<Vec<(usize, usize)>> {
     text.split(',')
         .filter(|s| !s.trim().is_empty())
         .map(|s| {
-            let (n, k) = s.trim().split_once('x').with_context(|| format!("shape {s:?} is not NxK"))?;
-            let n: usize = n.parse().with_context(|| format!("shape {s:?}: bad N"))?;
-            let k: usize = k.parse().with_context(|| format!("shape {s:?}: bad K"))?;
+            let bad = |why: &str| MeasureError::Invalid(format!("shape {s:?}: {why}"));
+            let (n, k) = s.trim().split_once('x').ok_or_else(|| bad("not NxK"))?;
+            let n: usize = n.parse().map_err(|_| bad("bad N"))?;
+            let k: usize = k.parse().map_err(|_| bad("bad K"))?;
             if n == 0 || k == 0 || k % 32 != 0 {
-                bail!("shape {s:?}: N and K must be positive and K a multiple of 32");
+                invalid!("shape {s:?}: N and K must be positive and K a multiple of 32");
             }
             if n > MAX_DIM || k > MAX_DIM {
-                bail!("shape {s:?}: N and K must be at most {MAX_DIM}");
+                invalid!("shape {s:?}: N and K must be at most {MAX_DIM}");
             }
             Ok((n, k))
         })
@@ -38,7 +39,7 @@ pub struct Shapes(pub Vec<(usize, usize)>);
 impl FromStr for Shapes {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        parse_shapes(s).map(Shapes).map_err(|e| format!("{e:#}"))
+        parse_shapes(s).map(Shapes).map_err(|e| e.to_string())
     }
 }
 

@@ -2,7 +2,7 @@
 //! bandwidth (the roofline), cuBLAS fp16 GEMV/GEMM and cuBLASLt int8 GEMM on the same shapes.
 //! The vendor calls themselves live in `vnni_kernels::cuda::vendor`.
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use vnni_kernels::cuda::device::Gpu;
 use vnni_kernels::cuda::vendor::{CublasF16Gemm, CublasLtI8Gemm, DeviceCopy};
 use vnni_kernels::Mode;

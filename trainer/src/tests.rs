@@ -182,3 +182,23 @@ fn misspelled_words_are_refused_with_the_valid_ones() {
     let e = err(&["vnni-dispatch", "certify", "--shapes", "99999999999x4096"]);
     assert!(e.contains("at most"), "{e}");
 }
+
+#[test]
+fn oversized_requests_are_refused_before_any_work() {
+    // M beyond the bound is refused while resolving the request, before any fixture exists.
+    let args = certify::Args {
+        backend: Backend::Cpu,
+        surface: Surface::Grouped,
+        formats: vec![SourceFormat::Q8_0],
+        shapes: Some(Shapes(vec![(64, 256)])),
+        m: vec![99_999_999],
+        m1: vec!["cpu.decode.wide.t16".parse().unwrap()],
+        sms: 2,
+        device: 0,
+        cache: None,
+        out: std::env::temp_dir().join(format!("vnni-oversized-{}.jsonl", std::process::id())),
+    };
+    let e = vnni_measure::invariance_plan::certify_all(&args.request()).unwrap_err().to_string();
+    assert!(e.contains("M = 99999999"), "{e}");
+    assert!(!args.out.exists(), "nothing is written for a refused request");
+}

@@ -208,7 +208,7 @@ impl Bench<'_> {
     ) -> Result<CellResult> {
         let target = CellTarget::Inherited { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
         let one_mode = [mode];
-        run_cell(&self.session.gpu, fx, &inputs.retarget(target, cands, &one_mode))
+        Ok(run_cell(&self.session.gpu, fx, &inputs.retarget(target, cands, &one_mode))?)
     }
 
     /// Every decode candidate of one (shape, codebook), then grouped and prefill rows where asked.
