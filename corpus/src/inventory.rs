@@ -81,6 +81,10 @@ pub struct Profile {
     pub modes: Vec<Mode>,
     pub warmups: usize,
     pub samples: usize,
+    /// A workflow proxy (family-smoke): never installable; `refresh` judges it by the proxy
+    /// verdict (every stage healthy) instead of the production gates.
+    #[serde(default)]
+    pub proxy: bool,
 }
 
 #[derive(Deserialize)]
@@ -353,6 +357,7 @@ impl Inventory {
             warmups: p.warmups,
             samples: p.samples,
             shapes,
+            proxy: p.proxy,
         })
     }
 }
@@ -392,6 +397,10 @@ pub struct InventoryPlan {
     pub warmups: usize,
     pub samples: usize,
     pub shapes: Vec<PlanShape>,
+    /// A workflow proxy profile (absent from the canonical JSON when false, so the digests
+    /// of production plans did not change when it was added).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub proxy: bool,
 }
 
 impl InventoryPlan {

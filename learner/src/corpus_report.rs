@@ -18,14 +18,14 @@ use std::path::{Path, PathBuf};
 use vnni_corpus::collection::PHASES;
 use vnni_corpus::read::{read_timing, BASELINES};
 use vnni_corpus::write_bytes;
-use vnni_policy::{Policy, Surface, Via};
+use vnni_policy::{Policy, Surface};
 
 use crate::canvas::{hex, tick_step, ticks, Canvas, Frame, Rgb, BLACK, PALETTE};
 use crate::corpus::{load, Corpus};
 use crate::cv::METHODS;
 use crate::error::{FitError, Result};
+use crate::in_sample::{in_sample, surface_name, Group, InSample};
 use crate::map::write_maps;
-use crate::regret::REGRET_CAP;
 use crate::regret_stats::{nearest_rank, p95};
 use crate::report::{pct, BASELINES_LEGEND};
 use crate::{fit, FitOptions};
@@ -232,17 +232,6 @@ fn bandwidth_section(dir: &Path, out: &Path, md: &mut String, files: &mut Vec<Pa
     Ok(())
 }
 
-/// A domain group: (codebook, `decode` or `grouped`).
-type Group = (String, &'static str);
-
-fn surface_name(decode: bool) -> &'static str {
-    if decode {
-        "decode"
-    } else {
-        "grouped"
-    }
-}
-
 /// One CDF curve: its label, colour and regrets.
 struct Curve {
     label: String,
@@ -250,32 +239,6 @@ struct Curve {
     regrets: Vec<f64>,
     /// A policy's curve (not a baseline's): the plot's x range is chosen to show it.
     policy: bool,
-}
-
-/// A given policy's in-sample regret on every cell of the corpus, by group, with overlays on
-/// (as deployed) or off (its trees alone).
-struct InSample {
-    by_group: BTreeMap<Group, Vec<f64>>,
-    /// Cells it cannot answer (another corpus's codebooks or modes).
-    unanswered: usize,
-    /// Cells an exact overlay answered.
-    via_overlay: usize,
-}
-
-fn in_sample(policy: &Policy, corpus: &Corpus, overlays: bool) -> InSample {
-    let mut out = InSample { by_group: BTreeMap::new(), unanswered: 0, via_overlay: 0 };
-    for cell in &corpus.cells {
-        let Ok(sel) = policy.select_with(cell.codebook.name(), cell.mode.name(), cell.m, cell.n, cell.k, overlays)
-        else {
-            out.unanswered += 1;
-            continue;
-        };
-        out.via_overlay += usize::from(sel.via == Via::Overlay);
-        let list = corpus.candidates(cell.surface());
-        let regret = list.iter().position(|c| c.id == sel.candidate.id).map_or(REGRET_CAP, |i| cell.regret[i]);
-        out.by_group.entry((cell.codebook.name().to_string(), surface_name(cell.m == 1))).or_default().push(regret);
-    }
-    out
 }
 
 /// The x range of a CDF plot (regret as a fraction) and its grid step: covering the p95 of

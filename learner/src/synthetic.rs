@@ -279,6 +279,7 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
         warmups: 1,
         samples: spec.samples,
         shapes,
+        proxy: false,
     };
     let plan = CollectionPlan {
         schema: COLLECTION_SCHEMA.into(),

@@ -32,7 +32,8 @@ fn refresh_on_the_cpu_runs_end_to_end_and_leaves_every_output() {
     let seconds = started.elapsed().as_secs_f64();
     assert!(ok, "{stdout}\n{stderr}");
     eprintln!("refresh family-smoke on the CPU: {seconds:.1} s");
-    for key in ["backend", "domains", "worst p95", "invariance", "corpus", "policy", "tables", "report"] {
+    assert!(stdout.lines().any(|l| l.starts_with("verdict     PROXY PASS")), "no proxy pass verdict:\n{stdout}");
+    for key in ["backend", "domains", "worst p95", "invariance", "corpus", "policy", "tables", "report", "verdict"] {
         assert!(stdout.lines().any(|l| l.starts_with(key)), "summary lacks {key}:\n{stdout}");
     }
     for file in [

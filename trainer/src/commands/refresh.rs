@@ -12,9 +12,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use vnni_corpus::collection::{CollectionPlan, PLAN_FILE};
+use vnni_corpus::inventory::Inventory;
 use vnni_corpus::read::read_certificates;
 use vnni_kernels::registry::{candidates, PREFILL_MIN_M};
 use vnni_kernels::{Backend, BackendChoice, CandidateId, Surface};
+use vnni_learner::proxy::proxy_verdict;
 use vnni_measure::invariance_plan::DEFAULT_M1;
 use vnni_measure::shapes::Shapes;
 use vnni_policy::Policy;
@@ -114,8 +116,12 @@ fn certify_args(plan: &CollectionPlan, out: &Path, cache: Option<&Path>) -> cert
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    if a.install.is_some() && a.profile == "family-smoke" {
-        bail!("family-smoke is an end-to-end proxy and never installable: use --profile core (or another production profile) with --install");
+    let proxy = Inventory::load(&a.inventory)?.resolve(&a.profile)?.proxy;
+    if a.install.is_some() && proxy {
+        bail!(
+            "{} is a workflow proxy and never installable: use --profile core (or another production profile) with --install",
+            a.profile
+        );
     }
     // The tools table validation needs, before anything is collected: a C++ compiler (the
     // tables a node installs are C++); rustc only checks the Rust module, where it exists.
@@ -158,7 +164,11 @@ pub fn run(a: &Args) -> Result<()> {
             min_pass: 0.99,
         };
         gates_passed = fit::fit_and_write(&args)?;
-        Ok(if gates_passed { "gates passed".into() } else { "gates FAILED (the policy is for inspection)".into() })
+        Ok(match (plan.inventory.proxy, gates_passed) {
+            (true, _) => "fitted (a workflow proxy: judged by the proxy verdict below)".into(),
+            (false, true) => "gates passed".into(),
+            (false, false) => "gates FAILED (the policy is for inspection)".into(),
+        })
     })?;
 
     // 4. Generate and validate (and install only a policy that passed its gates).
@@ -192,7 +202,31 @@ pub fn run(a: &Args) -> Result<()> {
         Ok(s(&args.out.join("report.md")))
     })?;
 
-    summary(&out, &corpus, &plan, &policy_path, &certs, &steps, gates_passed, a.install.as_deref())
+    let finished = Finished { out: &out, corpus: &corpus, plan: &plan, policy_path: &policy_path, certs: &certs };
+    let verdict = summary(&finished, &steps, gates_passed, a.install.as_deref())?;
+    if let Verdict::ProxyFail(why) = verdict {
+        bail!("proxy verdict FAIL: {why}");
+    }
+    Ok(())
+}
+
+/// How a refresh ends: a workflow profile by its proxy verdict, a production profile by its gates.
+enum Verdict {
+    /// In-sample geomean and p95 regret of the proxy policy.
+    ProxyPass(f64, f64),
+    ProxyFail(String),
+    Production {
+        passed: bool,
+    },
+}
+
+/// The files a finished refresh wrote.
+struct Finished<'a> {
+    out: &'a Path,
+    corpus: &'a Path,
+    plan: &'a CollectionPlan,
+    policy_path: &'a Path,
+    certs: &'a Path,
 }
 
 /// The corpus: reuse a sealed one (verified), or collect (resuming whatever is already
@@ -255,20 +289,22 @@ fn certify_steps(a: &Args, plan: &CollectionPlan, out: &Path, steps: &mut Vec<St
     Ok(certs)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn summary(
-    out: &Path,
-    corpus: &Path,
-    plan: &CollectionPlan,
-    policy_path: &Path,
-    certs: &Path,
-    steps: &[Step],
-    gates_passed: bool,
-    installed: Option<&Path>,
-) -> Result<()> {
+/// Print the summary table and the verdict line.
+fn summary(f: &Finished, steps: &[Step], gates_passed: bool, installed: Option<&Path>) -> Result<Verdict> {
+    let Finished { out, corpus, plan, policy_path, certs } = *f;
     let bytes = std::fs::read(policy_path).with_context(|| format!("reading {}", policy_path.display()))?;
     let policy = Policy::from_bytes(&bytes).with_context(|| format!("{} is not a policy", policy_path.display()))?;
     let certificates = read_certificates(certs)?;
+    let verdict = if plan.inventory.proxy {
+        let v = proxy_verdict(corpus, &certificates, &policy)?;
+        if v.passed() {
+            Verdict::ProxyPass(v.in_sample_geomean, v.in_sample_p95)
+        } else {
+            Verdict::ProxyFail(v.failures.join("; "))
+        }
+    } else {
+        Verdict::Production { passed: gates_passed }
+    };
     let bad = certificates.iter().filter(|c| c.mismatches > 0 || c.repeat_mismatches > 0).count();
     let worst = policy
         .domains
@@ -305,7 +341,11 @@ fn summary(
                 policy.domains.len(),
                 g.domains_with_data,
                 g.domains_passing,
-                if gates_passed { "PASSED" } else { "FAILED" }
+                match (plan.inventory.proxy, gates_passed) {
+                    (true, _) => "not applied (a workflow proxy)",
+                    (false, true) => "PASSED",
+                    (false, false) => "FAILED",
+                }
             ),
         ),
         ("worst p95", worst.map_or("-".into(), |(p, d)| format!("{:.2}% ({d})", p * 100.0))),
@@ -325,10 +365,21 @@ fn summary(
     for (k, v) in rows {
         println!("{k:<11} {v}");
     }
-    if !gates_passed {
-        println!(
-            "\nThe policy failed its gates: the tables are for inspection, not for installation (see the report)."
-        );
+    println!();
+    match &verdict {
+        Verdict::ProxyPass(g, p) => println!(
+            "verdict     PROXY PASS: every stage is healthy (in-sample regret geomean {:.1}%, p95 {:.1}%); {} is a workflow check, never installed: the production gates apply to core and mtp-head",
+            g * 100.0,
+            p * 100.0,
+            plan.inventory.profile
+        ),
+        Verdict::ProxyFail(why) => println!("verdict     PROXY FAIL: {why}"),
+        Verdict::Production { passed: true } => {
+            println!("verdict     PASSED: the tables are installable (refresh --install PATH, or generate --install)")
+        }
+        Verdict::Production { passed: false } => println!(
+            "verdict     FAILED: the policy failed its gates; the tables are for inspection, not for installation (see the report)"
+        ),
     }
-    Ok(())
+    Ok(verdict)
 }
