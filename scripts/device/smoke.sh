@@ -2,7 +2,8 @@
 # One device call that checks a change of the CUDA path end to end, quickly: on-device
 # preflight, a small bench (decode, grouped and prefill rows beside the copy and cuBLAS
 # baselines), grouped and prefill certificates on small shapes, the family-smoke sweep twice
-# (the second run must find every cell published), and the in-process refresh on CUDA. Prints a
+# (the second run must find every cell published), two worker processes on one GPU, and the
+# in-process refresh on CUDA (its proxy verdict). Prints a
 # short table last. Results travel as one archive.
 #   $OUT/smoke.tar.gz   bench CSVs, certificates, the sweep's corpus, the refresh summary, logs
 set -euo pipefail
@@ -30,7 +31,9 @@ run certify-prefill "$BIN" certify --backend cuda --surface prefill --cache "$CA
   --out "$WORK/certificates-prefill.jsonl"
 run sweep-1 "$BIN" sweep --backend cuda --profile family-smoke --cache "$CACHE" --out "$WORK/sweep"
 run sweep-2 "$BIN" sweep --backend cuda --profile family-smoke --cache "$CACHE" --out "$WORK/sweep"
+run sweep-2workers "$BIN" sweep --backend cuda --profile family-smoke --devices 0,0 --cache "$CACHE" --out "$WORK/sweep-2workers"
 run refresh "$BIN" refresh --backend cuda --profile family-smoke --cache "$CACHE" --out "$WORK/refresh" --random 1000000
 tar -C "$WORK" -czf "$OUT/smoke.tar.gz" --exclude='*.timing.csv.zst' .
 echo; cat "$WORK/bench.out" | tail -25
+echo; tail -4 "$WORK/refresh.out"
 echo; cat "$WORK/table.txt"
