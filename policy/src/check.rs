@@ -34,6 +34,14 @@ impl Policy {
         }
         unique_sorted("codebooks", &self.codebooks, false)?;
         unique_sorted("modes", &self.modes, false)?;
+        // The words of the runtime keys are the registry's vocabulary (they also name report
+        // files, so nothing else may pass).
+        for c in &self.codebooks {
+            c.parse::<vnni_kernels::Codebook>().map_err(|e| bad(e.to_string()))?;
+        }
+        for m in &self.modes {
+            m.parse::<vnni_kernels::Mode>().map_err(|e| bad(e.to_string()))?;
+        }
         if self.codebooks.is_empty() || self.modes.is_empty() {
             return Err(bad("a policy needs at least one codebook and one mode".into()));
         }

@@ -204,6 +204,23 @@ impl Policy {
         serde_json::from_slice(bytes)
     }
 
+    /// Why the policy may not be installed (its gates failed, or its sealed certification),
+    /// if so.
+    pub fn not_installable(&self) -> Option<String> {
+        let g = &self.gates;
+        if let Some(s) = g.sealed.as_ref().filter(|s| !s.passed) {
+            return Some(format!("its sealed certification failed (p95 regret {:.2}%)", s.p95_regret * 100.0));
+        }
+        (!g.passed).then(|| {
+            format!(
+                "it failed its gates ({} of {} domains with data pass; {:.0}% needed)",
+                g.domains_passing,
+                g.domains_with_data,
+                g.min_pass_fraction * 100.0
+            )
+        })
+    }
+
     /// sha256 of the canonical bytes.
     pub fn digest(&self) -> String {
         vnni_kernels::digest::sha256_hex(&self.to_bytes())

@@ -23,6 +23,14 @@ fn write_policy(dir: &Path, policy: &Policy) -> String {
     path.to_str().unwrap().to_string()
 }
 
+/// The example policy with its gates passed (only such a policy may be installed).
+fn passing(mut p: Policy) -> Policy {
+    p.gates.domains_with_data = p.domains.len() as u64;
+    p.gates.domains_passing = p.domains.len() as u64;
+    p.gates.passed = true;
+    p
+}
+
 fn inventory() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/inventory").to_str().unwrap().to_string()
 }
@@ -61,7 +69,7 @@ fn compiler_missing(stderr: &str) -> bool {
 #[test]
 fn install_validates_then_replaces_every_target_atomically() {
     let dir = scratch("install");
-    let policy = write_policy(&dir, &example_policy(Backend::Cpu));
+    let policy = write_policy(&dir, &passing(example_policy(Backend::Cpu)));
     let target = dir.join("installed");
     std::fs::create_dir_all(&target).unwrap();
     for name in FILES {
@@ -126,8 +134,17 @@ fn invalid_policies_are_refused_and_the_installed_file_is_untouched() {
     assert!(!ok);
     assert!(err.contains("policy.json") && err.contains("totality") && err.contains("is missing"), "{err}");
 
+    // Total and valid, but it failed its gates: never installed.
+    let (ok, _, err) = run(&example_policy(Backend::Cuda), &["--random", "1000000"]);
+    assert!(!ok && err.contains("refusing to install") && err.contains("failed its gates"), "{err}");
+    let mut sealed_failed = passing(example_policy(Backend::Cuda));
+    sealed_failed.gates.sealed =
+        Some(vnni_policy::SealedCertification { rows: 10, p95_regret: 0.2, geomean_regret: 0.1, passed: false });
+    let (ok, _, err) = run(&sealed_failed, &["--random", "1000000"]);
+    assert!(!ok && err.contains("sealed certification failed"), "{err}");
+
     // Total, but its candidate differs from this registry's.
-    let mut foreign = example_policy(Backend::Cuda);
+    let mut foreign = passing(example_policy(Backend::Cuda));
     foreign.candidates[0].tile += 1;
     let (ok, _, err) = run(&foreign, &["--random", "1000000"]);
     if ok || !compiler_missing(&err) {
@@ -136,7 +153,7 @@ fn invalid_policies_are_refused_and_the_installed_file_is_untouched() {
     }
 
     // Too few random queries for an install.
-    let (ok, _, err) = run(&example_policy(Backend::Cuda), &["--random", "10"]);
+    let (ok, _, err) = run(&passing(example_policy(Backend::Cuda)), &["--random", "10"]);
     assert!(!ok);
     assert!(err.contains("--random 10"), "{err}");
 

@@ -124,3 +124,71 @@ fn an_unsealed_corpus_is_refused() {
     assert!(err.contains("not sealed"), "{err}");
     assert!(!dir.join("out").join("report.md").exists());
 }
+
+/// Every file under `dir`, recursively.
+fn tree(dir: &Path) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn words_from_a_policy_or_a_corpus_never_reach_a_path_outside_out() {
+    let root = std::env::temp_dir().join(format!("vnni-cli-report-escape-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let corpus = root.join("sandbox/corpus");
+    write(&corpus, &Spec { ns: vec![256, 512], ks: vec![256, 512], ms: vec![1, 2], sealed_every: 0, ..Spec::cpu(8) })
+        .unwrap();
+    let fitted = root.join("sandbox/fit/policy.json");
+    let _ = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"))
+        .arg("fit")
+        .arg("--corpus")
+        .arg(&corpus)
+        .arg("--out")
+        .arg(&fitted)
+        .output();
+    assert!(fitted.is_file());
+    let before = tree(&root);
+
+    // A policy whose mode is a path.
+    let mut p = vnni_policy::Policy::from_bytes(&std::fs::read(&fitted).unwrap()).unwrap();
+    p.modes = vec!["x/../../../PWN".into()];
+    for d in &mut p.domains {
+        d.mode = "x/../../../PWN".into();
+    }
+    let hostile = root.join("sandbox/hostile.json");
+    std::fs::write(&hostile, p.to_bytes()).unwrap();
+    let o = report(&corpus, Some(&hostile), &root.join("sandbox/out/r"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("unknown mode"), "{err}");
+
+    // A corpus whose mode column was edited and resealed from its plan.
+    let rows = corpus.join("decode_m1.development.csv");
+    let text = std::fs::read_to_string(&rows).unwrap().replacen(",eager,", ",x/../../../PWN,", 1);
+    std::fs::write(&rows, text).unwrap();
+    let plan = vnni_corpus::collection::CollectionPlan::read(&corpus.join("plan.json")).unwrap();
+    vnni_corpus::seal::seal(&corpus, &plan.seal_inputs()).unwrap();
+    let o = report(&corpus, None, &root.join("sandbox/out/r2"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("decode_m1.development.csv") && err.contains("mode"), "{err}");
+
+    let after: BTreeSet<PathBuf> =
+        tree(&root).into_iter().filter(|p| !p.starts_with(root.join("sandbox/out"))).collect();
+    let new: Vec<_> = after
+        .difference(&before)
+        .filter(|p| !p.ends_with("corpus.manifest.json") && !p.ends_with("hostile.json"))
+        .collect();
+    assert!(new.is_empty(), "files written outside --out: {new:?}");
+    assert!(!root.join("PWN-m1.png").exists() && !std::env::temp_dir().join("PWN-m1.png").exists());
+    std::fs::remove_dir_all(&root).unwrap();
+}

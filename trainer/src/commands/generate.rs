@@ -94,6 +94,15 @@ pub fn run(a: &Args) -> Result<()> {
     if !(a.validate || installing) {
         return Ok(());
     }
+    if installing {
+        if let Some(why) = policy.not_installable() {
+            bail!(
+                "{}: refusing to install: {why}; the generated tables in {} are for inspection",
+                a.policy.display(),
+                a.out.display()
+            );
+        }
+    }
     if installing && a.random < MIN_RANDOM {
         bail!("--random {} is below the {MIN_RANDOM} random queries an install is validated on", a.random);
     }
