@@ -119,6 +119,10 @@ fn payload_files(dir: &Path) -> Result<Vec<String>, SealError> {
                 stack.push(p);
                 continue;
             }
+            if !meta.is_file() {
+                // A FIFO, socket or device: reading it could block forever, and it is no payload.
+                return Err(SealError::Io { path: p, message: "not a regular file (FIFO, socket or device)".into() });
+            }
             let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             if name.ends_with(".inprogress") {
                 return Err(SealError::InProgress { path: p });
@@ -130,6 +134,9 @@ fn payload_files(dir: &Path) -> Result<Vec<String>, SealError> {
         }
     }
     out.sort();
+    if out.is_empty() {
+        return Err(SealError::Io { path: dir.to_path_buf(), message: "no payload files: nothing to seal".into() });
+    }
     Ok(out)
 }
 

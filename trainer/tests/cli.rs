@@ -69,6 +69,61 @@ fn seal_and_verify_a_corpus_directory() {
     std::fs::create_dir_all(&empty).unwrap();
     let (ok, out, _) = vnni(&["verify", "--root", empty.to_str().unwrap(), "--inventory", i]);
     assert!(ok && out.contains("no sealed corpus"), "{out}");
+    // But a root that does not exist, or a directory of data without a manifest, fails.
+    let (ok, _, err) = vnni(&["verify", "--root", empty.join("nosuch").to_str().unwrap(), "--inventory", i]);
+    assert!(!ok && err.contains("no such directory"), "{err}");
+    std::fs::create_dir_all(empty.join("cpu/x86_64/stray")).unwrap();
+    std::fs::write(empty.join("cpu/x86_64/stray/decode_m1.development.csv"), "garbage").unwrap();
+    let (ok, _, err) = vnni(&["verify", "--root", empty.to_str().unwrap(), "--inventory", i]);
+    assert!(!ok && err.contains("no corpus.manifest.json") && err.contains("stray"), "{err}");
+    let _ = std::fs::remove_dir_all(&empty);
+}
+
+#[test]
+fn seal_refuses_an_empty_directory_a_fifo_and_flags_that_disagree_with_the_plan() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let inv = root.join("corpus/inventory");
+    let i = inv.to_str().unwrap();
+    let dir = std::env::temp_dir().join(format!("vnni-cli-seal-refuse-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    let (ok, _, err) = vnni(&["seal", d, "--profile", "family-smoke", "--backend", "cpu", "--inventory", i]);
+    assert!(!ok && err.contains("nothing to seal"), "{err}");
+    // Without plan.json the flags are needed, and say so.
+    std::fs::write(dir.join("decode_m1.csv"), "a\n1\n").unwrap();
+    let (ok, _, err) = vnni(&["seal", d, "--inventory", i]);
+    assert!(!ok && err.contains("--profile and --backend"), "{err}");
+    // A FIFO is refused, not read (reading one would block forever).
+    let fifo = dir.join("pipe");
+    if std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success()) {
+        let (ok, _, err) = vnni(&["seal", d, "--profile", "family-smoke", "--backend", "cpu", "--inventory", i]);
+        assert!(!ok && err.contains("not a regular file"), "{err}");
+        std::fs::remove_file(&fifo).unwrap();
+    }
+    // With a plan, flags that disagree with it are refused (not silently ignored).
+    let store = dir.join("work");
+    let (ok, _, err) = vnni(&[
+        "sweep",
+        "--backend",
+        "cpu",
+        "--profile",
+        "family-smoke",
+        "--inventory",
+        i,
+        "--out",
+        store.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let corpus = store.join("corpus");
+    let c = corpus.to_str().unwrap();
+    let (ok, _, err) = vnni(&["seal", c, "--profile", "core", "--inventory", i]);
+    assert!(!ok && err.contains("--profile core disagrees"), "{err}");
+    let (ok, _, err) = vnni(&["seal", c, "--backend", "cuda", "--inventory", i]);
+    assert!(!ok && err.contains("--backend cuda disagrees"), "{err}");
+    let (ok, out, err) = vnni(&["seal", c, "--inventory", i]);
+    assert!(ok && out.contains("sealed"), "{out}{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -20,9 +20,11 @@ pub struct Args {
     /// The corpus directory (every cell published, nothing in progress). When it holds a
     /// sweep's plan.json, backend, arch, profile and build identity come from there.
     pub dir: PathBuf,
-    #[arg(long, required_unless_present = "from_plan")]
+    /// The profile (needed without a plan.json; with one it must agree).
+    #[arg(long)]
     pub profile: Option<String>,
-    #[arg(long, required_unless_present = "from_plan")]
+    /// The backend (needed without a plan.json; with one it must agree).
+    #[arg(long)]
     pub backend: Option<Backend>,
     /// Take everything from DIR/plan.json (the default when it exists).
     #[arg(long)]
@@ -61,6 +63,16 @@ pub fn run(a: &Args) -> Result<()> {
     let plan_path = a.dir.join(PLAN_FILE);
     let inputs = if a.from_plan || plan_path.is_file() {
         let plan = CollectionPlan::read(&plan_path)?;
+        if let Some(p) = a.profile.as_ref().filter(|p| **p != plan.inventory.profile) {
+            bail!(
+                "--profile {p} disagrees with {} (profile {}): drop the flag",
+                plan_path.display(),
+                plan.inventory.profile
+            );
+        }
+        if let Some(b) = a.backend.filter(|b| *b != plan.backend) {
+            bail!("--backend {b} disagrees with {} (backend {}): drop the flag", plan_path.display(), plan.backend);
+        }
         let current = inv.resolve(&plan.inventory.profile)?.digest();
         if current != plan.inventory_digest {
             bail!(
@@ -74,13 +86,15 @@ pub fn run(a: &Args) -> Result<()> {
         plan.seal_inputs()
     } else {
         // A directory assembled by hand: the flags say what it is.
-        let profile = a.profile.clone().expect("clap requires --profile");
+        let (Some(profile), Some(backend)) = (a.profile.clone(), a.backend) else {
+            bail!("{} has no {PLAN_FILE}: say what it holds with --profile and --backend", a.dir.display());
+        };
         let plan = inv.resolve(&profile)?;
         let (git_commit, git_dirty) = git_state(Path::new("."));
         let args_text =
             format!("{:?} {} {} {}", a.backend.map(|b| b.name().to_string()), a.arch, profile, plan.digest());
         SealInputs {
-            backend: a.backend.expect("clap requires --backend"),
+            backend,
             arch: a.arch.clone(),
             profile,
             inventory_digest: plan.digest(),

@@ -68,9 +68,50 @@ pub fn expected(inventory: &Path) -> Result<Expected> {
     Ok(expected)
 }
 
+/// Directories under `root` that hold files but are not inside a sealed corpus (no
+/// manifest in them or above them up to `root`): what verify cannot vouch for.
+fn unsealed(root: &Path, corpora: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        if corpora.iter().any(|c| d.starts_with(c)) {
+            continue;
+        }
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let mut has_files = false;
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                has_files = true;
+            }
+        }
+        if has_files {
+            out.push(d);
+        }
+    }
+    out.sort();
+    out
+}
+
 pub fn run(a: &Args) -> Result<()> {
     let expected = expected(&a.inventory)?;
+    if a.corpus.is_empty() && !a.root.is_dir() {
+        bail!("{}: no such directory: there is nothing to verify (pass --root or --corpus)", a.root.display());
+    }
     let dirs = if a.corpus.is_empty() { holding(&a.root, MANIFEST) } else { a.corpus.clone() };
+    if a.corpus.is_empty() {
+        let strays = unsealed(&a.root, &dirs);
+        if !strays.is_empty() {
+            bail!(
+                "{} directories under {} hold files but no corpus.manifest.json (first: {}): seal them, or remove them",
+                strays.len(),
+                a.root.display(),
+                strays[0].display()
+            );
+        }
+    }
     if dirs.is_empty() {
         println!("verify: no sealed corpus under {} (nothing to check yet)", a.root.display());
         return Ok(());
