@@ -184,6 +184,18 @@ fn misspelled_words_are_refused_with_the_valid_ones() {
 }
 
 #[test]
+fn fit_thresholds_are_finite_fractions() {
+    for bad in ["nan", "inf", "0", "-0.1", "1.5", "x"] {
+        for flag in ["--p95-max", "--ucb-max", "--min-pass"] {
+            let r = Cli::try_parse_from(["vnni-dispatch", "fit", "--corpus", "c", flag, bad]);
+            assert!(r.is_err(), "{flag} {bad} accepted");
+        }
+    }
+    let ok = Cli::try_parse_from(["vnni-dispatch", "fit", "--corpus", "c", "--min-pass", "1", "--p95-max", "0.02"]);
+    assert!(ok.is_ok());
+}
+
+#[test]
 fn oversized_requests_are_refused_before_any_work() {
     // M beyond the bound is refused while resolving the request, before any fixture exists.
     let args = certify::Args {

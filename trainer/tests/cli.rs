@@ -138,3 +138,23 @@ fn prefill_certificates_need_the_cuda_backend_and_the_listing_shows_the_tiles() 
     assert_eq!(ids.len(), 16);
     assert!(ids.contains(&"prefill.bk64.t5.kpart") && ids.contains(&"prefill.bk256.wide.std"), "{ids:?}");
 }
+
+#[test]
+fn errors_print_their_chain_once_and_no_backtrace() {
+    // RUST_BACKTRACE=1 is common on developer machines: an ordinary error still prints no
+    // stack backtrace, and each cause once.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"))
+        .args(["inventory", "--profile", "nosuch", "--inventory"])
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/inventory"))
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.starts_with("error: ") && err.contains("nosuch"), "{err}");
+    assert!(!err.contains("stack backtrace") && !err.contains("Stack backtrace"), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    let unique: std::collections::BTreeSet<&str> =
+        lines.iter().map(|l| l.trim_start_matches("  caused by: ").trim_start_matches("error: ")).collect();
+    assert_eq!(unique.len(), lines.len(), "a cause is repeated:\n{err}");
+}

@@ -24,14 +24,25 @@ pub struct Args {
     #[arg(long)]
     pub report: Option<PathBuf>,
     /// A domain passes when its held-out p95 regret is below this fraction ...
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = 0.05, value_parser = fraction)]
     pub p95_max: f64,
     /// ... and the p95 of its per-cell regret upper confidence bounds is below this.
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = 0.05, value_parser = fraction)]
     pub ucb_max: f64,
     /// The fraction of domains with data that must pass.
-    #[arg(long, default_value_t = 0.99)]
+    #[arg(long, default_value_t = 0.99, value_parser = fraction)]
     pub min_pass: f64,
+}
+
+/// A threshold: a finite fraction in (0, 1] (0 would pass everything or nothing; NaN and
+/// infinities would write a policy `generate` refuses).
+fn fraction(s: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if v.is_finite() && v > 0.0 && v <= 1.0 {
+        Ok(v)
+    } else {
+        Err(format!("{s} is not a fraction in (0, 1]"))
+    }
 }
 
 impl ToArgv for Args {
@@ -106,7 +117,11 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         ),
         None => println!("sealed certification: no sealed rows, not run"),
     }
-    println!("policy {} (sha256 {}), ledger {}", a.out.display(), f.policy.digest(), ledger.display());
+    if ledger.is_file() {
+        println!("policy {} (sha256 {}), sealed ledger {}", a.out.display(), f.policy.digest(), ledger.display());
+    } else {
+        println!("policy {} (sha256 {}); no sealed rows, no ledger entry", a.out.display(), f.policy.digest());
+    }
     if let Some(dir) = &a.report {
         let files = write_report(&f, dir)?;
         println!("report {} ({} files)", dir.join("report.md").display(), files.len());
