@@ -433,6 +433,18 @@ pub fn host() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
+/// Whether process `pid` of this host is running (not a zombie). Unknown without `/proc`:
+/// then assumed running, so nothing of a live process is ever removed.
+pub fn process_running(pid: u32) -> bool {
+    if !Path::new("/proc/self").exists() {
+        return true;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
 /// The start time of a process (`/proc/<pid>/stat` field 22, clock ticks since boot), which
 /// tells a live holder from a later process that reused its pid.
 fn start_time(pid: u32) -> Option<u64> {

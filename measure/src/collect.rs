@@ -182,6 +182,8 @@ pub fn finish(store: &CellStore, plan: &CollectionPlan) -> Result<bool> {
     }
     // Assemble and seal in a directory of this process, then move it into place: two shards
     // finishing at once never write into one directory, and no reader sees half a corpus.
+    // Staging directories of processes that died (a SIGKILL during assembly) are removed.
+    remove_dead_staging(&store.root);
     let staging = store.root.join(format!("corpus.{}.inprogress", std::process::id()));
     if staging.exists() {
         std::fs::remove_dir_all(&staging).with_context(|| format!("clearing {}", staging.display()))?;
@@ -216,6 +218,21 @@ pub fn finish(store: &CellStore, plan: &CollectionPlan) -> Result<bool> {
         )));
     }
     Ok(true)
+}
+
+/// Remove `corpus.<pid>.inprogress` directories whose process is gone.
+fn remove_dead_staging(root: &Path) {
+    let Ok(rd) = std::fs::read_dir(root) else { return };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix("corpus.")
+            .and_then(|r| r.strip_suffix(".inprogress"))
+            .and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|p| p != std::process::id() && !vnni_corpus::collection::process_running(p)) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// The CPU threads of one of `workers` processes: explicit, or the cores split among them.

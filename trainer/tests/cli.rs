@@ -158,3 +158,101 @@ fn errors_print_their_chain_once_and_no_backtrace() {
         lines.iter().map(|l| l.trim_start_matches("  caused by: ").trim_start_matches("error: ")).collect();
     assert_eq!(unique.len(), lines.len(), "a cause is repeated:\n{err}");
 }
+
+/// Files under `dir` whose name ends in `.inprogress`.
+fn leftovers(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".inprogress"))
+        .collect()
+}
+
+#[test]
+fn concurrent_certify_runs_and_refused_arguments_leave_nothing_behind() {
+    let dir = std::env::temp_dir().join(format!("vnni-cli-certify-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("certificates.jsonl");
+    let args = [
+        "certify",
+        "--backend",
+        "cpu",
+        "--formats",
+        "Q8_0,Q4_0",
+        "--shapes",
+        "256x512",
+        "--m",
+        "2,5",
+        "--m1",
+        "cpu.decode.wide.t16,cpu.decode.kpar.t64.kb2",
+        "--sms",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let spawn = || std::process::Command::new(env!("CARGO_BIN_EXE_vnni-dispatch")).args(args).output().unwrap();
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(spawn);
+        let b = s.spawn(spawn);
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert!(
+        a.status.success() && b.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&a.stderr),
+        String::from_utf8_lossy(&b.stderr)
+    );
+    let bytes = std::fs::read(&out).unwrap();
+    assert!(!bytes.contains(&0), "interleaved writes");
+    let certs = vnni_corpus::read::read_certificates(&out).unwrap();
+    assert_eq!(certs.len(), 2 * 2 * 2 * 2, "one whole run's certificates");
+    assert!(leftovers(&dir).is_empty(), "{:?}", leftovers(&dir));
+
+    // An argument that only fails for the second format is refused before any work.
+    let bad = dir.join("bad.jsonl");
+    let (ok, _, err) = vnni(&[
+        "certify",
+        "--backend",
+        "cpu",
+        "--formats",
+        "Q8_0,Q4_K",
+        "--shapes",
+        "256x288",
+        "--m",
+        "2",
+        "--m1",
+        "cpu.decode.wide.t16",
+        "--out",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("Q4_K"), "{err}");
+    assert!(!bad.exists() && leftovers(&dir).is_empty(), "{:?}", leftovers(&dir));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_dead_sweeps_staging_directory_is_cleared_when_the_corpus_is_assembled() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let inv = root.join("corpus/inventory");
+    let work = std::env::temp_dir().join(format!("vnni-cli-staging-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    // What a sweep killed during assembly leaves: a staging directory of a process now gone.
+    let stale = work.join("corpus.4000000.inprogress");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("decode_m1.development.csv"), "half").unwrap();
+    let (ok, out, err) = vnni(&[
+        "sweep",
+        "--backend",
+        "cpu",
+        "--profile",
+        "family-smoke",
+        "--inventory",
+        inv.to_str().unwrap(),
+        "--out",
+        work.to_str().unwrap(),
+    ]);
+    assert!(ok && out.contains("corpus sealed"), "{out}{err}");
+    assert!(!stale.exists() && leftovers(&work).is_empty(), "{:?}", leftovers(&work));
+    let _ = std::fs::remove_dir_all(&work);
+}
