@@ -15,7 +15,7 @@ use crate::inventory::{InventoryPlan, Partition};
 use crate::read::{read_samples, read_timing, ReadError};
 use crate::schema::{SampleRow, TimingRow};
 use crate::seal::{BuildIdentity, SealInputs, SourceFile};
-use crate::write::{write_bytes, write_csv, WriteError};
+use crate::write::{csv_bytes, write_bytes, write_csv, WriteError};
 
 pub const COLLECTION_SCHEMA: &str = "vnni-collection-v1";
 pub const PLAN_FILE: &str = "plan.json";
@@ -140,6 +140,37 @@ impl Shard {
 }
 
 impl CollectionPlan {
+    /// The M values this plan's backend measures (the CPU has no prefill surface).
+    pub fn measured_m(&self) -> Vec<usize> {
+        let mut m: Vec<usize> = self
+            .inventory
+            .m
+            .iter()
+            .copied()
+            .filter(|&m| self.backend == Backend::Cuda || Surface::of_m(m) != Surface::Prefill)
+            .collect();
+        m.sort_unstable();
+        m.dedup();
+        m
+    }
+
+    /// A cell's rows must cover every measured M in every mode of the plan.
+    pub fn check_cell_rows(&self, path: &Path, rows: &[TimingRow]) -> Result<(), CollectionError> {
+        for m in self.measured_m() {
+            for &mode in &self.modes {
+                if !rows.iter().any(|r| r.m == m && r.mode == mode) {
+                    return Err(CollectionError::Mismatch {
+                        path: path.to_path_buf(),
+                        message: format!(
+                            "no rows for M = {m} in {mode} mode, which the plan measures: the cell is incomplete (delete it and rerun)"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Every cell, in plan order (shapes by (N, K), formats in registry order).
     pub fn cells(&self) -> Vec<CellKey> {
         self.inventory
@@ -211,6 +242,17 @@ pub struct CellProvenance {
     pub device: usize,
     pub device_name: String,
     pub shard: String,
+    /// Rows and raw samples published, and the sha256 of the two files' bytes: a cell
+    /// truncated or edited after publication is refused when read (absent in cells published
+    /// before these fields existed).
+    #[serde(default)]
+    pub rows: Option<usize>,
+    #[serde(default)]
+    pub rows_sha256: Option<String>,
+    #[serde(default)]
+    pub samples: Option<usize>,
+    #[serde(default)]
+    pub samples_sha256: Option<String>,
 }
 
 /// A work directory: `plan.json`, `cells/`, `locks/`.
@@ -356,11 +398,23 @@ impl CellStore {
         samples: &[SampleRow],
         prov: &CellProvenance,
     ) -> Result<(), CollectionError> {
-        write_csv(&self.samples_path(key), samples)?;
-        let mut p = serde_json::to_vec_pretty(prov).expect("provenance serializes");
+        // Samples, then the provenance (counts and digests of both files), then the rows: the
+        // rows file is the commit point.
+        let (rows_path, samples_path) = (self.rows_path(key), self.samples_path(key));
+        let row_bytes = csv_bytes(&rows_path, rows)?;
+        let sample_bytes = csv_bytes(&samples_path, samples)?;
+        let prov = CellProvenance {
+            rows: Some(rows.len()),
+            rows_sha256: Some(sha256_hex(&row_bytes)),
+            samples: Some(samples.len()),
+            samples_sha256: Some(sha256_hex(&sample_bytes)),
+            ..prov.clone()
+        };
+        write_bytes(&samples_path, &sample_bytes)?;
+        let mut p = serde_json::to_vec_pretty(&prov).expect("provenance serializes");
         p.push(b'\n');
         write_bytes(&self.provenance_path(key), &p)?;
-        write_csv(&self.rows_path(key), rows)?;
+        write_bytes(&rows_path, &row_bytes)?;
         Ok(())
     }
 
@@ -375,8 +429,36 @@ impl CellStore {
         &self,
         key: &CellKey,
     ) -> Result<(Vec<TimingRow>, Vec<SampleRow>, CellProvenance), CollectionError> {
+        let pp = self.provenance_path(key);
+        let text = std::fs::read(&pp).map_err(io(&pp))?;
+        let prov: CellProvenance = serde_json::from_slice(&text).map_err(|e| CollectionError::Mismatch {
+            path: pp.clone(),
+            message: format!("not cell provenance: {e}"),
+        })?;
+        // The bytes must be the ones published (a truncated, cut or edited file is refused).
+        for (path, want) in [(self.rows_path(key), &prov.rows_sha256), (self.samples_path(key), &prov.samples_sha256)] {
+            if let Some(want) = want {
+                let got = sha256_hex(&std::fs::read(&path).map_err(io(&path))?);
+                if &got != want {
+                    return Err(CollectionError::Mismatch {
+                        path,
+                        message: format!(
+                            "changed since it was published (sha256 {got}, published {want}): measure the cell again (delete it and rerun)"
+                        ),
+                    });
+                }
+            }
+        }
         let rows = read_timing(&self.rows_path(key))?;
         let samples = read_samples(&self.samples_path(key))?;
+        let counted = |path: PathBuf, what: &str, want: Option<usize>, got: usize| match want {
+            Some(w) if w != got => {
+                Err(CollectionError::Mismatch { path, message: format!("holds {got} {what}, {w} were published") })
+            }
+            _ => Ok(()),
+        };
+        counted(self.rows_path(key), "rows", prov.rows, rows.len())?;
+        counted(self.samples_path(key), "samples", prov.samples, samples.len())?;
         let wrong = |path: PathBuf, what: String| CollectionError::Mismatch {
             path,
             message: format!("{what} does not belong to cell {}", key.stem()),
@@ -393,12 +475,6 @@ impl CellStore {
                 format!("sample of {} {:?} {}x{}", s.candidate, s.source_format, s.n, s.k),
             ));
         }
-        let pp = self.provenance_path(key);
-        let text = std::fs::read(&pp).map_err(io(&pp))?;
-        let prov = serde_json::from_slice(&text).map_err(|e| CollectionError::Mismatch {
-            path: pp.clone(),
-            message: format!("not cell provenance: {e}"),
-        })?;
         Ok((rows, samples, prov))
     }
 }
@@ -500,6 +576,7 @@ pub fn assemble(store: &CellStore, plan: &CollectionPlan, out: &Path) -> Result<
             });
         }
         let (rows, samples, prov) = store.read_cell(&key)?;
+        plan.check_cell_rows(&store.rows_path(&key), &rows)?;
         let unplanned = |m: usize| CollectionError::Mismatch {
             path: store.rows_path(&key),
             message: format!("a row with M = {m}, which the plan does not have"),

@@ -17,17 +17,21 @@ pub enum WriteError {
 
 /// Write `rows` as CSV with a header to `path`, atomically; a `.zst` path is zstd-compressed.
 pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), WriteError> {
+    write_bytes(path, &csv_bytes(path, rows)?)
+}
+
+/// The bytes `write_csv` writes for `rows` at `path` (zstd-compressed for a `.zst` path).
+pub fn csv_bytes<T: Serialize>(path: &Path, rows: &[T]) -> Result<Vec<u8>, WriteError> {
     let mut w = csv::Writer::from_writer(Vec::new());
     for row in rows {
         w.serialize(row).map_err(|source| WriteError::Csv { path: path.to_path_buf(), source })?;
     }
     let plain = w.into_inner().map_err(|e| WriteError::Io { path: path.to_path_buf(), source: e.into_error() })?;
     if path.extension().is_some_and(|e| e == "zst") {
-        let packed = zstd::encode_all(plain.as_slice(), 9)
-            .map_err(|source| WriteError::Io { path: path.to_path_buf(), source })?;
-        return write_bytes(path, &packed);
+        return zstd::encode_all(plain.as_slice(), 9)
+            .map_err(|source| WriteError::Io { path: path.to_path_buf(), source });
     }
-    write_bytes(path, &plain)
+    Ok(plain)
 }
 
 /// Write bytes to `path` atomically (temp file, fsync, rename).

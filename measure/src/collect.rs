@@ -83,6 +83,11 @@ pub fn collect(opts: &CollectOptions) -> Result<CollectSummary> {
                     device: opts.device,
                     device_name: plan.device.clone(),
                     shard: shard_name.clone(),
+                    // Filled in by `publish` from the bytes it writes.
+                    rows: None,
+                    rows_sha256: None,
+                    samples: None,
+                    samples_sha256: None,
                 };
                 store.publish(key, &cell.rows, &cell.samples, &prov)?;
                 store.release(key)?;

@@ -256,3 +256,49 @@ fn a_dead_sweeps_staging_directory_is_cleared_when_the_corpus_is_assembled() {
     assert!(!stale.exists() && leftovers(&work).is_empty(), "{:?}", leftovers(&work));
     let _ = std::fs::remove_dir_all(&work);
 }
+
+#[test]
+fn a_published_cell_that_was_truncated_or_cut_is_refused_at_assembly() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let inv = root.join("corpus/inventory");
+    let work = std::env::temp_dir().join(format!("vnni-cli-cells-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    let sweep = [
+        "sweep",
+        "--backend",
+        "cpu",
+        "--profile",
+        "family-smoke",
+        "--inventory",
+        inv.to_str().unwrap(),
+        "--out",
+        work.to_str().unwrap(),
+    ];
+    let (ok, out, err) = vnni(&sweep);
+    assert!(ok && out.contains("corpus sealed"), "{out}{err}");
+    let cell = std::fs::read_dir(work.join("cells"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "csv") && !p.to_string_lossy().contains(".timing."))
+        .unwrap();
+    let original = std::fs::read_to_string(&cell).unwrap();
+    let header = original.lines().next().unwrap().to_string();
+    let minus_one: String = original.lines().take(original.lines().count() - 1).map(|l| format!("{l}\n")).collect();
+    for (what, text) in [("empty", String::new()), ("header only", format!("{header}\n")), ("one row fewer", minus_one)]
+    {
+        std::fs::write(&cell, &text).unwrap();
+        let _ = std::fs::remove_dir_all(work.join("corpus"));
+        let (ok, out, err) = vnni(&sweep);
+        assert!(!ok, "{what}: sealed anyway:\n{out}");
+        assert!(
+            err.contains(&*cell.file_name().unwrap().to_string_lossy())
+                && err.contains("changed since it was published"),
+            "{what}: {err}"
+        );
+        assert!(!work.join("corpus").exists(), "{what}: a corpus was sealed");
+    }
+    std::fs::write(&cell, &original).unwrap();
+    let (ok, out, err) = vnni(&sweep);
+    assert!(ok && out.contains("corpus sealed"), "{out}{err}");
+    let _ = std::fs::remove_dir_all(&work);
+}
