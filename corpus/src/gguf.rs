@@ -50,10 +50,14 @@ struct Cursor<R> {
     r: R,
     offset: u64,
     path: PathBuf,
+    /// The file's size: no count may promise more entries than the bytes left can hold.
+    len: u64,
 }
 
 const MAX_STRING: u64 = 1 << 20;
 const MAX_COUNT: u64 = 1 << 32;
+/// Arrays of arrays deeper than this are refused (the format uses one level).
+const MAX_ARRAY_DEPTH: u32 = 4;
 
 impl<R: Read> Cursor<R> {
     fn bytes<const L: usize>(&mut self) -> Result<[u8; L], GgufError> {
@@ -75,10 +79,12 @@ impl<R: Read> Cursor<R> {
     fn bad(&self, message: String) -> GgufError {
         GgufError::Malformed { path: self.path.clone(), offset: self.offset, message }
     }
-    fn count(&mut self, what: &str) -> Result<u64, GgufError> {
+    /// A count of entries of at least `min_bytes` bytes each, bounded by the bytes left.
+    fn count(&mut self, what: &str, min_bytes: u64) -> Result<u64, GgufError> {
         let n = self.u64()?;
-        if n > MAX_COUNT {
-            return Err(self.bad(format!("{what} count {n} is implausible")));
+        let left = self.len.saturating_sub(self.offset);
+        if n > MAX_COUNT || n.saturating_mul(min_bytes) > left {
+            return Err(self.bad(format!("{what} count {n} is more than the {left} bytes left can hold")));
         }
         Ok(n)
     }
@@ -101,8 +107,8 @@ impl<R: Read> Cursor<R> {
         self.offset += n;
         Ok(())
     }
-    /// Skip (or, for a string, return) one metadata value of type `t`.
-    fn value(&mut self, t: u32) -> Result<Option<String>, GgufError> {
+    /// Skip (or, for a string, return) one metadata value of type `t`, inside `depth` arrays.
+    fn value(&mut self, t: u32, depth: u32) -> Result<Option<String>, GgufError> {
         match t {
             0 | 1 | 7 => self.skip(1)?,
             2 | 3 => self.skip(2)?,
@@ -110,10 +116,13 @@ impl<R: Read> Cursor<R> {
             10..=12 => self.skip(8)?,
             8 => return self.string().map(Some),
             9 => {
+                if depth >= MAX_ARRAY_DEPTH {
+                    return Err(self.bad(format!("arrays nested deeper than {MAX_ARRAY_DEPTH}")));
+                }
                 let inner = self.u32()?;
-                let n = self.count("array")?;
+                let n = self.count("array", 1)?;
                 for _ in 0..n {
-                    self.value(inner)?;
+                    self.value(inner, depth + 1)?;
                 }
             }
             other => return Err(self.bad(format!("unknown metadata value type {other}"))),
@@ -126,7 +135,8 @@ impl<R: Read> Cursor<R> {
 pub fn read(path: &Path) -> Result<GgufModel, GgufError> {
     let file =
         std::fs::File::open(path).map_err(|e| GgufError::Io { path: path.to_path_buf(), message: e.to_string() })?;
-    let mut c = Cursor { r: BufReader::new(file), offset: 0, path: path.to_path_buf() };
+    let len = file.metadata().map_err(|e| GgufError::Io { path: path.to_path_buf(), message: e.to_string() })?.len();
+    let mut c = Cursor { r: BufReader::new(file), offset: 0, path: path.to_path_buf(), len };
     let magic = c.bytes::<4>()?;
     if &magic != b"GGUF" {
         return Err(GgufError::Magic { path: path.to_path_buf(), magic });
@@ -135,13 +145,15 @@ pub fn read(path: &Path) -> Result<GgufModel, GgufError> {
     if !(2..=3).contains(&version) {
         return Err(GgufError::Version { path: path.to_path_buf(), version });
     }
-    let tensors_n = c.count("tensor")?;
-    let kv_n = c.count("metadata")?;
+    // A tensor entry is at least 32 bytes (name length, one dimension, type, offset); a
+    // metadata entry at least 13 (key length, type, a one-byte value).
+    let tensors_n = c.count("tensor", 32)?;
+    let kv_n = c.count("metadata", 13)?;
     let mut name = None;
     for _ in 0..kv_n {
         let key = c.string()?;
         let t = c.u32()?;
-        let v = c.value(t)?;
+        let v = c.value(t, 0)?;
         if key == "general.name" {
             name = v;
         }
@@ -172,6 +184,49 @@ pub fn role(tensor: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+
+    fn file(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+        let p = std::env::temp_dir().join(format!("vnni-gguf-{name}-{}.gguf", std::process::id()));
+        std::fs::File::create(&p).unwrap().write_all(bytes).unwrap();
+        p
+    }
+
+    fn header(tensors: u64, kv: u64) -> Vec<u8> {
+        let mut b = b"GGUF".to_vec();
+        b.extend(3u32.to_le_bytes());
+        b.extend(tensors.to_le_bytes());
+        b.extend(kv.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn counts_are_bounded_by_the_bytes_present() {
+        // 24 bytes promising 2^31 tensors: refused at once (it reserved 120 GB and aborted).
+        let p = file("count", &header(1 << 31, 0));
+        let e = super::read(&p).unwrap_err().to_string();
+        assert!(e.contains("tensor count 2147483648") && e.contains("bytes left"), "{e}");
+        let p2 = file("kv", &header(0, 1 << 40));
+        assert!(super::read(&p2).unwrap_err().to_string().contains("metadata count"));
+        let _ = (std::fs::remove_file(p), std::fs::remove_file(p2));
+    }
+
+    #[test]
+    fn deeply_nested_arrays_are_refused_not_recursed() {
+        let mut b = header(0, 1);
+        b.extend(1u64.to_le_bytes());
+        b.push(b'k');
+        b.extend(9u32.to_le_bytes()); // an array ...
+        for _ in 0..100_000 {
+            b.extend(9u32.to_le_bytes()); // ... of arrays ...
+            b.extend(1u64.to_le_bytes()); // ... of one element, again and again
+        }
+        let p = file("nested", &b);
+        let e = super::read(&p).unwrap_err().to_string();
+        assert!(e.contains("nested deeper"), "{e}");
+        let _ = std::fs::remove_file(p);
+    }
+
     #[test]
     fn roles_drop_the_block_index() {
         assert_eq!(super::role("blk.17.attn_q.weight"), "attn_q");

@@ -127,8 +127,22 @@ pub struct Inventory {
     pub profiles: BTreeMap<String, Profile>,
 }
 
+/// 1-based line numbers of byte offsets, by binary search over the line starts (counting
+/// newlines from the start for every shape made loading quadratic in the file's length).
+struct Lines(Vec<usize>);
+
+impl Lines {
+    fn new(text: &str) -> Lines {
+        Lines(text.bytes().enumerate().filter(|&(_, b)| b == b'\n').map(|(i, _)| i).collect())
+    }
+
+    fn of(&self, offset: usize) -> usize {
+        self.0.partition_point(|&nl| nl < offset) + 1
+    }
+}
+
 fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+    Lines::new(text).of(offset)
 }
 
 /// The largest dimension accepted: every product the kernels form stays in range.
@@ -204,8 +218,9 @@ impl Inventory {
             InventoryError::Parse { path: path.to_path_buf(), line, column, message: e.message().to_string() }
         })?;
         let file = path.display().to_string();
+        let lines = Lines::new(text);
         for s in raw.shape {
-            let line = line_of(text, s.span().start);
+            let line = lines.of(s.span().start);
             let r = s.into_inner();
             let invalid = |message: String| InventoryError::Invalid {
                 path: path.to_path_buf(),
@@ -233,7 +248,7 @@ impl Inventory {
             grids.push((path.to_path_buf(), text.to_string(), g));
         }
         for (name, p) in raw.profile {
-            let line = line_of(text, p.span().start);
+            let line = lines.of(p.span().start);
             let p = p.into_inner();
             if p.m.is_empty() || p.m.contains(&0) || p.samples == 0 {
                 return Err(InventoryError::Invalid {

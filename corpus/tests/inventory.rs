@@ -124,3 +124,29 @@ fn globs() {
     assert!(glob("a*b*c", "a-x-b-y-c"));
     assert!(!glob("smoke.*", "grid.1x2"));
 }
+
+#[test]
+fn a_large_inventory_loads_and_still_names_the_line() {
+    // 100,000 shapes (line numbers were counted from the start of the file for every shape:
+    // quadratic, 200,000 shapes did not load in 300 s). The last one is bad and is named.
+    let mut text = String::with_capacity(100_000 * 120);
+    for i in 0..100_000 {
+        text.push_str(&format!(
+            "[[shape]]\nname = \"s{i}\"\nfamily = \"f\"\nrole = \"r\"\nn = {}\nk = 512\nexact_overlay = false\npartition = \"development\"\n",
+            64 + i
+        ));
+    }
+    let bad_line = text.lines().count() + 1;
+    text.push_str("[[shape]]\nname = \"bad\"\nfamily = \"f\"\nrole = \"r\"\nn = 64\nk = 33\nexact_overlay = false\npartition = \"development\"\n");
+    let dir = temp_inventory(&[("big.toml", &text)]);
+    match Inventory::load(&dir) {
+        Err(InventoryError::Invalid { line, message, .. }) => {
+            assert_eq!(line, bad_line, "{message}");
+            assert!(message.contains("\"bad\""), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let good = text.lines().take(bad_line - 1).collect::<Vec<_>>().join("\n") + "\n";
+    let dir = temp_inventory(&[("big.toml", &good)]);
+    assert_eq!(Inventory::load(&dir).unwrap().shapes.len(), 100_000);
+}

@@ -18,6 +18,12 @@ pub struct InstallTargets {
 
 /// Write the three outputs into `dir` under their standard names; returns the paths.
 pub fn write_outputs(rendered: &Rendered, dir: &Path) -> Result<Vec<PathBuf>> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(crate::error::GenerateError::Io {
+            path: dir.into(),
+            source: std::io::Error::other("is a file, not a directory: --out names the directory for the tables"),
+        });
+    }
     let mut written = Vec::new();
     for (name, text) in rendered.files() {
         let path = dir.join(name);

@@ -50,6 +50,32 @@ impl fmt::Display for Shapes {
     }
 }
 
+/// A list of row counts (`2,4,8`; empty: none), each 1 to [`MAX_M`] (a command-line value).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MValues(pub Vec<usize>);
+
+impl FromStr for MValues {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        s.split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(|t| match t.parse::<usize>() {
+                Ok(m) if (1..=MAX_M).contains(&m) => Ok(m),
+                _ => Err(format!("M = {t:?}: row counts are 1 to {MAX_M}")),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(MValues)
+    }
+}
+
+impl fmt::Display for MValues {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text: Vec<String> = self.0.iter().map(|m| m.to_string()).collect();
+        f.write_str(&text.join(","))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,6 +87,11 @@ mod tests {
         assert_eq!(s.to_string(), "151936x4096,64x32");
         for bad in ["4096", "0x32", "64x33", "99999999999x4096", "ax32"] {
             assert!(bad.parse::<Shapes>().is_err(), "{bad}");
+        }
+        assert_eq!("".parse::<MValues>().unwrap(), MValues(vec![]));
+        assert_eq!("2, 31".parse::<MValues>().unwrap().to_string(), "2,31");
+        for bad in ["0", "99999999", "x"] {
+            assert!(bad.parse::<MValues>().is_err(), "{bad}");
         }
     }
 }

@@ -62,9 +62,9 @@ fn every_subcommand() -> Vec<Command> {
             device: 1,
             cache: Some(p("c")),
             grouped_shapes: Shapes(vec![(64, 32)]),
-            grouped_m: vec![2, 31],
+            grouped_m: vnni_measure::shapes::MValues(vec![2, 31]),
             prefill_shapes: Shapes(vec![(128, 256)]),
-            prefill_m: vec![64],
+            prefill_m: vnni_measure::shapes::MValues(vec![64]),
             out: p("b"),
         }),
         Command::Seal(seal::Args {
@@ -181,6 +181,12 @@ fn misspelled_words_are_refused_with_the_valid_ones() {
     assert!(e.contains("not a candidate id"), "{e}");
     let e = err(&["vnni-dispatch", "certify", "--shapes", "99999999999x4096"]);
     assert!(e.contains("at most"), "{e}");
+    let e = err(&["vnni-dispatch", "bench", "--grouped-m", "2,99999999"]);
+    assert!(e.contains("row counts are 1 to"), "{e}");
+    // An empty list means none, as documented.
+    let ok = Cli::try_parse_from(["vnni-dispatch", "bench", "--prefill-m", "", "--grouped-m", ""]).unwrap();
+    let Command::Bench(b) = ok.command else { panic!() };
+    assert!(b.prefill_m.0.is_empty() && b.grouped_m.0.is_empty());
 }
 
 #[test]

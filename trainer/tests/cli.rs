@@ -302,3 +302,58 @@ fn a_published_cell_that_was_truncated_or_cut_is_refused_at_assembly() {
     assert!(ok && out.contains("corpus sealed"), "{out}{err}");
     let _ = std::fs::remove_dir_all(&work);
 }
+
+#[test]
+fn small_edges_of_the_command_line() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let inv = root.join("corpus/inventory");
+    let tmp = std::env::temp_dir().join(format!("vnni-cli-edges-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+
+    // A garbage SLURM array id is refused before the work directory is bound to a plan.
+    let work = tmp.join("work");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"))
+        .args(["sweep", "--backend", "cpu", "--inventory", inv.to_str().unwrap(), "--out", work.to_str().unwrap()])
+        .env("SLURM_ARRAY_TASK_ID", "garbage")
+        .env("SLURM_ARRAY_TASK_COUNT", "4")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("SLURM_ARRAY_TASK_ID"), "{err}");
+    assert!(!work.join("plan.json").exists(), "plan.json written before the shard was checked");
+
+    // `generate --out` naming a file says so.
+    let file = tmp.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let policy = tmp.join("policy.json");
+    std::fs::write(&policy, vnni_policy::example::example_policy(vnni_kernels::Backend::Cpu).to_bytes()).unwrap();
+    let (ok, _, err) = vnni(&["generate", "--policy", policy.to_str().unwrap(), "--out", file.to_str().unwrap()]);
+    assert!(!ok && err.contains("is a file, not a directory"), "{err}");
+
+    // `certify --out` in a directory that does not exist yet: created, and the file is there.
+    let nested = tmp.join("new/dir/certs.jsonl");
+    let (ok, _, err) = vnni(&[
+        "certify",
+        "--backend",
+        "cpu",
+        "--formats",
+        "Q8_0",
+        "--shapes",
+        "256x256",
+        "--m",
+        "2",
+        "--m1",
+        "cpu.decode.wide.t16",
+        "--out",
+        nested.to_str().unwrap(),
+    ]);
+    assert!(ok && nested.is_file(), "{err}");
+
+    // A GPU command on a machine without one does not suggest a flag it lacks.
+    if !std::path::Path::new("/dev/nvidia0").exists() {
+        let (ok, _, err) = vnni(&["preflight", "--out", tmp.join("r.csv").to_str().unwrap()]);
+        assert!(!ok && !err.contains("or use --backend cpu"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}

@@ -145,7 +145,7 @@ pub fn driver_available() -> Result<(), CudaError> {
     } else {
         Err(CudaError::MissingLibrary {
             library: "libcuda (the NVIDIA driver)",
-            fix: "run on a machine with an NVIDIA GPU and driver, or use --backend cpu",
+            fix: "run on a machine with an NVIDIA GPU and driver (sweep, certify and refresh also run on the CPU with --backend cpu)",
         })
     }
 }

@@ -18,7 +18,7 @@ use vnni_measure::cell::{best_row, CellResult, FIXTURE_SEED};
 use vnni_measure::cuda_cell::{run_cell, CellFixture, CellInputs, CellTarget};
 use vnni_measure::cuda_clock::GpuSession;
 use vnni_measure::protocol::{Protocol, Timed, TimingOptions};
-use vnni_measure::shapes::Shapes;
+use vnni_measure::shapes::{MValues, Shapes};
 use vnni_measure::stats::summarize;
 use vnni_measure::vendor::{copy_bandwidth, cublas_f16_gemm, cublas_f16_gemv, cublaslt_i8_gemm};
 
@@ -51,15 +51,15 @@ pub struct Args {
     #[arg(long, default_value = "151936x4096,24576x4096,4096x12288")]
     pub grouped_shapes: Shapes,
     /// Row counts for the grouped rows (empty: none).
-    #[arg(long, value_delimiter = ',', default_value = "2,4,8,16,31")]
-    pub grouped_m: Vec<usize>,
+    #[arg(long, default_value = "2,4,8,16,31")]
+    pub grouped_m: MValues,
     /// Shapes that also get prefill tiles (M >= 32) at the bpp of the best M = 1 candidate,
     /// beside cuBLAS fp16 and cuBLASLt int8 GEMMs (each must be in --shapes).
     #[arg(long, default_value = "24576x4096,4096x12288")]
     pub prefill_shapes: Shapes,
     /// Row counts for the prefill tiles (empty: none).
-    #[arg(long, value_delimiter = ',', default_value = "512,2048")]
-    pub prefill_m: Vec<usize>,
+    #[arg(long, default_value = "512,2048")]
+    pub prefill_m: MValues,
     /// Output directory for decode.csv, samples.csv, resources.csv, best.csv, grouped.csv,
     /// prefill.csv.
     #[arg(long, default_value = "target/bench")]
@@ -78,9 +78,9 @@ impl ToArgv for Args {
             .val("device", self.device)
             .opt_path("cache", self.cache.as_deref())
             .val("grouped-shapes", &self.grouped_shapes)
-            .list("grouped-m", &self.grouped_m)
+            .val("grouped-m", &self.grouped_m)
             .val("prefill-shapes", &self.prefill_shapes)
-            .list("prefill-m", &self.prefill_m)
+            .val("prefill-m", &self.prefill_m)
             .path("out", &self.out)
             .done()
     }
@@ -182,7 +182,7 @@ impl Bench<'_> {
     /// The cuBLAS GEMM baselines of a prefill shape, at each prefill M and mode.
     fn prefill_baselines(&self, n: usize, k: usize, out: &mut Measured) -> Result<()> {
         let (gpu, protocol) = (&self.session.gpu, &self.session.protocol);
-        for &m in self.args.prefill_m.iter().filter(|&&m| m >= PREFILL_MIN_M) {
+        for &m in self.args.prefill_m.0.iter().filter(|&&m| m >= PREFILL_MIN_M) {
             for &mode in &self.session.modes {
                 let ops = 2.0 * (m * n * k) as f64;
                 let (t, _) = cublas_f16_gemm(gpu, m, n, k, mode, protocol)?;
@@ -226,7 +226,7 @@ impl Bench<'_> {
         for &mode in &s.modes {
             let Some(m1) = best_row(&decode_rows, mode).cloned() else { continue };
             if self.args.grouped_shapes.0.contains(&(n, k)) {
-                for &m in &self.args.grouped_m {
+                for &m in &self.args.grouped_m.0 {
                     let g = self.batched(&fx, &inputs, &m1, m, mode, &self.grouped)?;
                     out.grouped.extend(best_row(&g.rows, mode).map(|b| GroupedBest::new(b, &m1)));
                     cell_rows.extend(g.rows);
@@ -234,7 +234,7 @@ impl Bench<'_> {
                 }
             }
             if self.args.prefill_shapes.0.contains(&(n, k)) {
-                for &m in self.args.prefill_m.iter().filter(|&&m| m >= PREFILL_MIN_M) {
+                for &m in self.args.prefill_m.0.iter().filter(|&&m| m >= PREFILL_MIN_M) {
                     let p = self.batched(&fx, &inputs, &m1, m, mode, &self.prefill)?;
                     let auto = prefill_auto(n, m, gpu.info.sms).id;
                     // Raced-out tiles keep their (partial) medians: `auto` may be one of them.
