@@ -15,6 +15,15 @@ pub enum Via {
     Tree,
 }
 
+/// One split a tree walk passed: `feature` had `value`, compared with `le` (left when <=).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    pub feature: Feature,
+    pub value: i64,
+    pub le: i64,
+    pub left: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Selection<'p> {
     pub candidate: &'p CandidateDesc,
@@ -88,12 +97,26 @@ impl Policy {
 
     /// The leaf a tree reaches for N x K.
     pub fn walk<'p>(&self, tree: &'p Node, n: u64, k: u64) -> Result<&'p str, PolicyError> {
+        self.walk_visiting(tree, n, k, &mut |_| {})
+    }
+
+    /// `walk`, telling `visit` every split it passes (for `explain`).
+    pub fn walk_visiting<'p>(
+        &self,
+        tree: &'p Node,
+        n: u64,
+        k: u64,
+        visit: &mut dyn FnMut(Step),
+    ) -> Result<&'p str, PolicyError> {
         let mut node = tree;
         loop {
             match node {
                 Node::Leaf { candidate } => return Ok(candidate),
                 Node::Split { feature, le, left, right } => {
-                    let next = if feature.value(n, k, self.units) <= *le { left } else { right };
+                    let value = feature.value(n, k, self.units);
+                    let go_left = value <= *le;
+                    visit(Step { feature: *feature, value, le: *le, left: go_left });
+                    let next = if go_left { left } else { right };
                     node = next.as_deref().ok_or(PolicyError::MissingBranch { n, k })?;
                 }
             }
@@ -109,6 +132,20 @@ impl Policy {
         n: u64,
         k: u64,
         overlays: bool,
+    ) -> Result<(&CandidateDesc, Via, usize), PolicyError> {
+        self.choose_visiting(codebook, mode, m_bucket, n, k, overlays, &mut |_| {})
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn choose_visiting(
+        &self,
+        codebook: &str,
+        mode: &str,
+        m_bucket: usize,
+        n: u64,
+        k: u64,
+        overlays: bool,
+        visit: &mut dyn FnMut(Step),
     ) -> Result<(&CandidateDesc, Via, usize), PolicyError> {
         let surface = self.m_buckets[m_bucket].surface;
         let aspect = (surface == Surface::Decode).then(|| self.aspect_bucket(n, k));
@@ -127,7 +164,7 @@ impl Policy {
             .flatten();
         let (id, via) = match overlay {
             Some(o) => (o.candidate.as_str(), Via::Overlay),
-            None => (self.walk(&self.domains[domain].tree, n, k)?, Via::Tree),
+            None => (self.walk_visiting(&self.domains[domain].tree, n, k, visit)?, Via::Tree),
         };
         let cand = self.candidate(id).ok_or_else(|| PolicyError::UnknownCandidate { id: id.into() })?;
         Ok((cand, via, domain))

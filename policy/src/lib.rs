@@ -11,9 +11,11 @@
 pub mod check;
 pub mod eval;
 pub mod example;
+pub mod explain;
 pub mod ir;
 
-pub use eval::{Selection, Via, MAX_DIM};
+pub use eval::{Selection, Step, Via, MAX_DIM};
+pub use explain::{Decision, Explanation};
 pub use ir::*;
 
 use vnni_kernels::registry::{self, Backend, Family, KbRule};

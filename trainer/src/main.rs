@@ -48,6 +48,8 @@ enum Command {
     Generate(commands::generate::Args),
     /// Render a corpus report: decode bandwidth vs the copy roofline, regret CDFs, decision maps.
     Report(commands::report::Args),
+    /// Why a policy picks its candidate for one query: the tree path or overlay, the bpp, the measured margin.
+    Explain(commands::explain::Args),
 }
 
 impl argv::ToArgv for Command {
@@ -67,6 +69,7 @@ impl argv::ToArgv for Command {
             Command::Fit(a) => a.to_argv(),
             Command::Generate(a) => a.to_argv(),
             Command::Report(a) => a.to_argv(),
+            Command::Explain(a) => a.to_argv(),
         }
     }
 }
@@ -84,6 +87,7 @@ fn run(command: &Command) -> anyhow::Result<()> {
         Command::Fit(args) => commands::fit::run(args),
         Command::Generate(args) => commands::generate::run(args),
         Command::Report(args) => commands::report::run(args),
+        Command::Explain(args) => commands::explain::run(args),
         Command::Certify(args) => commands::certify::run(args),
         Command::Seal(args) => commands::seal::run(args),
         Command::Verify(args) => commands::verify::run(args),

@@ -131,6 +131,16 @@ fn every_subcommand() -> Vec<Command> {
             profile: "core".into(),
         }),
         Command::Report(report::Args { corpus: p("c"), policy: Some(p("p")), out: p("o") }),
+        Command::Explain(explain::Args {
+            policy: p("p.json"),
+            format: SourceFormat::Q4_K,
+            mode: Some(Mode::Graph),
+            m: 8,
+            n: 151_936,
+            k: 4096,
+            corpus: Some(p("c")),
+            root: p("r"),
+        }),
     ]
 }
 

@@ -357,3 +357,33 @@ fn small_edges_of_the_command_line() {
     }
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+#[test]
+fn explain_shows_the_path_the_bpp_and_the_measured_margin() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let policy = root.join("lfs-data/tables/cuda/sm_90/h200-grid/policy.json");
+    let corpora = root.join("lfs-data/corpora");
+    let (p, r) = (policy.to_str().unwrap(), corpora.to_str().unwrap());
+    // A grouped query on an inventory shape: overlays, the inherited bpp, measured margins.
+    let (ok, out, err) = vnni(&[
+        "explain", "--policy", p, "--root", r, "--format", "Q4_K", "--m", "8", "--n", "151936", "--k", "4096",
+        "--mode", "graph",
+    ]);
+    assert!(ok, "{err}");
+    let sel = vnni_policy::Policy::from_bytes(&std::fs::read(&policy).unwrap()).unwrap();
+    let want = sel.select("u4", "graph", 8, 151_936, 4096).unwrap();
+    assert!(out.contains(&format!("selection   {} bpp {}", want.candidate.id, want.bpp)), "{out}");
+    assert!(out.contains("inherit bpp") && out.contains("runner-up") && out.contains("noise"), "{out}");
+    // A shape the corpus never measured: the tree path with its thresholds.
+    let (ok, out, err) = vnni(&[
+        "explain", "--policy", p, "--root", r, "--format", "Q4_0", "--m", "1", "--n", "24576", "--k", "4096", "--mode",
+        "graph",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("via Tree") && out.contains("leaf ") && (out.contains(" <= ") || out.contains(" > ")),
+        "{out}"
+    );
+    let (ok, _, err) = vnni(&["explain", "--policy", p, "--format", "Q4_9", "--m", "1", "--n", "64", "--k", "64"]);
+    assert!(!ok && err.contains("Q4_0"), "{err}");
+}

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod candidates;
 pub mod certify;
+pub mod explain;
 pub mod fit;
 pub mod formats;
 pub mod generate;

@@ -1,0 +1,178 @@
+//! `vnni-dispatch explain`: why a policy picks what it picks for one query. The candidate and
+//! bpp, the M bucket, the overlay or the tree path with each split's threshold (and, for a
+//! batched M, the decode selection whose bpp the rows inherit), then, where the policy's corpus
+//! has this exact key, the measured medians: the pick against the best and the runner-up, and
+//! the noise band of the pick's samples.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use vnni_corpus::collection::read_corpus_rows;
+use vnni_corpus::seal::MANIFEST;
+use vnni_corpus::TimingRow;
+use vnni_kernels::{Mode, SourceFormat};
+use vnni_policy::{Decision, Policy, Via};
+
+use crate::argv::{Argv, ToArgv};
+
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct Args {
+    /// The policy IR (`policy.json`).
+    #[arg(long)]
+    pub policy: PathBuf,
+    /// The source format of the weights (its codebook is what the policy is keyed by).
+    #[arg(long)]
+    pub format: SourceFormat,
+    /// Timing mode (default: the policy's first).
+    #[arg(long)]
+    pub mode: Option<Mode>,
+    #[arg(long)]
+    pub m: u64,
+    #[arg(long)]
+    pub n: u64,
+    #[arg(long)]
+    pub k: u64,
+    /// The policy's sealed corpus, for the measured margins (default: the one under --root
+    /// whose corpus id the policy names).
+    #[arg(long)]
+    pub corpus: Option<PathBuf>,
+    #[arg(long, default_value = "lfs-data/corpora")]
+    pub root: PathBuf,
+}
+
+impl ToArgv for Args {
+    fn to_argv(&self) -> Vec<String> {
+        Argv::new("explain")
+            .path("policy", &self.policy)
+            .val("format", self.format)
+            .opt("mode", self.mode)
+            .val("m", self.m)
+            .val("n", self.n)
+            .val("k", self.k)
+            .opt_path("corpus", self.corpus.as_deref())
+            .path("root", &self.root)
+            .done()
+    }
+}
+
+fn describe(label: &str, d: &Decision, policy: &Policy) {
+    let dom = &policy.domains[d.domain];
+    let aspect = dom.aspect.map_or(String::new(), |a| format!(", aspect bucket {a}"));
+    println!("{label:<11} {} (domain {} {} bucket {}{aspect})", d.candidate, dom.codebook, dom.mode, dom.m_bucket);
+    match d.via {
+        Via::Overlay => println!("{:<11} exact overlay for this (codebook, mode, bucket, N, K)", ""),
+        Via::Tree => {
+            for s in &d.path {
+                let (op, side) = if s.left { ("<=", "left") } else { (">", "right") };
+                println!("{:<11} {} = {} {op} {} -> {side}", "", s.feature.describe(), s.value, s.le);
+            }
+            println!("{:<11} leaf {}", "", d.candidate);
+        }
+    }
+}
+
+/// The sealed corpus under `root` whose manifest names `corpus_id`.
+fn find_corpus(root: &Path, corpus_id: &str) -> Option<PathBuf> {
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        if let Ok(text) = std::fs::read_to_string(d.join(MANIFEST)) {
+            if text.contains(&format!("\"corpus_id\": \"{corpus_id}\"")) {
+                return Some(d);
+            }
+        }
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    None
+}
+
+fn measured(rows: &[TimingRow], picked: &str) {
+    let mut formats: Vec<SourceFormat> = rows.iter().filter_map(|r| r.source_format).collect();
+    formats.sort();
+    formats.dedup();
+    for f in formats {
+        let mut mine: Vec<&TimingRow> =
+            rows.iter().filter(|r| r.source_format == Some(f) && r.eligible && r.median_us.is_finite()).collect();
+        mine.sort_by(|a, b| a.median_us.total_cmp(&b.median_us));
+        let Some(best) = mine.first() else { continue };
+        let pct = |x: f64| format!("{:+.2}%", x * 100.0);
+        match mine.iter().find(|r| r.candidate == picked) {
+            Some(p) => {
+                let runner = mine.iter().find(|r| r.candidate != p.candidate);
+                println!(
+                    "{f:<11} pick {:.2} us ({} vs the best, {}); runner-up {}; noise of the pick: MAD {}, p95 {}",
+                    p.median_us,
+                    pct(p.median_us / best.median_us - 1.0),
+                    best.candidate,
+                    runner.map_or("-".into(), |r| format!(
+                        "{} {:.2} us ({})",
+                        r.candidate,
+                        r.median_us,
+                        pct(r.median_us / p.median_us - 1.0)
+                    )),
+                    pct(p.mad_us / p.median_us),
+                    pct(p.p95_us / p.median_us - 1.0),
+                );
+            }
+            None => println!(
+                "{f:<11} the pick was not measured eligible here; the best is {} {:.2} us",
+                best.candidate, best.median_us
+            ),
+        }
+    }
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    let bytes = std::fs::read(&a.policy).with_context(|| format!("reading {}", a.policy.display()))?;
+    let policy = Policy::from_bytes(&bytes).with_context(|| format!("{} is not a policy", a.policy.display()))?;
+    policy.check().with_context(|| format!("{}: not a valid policy", a.policy.display()))?;
+    let codebook = a.format.codebook();
+    let mode = match a.mode {
+        Some(m) => m.to_string(),
+        None => policy.modes.first().cloned().context("the policy has no mode")?,
+    };
+    let e = policy.explain(codebook.name(), &mode, a.m, a.n, a.k).with_context(|| {
+        format!("{}: no selection for {} {mode} M={} {}x{}", a.policy.display(), a.format, a.m, a.n, a.k)
+    })?;
+    let s = &e.selection;
+    println!("query       {} ({codebook}) {mode} M={} N={} K={}", a.format, a.m, a.n, a.k);
+    println!("selection   {} bpp {} ({} partitions), via {:?}", s.candidate.id, s.bpp, s.kb, s.via);
+    println!("bucket      {} ({})", e.bucket, e.surface);
+    describe("decode", &e.decode, &policy);
+    if let Some(b) = &e.batched {
+        println!("{:<11} the rows inherit bpp {} from the decode pick", "", s.bpp);
+        describe("batched", b, &policy);
+    }
+    let corpus = a.corpus.clone().or_else(|| find_corpus(&a.root, &policy.provenance.corpus_id));
+    let Some(corpus) = corpus else {
+        println!(
+            "measured    the policy's corpus {} is not under {}: no margins (pass --corpus)",
+            &policy.provenance.corpus_id[..16],
+            a.root.display()
+        );
+        return Ok(());
+    };
+    let rows: Vec<TimingRow> = read_corpus_rows(&corpus)?
+        .into_iter()
+        .filter(|r| {
+            r.codebook == Some(codebook)
+                && r.mode.name() == mode
+                && r.m as u64 == a.m
+                && r.n as u64 == a.n
+                && r.k as u64 == a.k
+        })
+        .collect();
+    if rows.is_empty() {
+        println!(
+            "measured    {} has no rows for this key: the pick extrapolates from the features above",
+            corpus.display()
+        );
+    } else {
+        println!("measured    {} (same policy corpus)", corpus.display());
+        measured(&rows, &s.candidate.id);
+    }
+    Ok(())
+}
