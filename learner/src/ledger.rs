@@ -1,4 +1,5 @@
-//! The sealed-certification ledger beside the policy output: one entry per corpus id. A corpus
+//! The sealed-certification ledger (the repository's `lfs-data/sealed-ledger.json` unless
+//! told otherwise): one entry per corpus id. A corpus
 //! whose seal failed is never fitted again (otherwise one could refit until the sealed
 //! partition passes by chance, and it would no longer be held out).
 

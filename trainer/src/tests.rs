@@ -116,6 +116,7 @@ fn every_subcommand() -> Vec<Command> {
             p95_max: 0.01,
             ucb_max: 0.02,
             min_pass: 0.5,
+            ledger: p("l.json"),
         }),
         Command::Generate(generate::Args {
             policy: p("p.json"),

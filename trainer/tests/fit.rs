@@ -14,6 +14,8 @@ fn run_fit(corpus: &Path, out: &Path, report: &Path) -> std::process::Output {
         .arg(out)
         .arg("--report")
         .arg(report)
+        .arg("--ledger")
+        .arg(out.parent().unwrap().join("sealed-ledger.json"))
         // Synthetic noise puts a few cells' confidence bounds near 5%: a looser UCB gate (a flag
         // the policy records) keeps this test about determinism.
         .args(["--ucb-max", "0.08"])
@@ -66,4 +68,36 @@ fn an_unsealed_corpus_is_refused() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("corpus.manifest.json") && err.contains("not sealed"), "{err}");
     assert!(!dir.join("policy.json").exists());
+}
+
+#[test]
+fn a_new_out_cannot_reset_a_failed_sealed_certification() {
+    let root = std::env::temp_dir().join(format!("vnni-cli-fit-ledger-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let corpus = root.join("corpus");
+    write(&corpus, &Spec::cpu(12)).unwrap();
+    let ledger = root.join("ledger.json");
+    let fit = |out: &str, p95: &str| {
+        Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"))
+            .args(["fit", "--corpus"])
+            .arg(&corpus)
+            .arg("--out")
+            .arg(root.join(out).join("policy.json"))
+            .arg("--ledger")
+            .arg(&ledger)
+            .args(["--p95-max", p95])
+            .output()
+            .unwrap()
+    };
+    // A threshold no policy meets: the sealed certification fails and is recorded.
+    let first = fit("a", "0.0001");
+    assert!(!first.status.success());
+    assert!(String::from_utf8_lossy(&first.stdout).contains("FAILED"), "{}", String::from_utf8_lossy(&first.stdout));
+    assert!(ledger.is_file());
+    // Another --out, even with an easy threshold: refused, the corpus is spent.
+    let second = fit("b", "0.5");
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success() && err.contains("never refit"), "{err}");
+    assert!(!root.join("b/policy.json").exists());
+    let _ = std::fs::remove_dir_all(&root);
 }

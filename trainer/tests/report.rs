@@ -51,6 +51,8 @@ fn the_report_draws_every_plot_and_names_every_codebook() {
         .arg(&corpus)
         .arg("--out")
         .arg(&policy)
+        .arg("--ledger")
+        .arg(root.join("ledger.json"))
         .output()
         .unwrap();
     assert!(policy.is_file(), "fit wrote no policy");
@@ -156,6 +158,8 @@ fn words_from_a_policy_or_a_corpus_never_reach_a_path_outside_out() {
         .arg(&corpus)
         .arg("--out")
         .arg(&fitted)
+        .arg("--ledger")
+        .arg(root.join("sandbox/fit/ledger.json"))
         .output();
     assert!(fitted.is_file());
     let before = tree(&root);

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use vnni_learner::ledger::LEDGER_FILE;
 use vnni_learner::report::write_report;
 use vnni_learner::{fit, FitOptions};
 
@@ -32,7 +31,14 @@ pub struct Args {
     /// The fraction of domains with data that must pass.
     #[arg(long, default_value_t = 0.99, value_parser = fraction)]
     pub min_pass: f64,
+    /// The sealed-certification ledger, keyed by corpus id: the repository's, so a new --out
+    /// cannot reset it (a corpus whose sealed certification failed is never fitted again).
+    #[arg(long, default_value = DEFAULT_LEDGER)]
+    pub ledger: PathBuf,
 }
+
+/// The repository's sealed ledger.
+pub const DEFAULT_LEDGER: &str = "lfs-data/sealed-ledger.json";
 
 /// A threshold: a finite fraction in (0, 1] (0 would pass everything or nothing; NaN and
 /// infinities would write a policy `generate` refuses).
@@ -54,6 +60,7 @@ impl ToArgv for Args {
             .val("p95-max", self.p95_max)
             .val("ucb-max", self.ucb_max)
             .val("min-pass", self.min_pass)
+            .path("ledger", &self.ledger)
             .done()
     }
 }
@@ -69,11 +76,7 @@ pub fn run(a: &Args) -> Result<()> {
 /// returns whether the policy passed every gate.
 pub fn fit_and_write(a: &Args) -> Result<bool> {
     let started = Instant::now();
-    let ledger = a
-        .out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from(LEDGER_FILE), |p| p.join(LEDGER_FILE));
+    let ledger = a.ledger.clone();
     let opts = FitOptions {
         p95_max: a.p95_max,
         ucb_max: a.ucb_max,

@@ -162,6 +162,7 @@ pub fn run(a: &Args) -> Result<()> {
             p95_max: 0.05,
             ucb_max: 0.05,
             min_pass: 0.99,
+            ledger: PathBuf::from(fit::DEFAULT_LEDGER),
         };
         gates_passed = fit::fit_and_write(&args)?;
         Ok(match (plan.inventory.proxy, gates_passed) {
