@@ -84,7 +84,8 @@ impl<R: Read> Cursor<R> {
         let n = self.u64()?;
         let left = self.len.saturating_sub(self.offset);
         if n > MAX_COUNT || n.saturating_mul(min_bytes) > left {
-            return Err(self.bad(format!("{what} count {n} is more than the {left} bytes left can hold")));
+            return Err(self
+                .bad(format!("{what} count {n} is more than the {left} bytes left can hold (truncated or corrupt)")));
         }
         Ok(n)
     }
