@@ -34,10 +34,14 @@ pub fn write_outputs(rendered: &Rendered, dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// Install the validated outputs at the targets asked for; returns the paths written.
+/// Only what was validated is installed: the Rust module is skipped (the caller says so) when
+/// validation could not compile it here.
 pub fn install(validated: &Validated<'_>, targets: &InstallTargets) -> Result<Vec<PathBuf>> {
     let r = validated.rendered();
+    let rust_checked = validated.report().rust_not_compiled.is_none();
+    let rust = if rust_checked { &targets.rust } else { &None };
     let mut written = Vec::new();
-    for (target, text) in [(&targets.header, &r.header), (&targets.rust, &r.rust), (&targets.inc, &r.inc)] {
+    for (target, text) in [(&targets.header, &r.header), (rust, &r.rust), (&targets.inc, &r.inc)] {
         if let Some(path) = target {
             vnni_corpus::write_bytes(path, text.as_bytes())?;
             written.push(path.clone());

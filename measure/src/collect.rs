@@ -189,7 +189,7 @@ pub fn finish(store: &CellStore, plan: &CollectionPlan) -> Result<bool> {
     // finishing at once never write into one directory, and no reader sees half a corpus.
     // Staging directories of processes that died (a SIGKILL during assembly) are removed.
     remove_dead_staging(&store.root);
-    let staging = store.root.join(format!("corpus.{}.inprogress", std::process::id()));
+    let staging = store.root.join(staging_name(&vnni_corpus::collection::host(), std::process::id()));
     if staging.exists() {
         std::fs::remove_dir_all(&staging).with_context(|| format!("clearing {}", staging.display()))?;
     }
@@ -225,16 +225,23 @@ pub fn finish(store: &CellStore, plan: &CollectionPlan) -> Result<bool> {
     Ok(true)
 }
 
-/// Remove `corpus.<pid>.inprogress` directories whose process is gone.
+/// The staging directory of one process: host and pid, so shards of several hosts sharing
+/// a work directory never share (or remove) one another's.
+pub fn staging_name(host: &str, pid: u32) -> String {
+    format!("corpus.{host}.{pid}.inprogress")
+}
+
+/// Remove staging directories of this host whose process is gone (other hosts' are theirs).
 fn remove_dead_staging(root: &Path) {
     let Ok(rd) = std::fs::read_dir(root) else { return };
+    let host = vnni_corpus::collection::host();
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let pid = name
-            .strip_prefix("corpus.")
-            .and_then(|r| r.strip_suffix(".inprogress"))
-            .and_then(|p| p.parse::<u32>().ok());
-        if pid.is_some_and(|p| p != std::process::id() && !vnni_corpus::collection::process_running(p)) {
+        let owner =
+            name.strip_prefix("corpus.").and_then(|r| r.strip_suffix(".inprogress")).and_then(|r| r.rsplit_once('.'));
+        let Some((h, pid)) = owner else { continue };
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        if h == host && pid != std::process::id() && !vnni_corpus::collection::process_running(pid) {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }

@@ -92,6 +92,11 @@ fn resolve(req: &CertifyRequest) -> Result<Resolved> {
         if c.surface != Surface::Decode {
             invalid!("--m1 {m1}: not an M = 1 (decode) candidate");
         }
+        // The CPU side computes a CUDA identity's rows with the reference at its bpp; the GPU
+        // launches its identities, so they must be CUDA kernels.
+        if req.backend == vnni_kernels::Backend::Cuda && c.backend != vnni_kernels::Backend::Cuda {
+            invalid!("--m1 {m1}: a {} candidate cannot run on the CUDA backend", c.backend);
+        }
     }
     for &f in &formats {
         for &(n, k) in &shapes {

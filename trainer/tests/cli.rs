@@ -103,17 +103,7 @@ fn seal_refuses_an_empty_directory_a_fifo_and_flags_that_disagree_with_the_plan(
     }
     // With a plan, flags that disagree with it are refused (not silently ignored).
     let store = dir.join("work");
-    let (ok, _, err) = vnni(&[
-        "sweep",
-        "--backend",
-        "cpu",
-        "--profile",
-        "family-smoke",
-        "--inventory",
-        i,
-        "--out",
-        store.to_str().unwrap(),
-    ]);
+    let (ok, _, err) = common::smoke_sweep(&store);
     assert!(ok, "{err}");
     let corpus = store.join("corpus");
     let c = corpus.to_str().unwrap();
@@ -233,48 +223,24 @@ fn concurrent_certify_runs_and_refused_arguments_leave_nothing_behind() {
 
 #[test]
 fn a_dead_sweeps_staging_directory_is_cleared_when_the_corpus_is_assembled() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
-    let inv = root.join("corpus/inventory");
-    let work = std::env::temp_dir().join(format!("vnni-cli-staging-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&work);
+    let work = common::scratch("staging");
     // What a sweep killed during assembly leaves: a staging directory of a process now gone.
-    let stale = work.join("corpus.4000000.inprogress");
+    let stale = work.join(vnni_measure::collect::staging_name(&vnni_corpus::collection::host(), 4_000_000));
+    // Another host's staging directory is that host's business: kept.
+    let other = work.join(vnni_measure::collect::staging_name("another-host.example", 4_000_000));
+    std::fs::create_dir_all(&other).unwrap();
     std::fs::create_dir_all(&stale).unwrap();
     std::fs::write(stale.join("decode_m1.development.csv"), "half").unwrap();
-    let (ok, out, err) = vnni(&[
-        "sweep",
-        "--backend",
-        "cpu",
-        "--profile",
-        "family-smoke",
-        "--inventory",
-        inv.to_str().unwrap(),
-        "--out",
-        work.to_str().unwrap(),
-    ]);
+    let (ok, out, err) = common::smoke_sweep(&work);
     assert!(ok && out.contains("corpus sealed"), "{out}{err}");
-    assert!(!stale.exists() && leftovers(&work).is_empty(), "{:?}", leftovers(&work));
+    assert!(!stale.exists() && other.exists(), "{:?}", leftovers(&work));
     let _ = std::fs::remove_dir_all(&work);
 }
 
 #[test]
 fn a_published_cell_that_was_truncated_or_cut_is_refused_at_assembly() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
-    let inv = root.join("corpus/inventory");
-    let work = std::env::temp_dir().join(format!("vnni-cli-cells-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&work);
-    let sweep = [
-        "sweep",
-        "--backend",
-        "cpu",
-        "--profile",
-        "family-smoke",
-        "--inventory",
-        inv.to_str().unwrap(),
-        "--out",
-        work.to_str().unwrap(),
-    ];
-    let (ok, out, err) = vnni(&sweep);
+    let work = common::scratch("cells");
+    let (ok, out, err) = common::smoke_sweep(&work);
     assert!(ok && out.contains("corpus sealed"), "{out}{err}");
     let cell = std::fs::read_dir(work.join("cells"))
         .unwrap()
@@ -288,7 +254,7 @@ fn a_published_cell_that_was_truncated_or_cut_is_refused_at_assembly() {
     {
         std::fs::write(&cell, &text).unwrap();
         let _ = std::fs::remove_dir_all(work.join("corpus"));
-        let (ok, out, err) = vnni(&sweep);
+        let (ok, out, err) = common::smoke_sweep(&work);
         assert!(!ok, "{what}: sealed anyway:\n{out}");
         assert!(
             err.contains(&*cell.file_name().unwrap().to_string_lossy())
@@ -298,7 +264,7 @@ fn a_published_cell_that_was_truncated_or_cut_is_refused_at_assembly() {
         assert!(!work.join("corpus").exists(), "{what}: a corpus was sealed");
     }
     std::fs::write(&cell, &original).unwrap();
-    let (ok, out, err) = vnni(&sweep);
+    let (ok, out, err) = common::smoke_sweep(&work);
     assert!(ok && out.contains("corpus sealed"), "{out}{err}");
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -195,6 +195,25 @@ fn a_node_without_rustc_validates_the_cpp_tables_and_says_so() {
         stdout.contains("validated") && stdout.contains("Rust module was NOT compiled") && stdout.contains("rustc"),
         "{stdout}"
     );
+    // Installing there: the validated C++ tables and header, never the unchecked Rust module.
+    let passing_policy = write_policy(&dir, &passing(example_policy(Backend::Cuda)));
+    let (inc, rs) = (dir.join("inst/t.inc"), dir.join("inst/t.rs"));
+    let install = [
+        "generate",
+        "--policy",
+        &passing_policy,
+        "--out",
+        out.to_str().unwrap(),
+        "--inventory",
+        &inventory(),
+        "--install",
+        inc.to_str().unwrap(),
+        "--install-rust",
+        rs.to_str().unwrap(),
+    ];
+    let (ok, stdout, err) = vnni_env(&install, &no_rustc);
+    assert!(ok, "{err}");
+    assert!(inc.is_file() && !rs.exists() && stdout.contains("not installed"), "{stdout}");
     // Asked for, the Rust check is required.
     let mut strict: Vec<&str> = args.to_vec();
     strict.push("--require-rust");

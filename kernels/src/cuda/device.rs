@@ -291,6 +291,14 @@ impl Gpu {
     }
 
     pub fn upload_activations(&self, x: &[f32], m: usize, k: usize) -> Result<DeviceActivations, CudaError> {
+        if k % 32 != 0 || x.len() != m * k {
+            return Err(CudaError::NotApplicable {
+                candidate: "activation upload".into(),
+                n: m,
+                k,
+                why: format!("{} values are not M = {m} rows of K = {k} (a multiple of 32)", x.len()),
+            });
+        }
         let alloc = driver("allocating activations");
         Ok(DeviceActivations {
             m,
@@ -304,6 +312,20 @@ impl Gpu {
 
     /// Quantize `a.x` into `a.q`, `a.d`, `a.sum` on the stream.
     pub fn quantize(&self, a: &mut DeviceActivations) -> Result<(), CudaError> {
+        let values = a.m * a.k;
+        if a.k % 32 != 0
+            || a.x.len() < values
+            || a.q.len() < values
+            || a.d.len() < values / 32
+            || a.sum.len() < values / 32
+        {
+            return Err(CudaError::NotApplicable {
+                candidate: "activation quantization".into(),
+                n: a.m,
+                k: a.k,
+                why: "the activation buffers are shorter than M x K".into(),
+            });
+        }
         let f = self.common_function("vnni_quantize_activations")?;
         let blocks = (a.m * a.k / 32) as i64;
         let cfg =

@@ -56,6 +56,9 @@ impl LaunchCheck<'_> {
         if n == 0 || k == 0 || k % 32 != 0 || m == 0 {
             return Err(refuse("N, K and M must be positive and K a multiple of 32".into()));
         }
+        if c.backend != crate::Backend::Cuda {
+            return Err(refuse(format!("{} is a {} candidate, not a CUDA kernel", c.id, c.backend)));
+        }
         if !c.supports(self.codebook) {
             return Err(refuse(format!("the candidate does not support codebook {}", self.codebook)));
         }
@@ -176,5 +179,8 @@ mod tests {
         assert_eq!(check(bk256, &p, 4096, 4096, 64, true).verify(), Ok(false));
         let nl4 = LaunchCheck { codebook: Codebook::Nl4, ..check(bk256, &p, 4096, 4096, 64, true) };
         assert!(nl4.verify().unwrap_err().why.contains("codebook"));
+        let cpu = find("cpu.decode.wide.t16").unwrap();
+        let p = cpu.plan(4096, 4096, 132).unwrap();
+        assert!(check(cpu, &p, 4096, 4096, 1, false).verify().unwrap_err().why.contains("not a CUDA kernel"));
     }
 }

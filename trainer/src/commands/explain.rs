@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use vnni_corpus::collection::read_corpus_rows;
-use vnni_corpus::seal::MANIFEST;
+use vnni_corpus::seal::{Manifest, MANIFEST};
 use vnni_corpus::TimingRow;
 use vnni_kernels::{Mode, SourceFormat};
 use vnni_policy::{Decision, Policy, Via};
@@ -75,10 +75,9 @@ fn describe(label: &str, d: &Decision, policy: &Policy) {
 fn find_corpus(root: &Path, corpus_id: &str) -> Option<PathBuf> {
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {
-        if let Ok(text) = std::fs::read_to_string(d.join(MANIFEST)) {
-            if text.contains(&format!("\"corpus_id\": \"{corpus_id}\"")) {
-                return Some(d);
-            }
+        let manifest = std::fs::read(d.join(MANIFEST)).ok().and_then(|b| serde_json::from_slice::<Manifest>(&b).ok());
+        if manifest.is_some_and(|m| m.corpus_id == corpus_id) {
+            return Some(d);
         }
         for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             if e.path().is_dir() {

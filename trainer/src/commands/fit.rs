@@ -1,6 +1,6 @@
 //! `vnni-dispatch fit --corpus DIR`: fit a dispatch policy from a sealed corpus, write it
-//! atomically (default `policy.json`), keep the sealed-certification ledger beside it, and
-//! optionally write the fit report (Markdown and decision maps).
+//! atomically (default `policy.json`), record the sealed certification in the repository's
+//! ledger, and optionally write the fit report (Markdown and decision maps).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -16,7 +16,7 @@ pub struct Args {
     /// A sealed corpus directory (corpus.manifest.json, plan.json, the phase files).
     #[arg(long)]
     pub corpus: PathBuf,
-    /// Where the policy goes; the sealed ledger is kept beside it.
+    /// Where the policy goes.
     #[arg(long, default_value = "policy.json")]
     pub out: PathBuf,
     /// Write the fit report (report.md and decision-map PNGs) into this directory.
@@ -39,6 +39,24 @@ pub struct Args {
 
 /// The repository's sealed ledger.
 pub const DEFAULT_LEDGER: &str = "lfs-data/sealed-ledger.json";
+
+/// The ledger to use: a path given explicitly as is; the default resolved against the
+/// repository this command runs in (the nearest ancestor of the current directory holding
+/// `lfs-data/`), so the working directory cannot start a fresh one; outside a repository,
+/// beside the policy, said in a notice.
+pub fn resolve_ledger(given: &std::path::Path, out: &std::path::Path) -> PathBuf {
+    if given != std::path::Path::new(DEFAULT_LEDGER) {
+        return given.to_path_buf();
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    if let Some(root) = cwd.ancestors().find(|d| d.join("lfs-data").is_dir()) {
+        return root.join(DEFAULT_LEDGER);
+    }
+    let beside = out.parent().filter(|p| !p.as_os_str().is_empty()).map_or_else(PathBuf::new, PathBuf::from);
+    let path = beside.join("sealed-ledger.json");
+    eprintln!("notice: no repository (lfs-data/) above {}: the sealed ledger is {}", cwd.display(), path.display());
+    path
+}
 
 /// A threshold: a finite fraction in (0, 1] (0 would pass everything or nothing; NaN and
 /// infinities would write a policy `generate` refuses).
@@ -76,7 +94,7 @@ pub fn run(a: &Args) -> Result<()> {
 /// returns whether the policy passed every gate.
 pub fn fit_and_write(a: &Args) -> Result<bool> {
     let started = Instant::now();
-    let ledger = a.ledger.clone();
+    let ledger = resolve_ledger(&a.ledger, &a.out);
     let opts = FitOptions {
         p95_max: a.p95_max,
         ucb_max: a.ucb_max,
@@ -120,7 +138,7 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         ),
         None => println!("sealed certification: no sealed rows, not run"),
     }
-    if ledger.is_file() {
+    if g.sealed.is_some() {
         println!("policy {} (sha256 {}), sealed ledger {}", a.out.display(), f.policy.digest(), ledger.display());
     } else {
         println!("policy {} (sha256 {}); no sealed rows, no ledger entry", a.out.display(), f.policy.digest());

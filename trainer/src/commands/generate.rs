@@ -122,5 +122,8 @@ pub fn run(a: &Args) -> Result<()> {
     for path in install(&validated, &targets)? {
         println!("installed {}", path.display());
     }
+    if let (Some(p), Some(why)) = (&targets.rust, &validated.report().rust_not_compiled) {
+        println!("not installed {} (the Rust module was not validated here: {why})", p.display());
+    }
     Ok(())
 }

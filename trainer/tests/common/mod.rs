@@ -19,3 +19,34 @@ pub fn vnni_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
     let out = cmd.output().unwrap();
     (out.status.success(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
 }
+
+/// The repository's shape inventory.
+#[allow(dead_code)]
+pub fn repo_inventory() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/inventory")
+}
+
+/// A fresh, empty scratch directory for one test of this process.
+#[allow(dead_code)]
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("vnni-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// `sweep --backend cpu --profile family-smoke` into `out`: (success, stdout, stderr).
+#[allow(dead_code)]
+pub fn smoke_sweep(out: &std::path::Path) -> (bool, String, String) {
+    let inv = repo_inventory();
+    vnni(&[
+        "sweep",
+        "--backend",
+        "cpu",
+        "--profile",
+        "family-smoke",
+        "--inventory",
+        inv.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
