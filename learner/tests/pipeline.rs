@@ -233,3 +233,20 @@ fn the_report_has_markdown_and_decision_maps() {
         assert!(md.contains(p.file_name().unwrap().to_str().unwrap()));
     }
 }
+
+#[test]
+fn the_generic_floor_shows_a_literal_winner_without_a_generic_twin() {
+    let plain = common::corpus("floor-plain", &small(21));
+    let floors = vnni_learner::generic_floor::generic_floor(&corpus::load(&plain).unwrap());
+    assert!(!floors.is_empty());
+    // A literal-KB candidate made the clear winner at one geometry: the floor shows it there.
+    let literal = "cpu.decode.kpar.t64.kb4";
+    let spec = Spec { boost: Some((literal.parse().unwrap(), 2048, 2048)), ..small(21) };
+    let boosted = common::corpus("floor-boost", &spec);
+    let c = corpus::load(&boosted).unwrap();
+    let floors = vnni_learner::generic_floor::generic_floor(&c);
+    let worst = floors.values().flatten().copied().fold(0.0, f64::max);
+    assert!(worst > 0.3, "the boosted literal winner leaves no generic gap: {worst}");
+    let md = vnni_learner::generic_floor::section(&c);
+    assert!(md.contains("| all | all |"), "{md}");
+}
