@@ -1,6 +1,7 @@
 //! The baselines the report scores beside the policy on the same held-out rows: the best
 //! single candidate per domain (in `tree::Trainer::best_for`), a log2-bucketed exact lookup
-//! (CubeCL-style autotune cache) and `auto`, a hand heuristic.
+//! (CubeCL-style autotune cache), the nearest training shape in log(N, K) and `auto`, a hand
+//! heuristic.
 
 use std::collections::BTreeMap;
 
@@ -33,6 +34,30 @@ impl Log2Table {
     pub fn predict(&self, n: u64, k: u64) -> Option<usize> {
         let (bn, bk) = bucket(n, k);
         self.entries.iter().min_by_key(|((en, ek), _)| ((en - bn).abs() + (ek - bk).abs(), (*en, *ek))).map(|(_, &c)| c)
+    }
+}
+
+/// The best generic candidate of the nearest training geometry in (log2 N, log2 K) (squared
+/// Euclidean distance; ties to the smaller (N, K)): what a lookup table of measured shapes
+/// answers for a shape it never saw.
+#[derive(Debug, Clone)]
+pub struct NearestShape {
+    entries: Vec<((u64, u64), usize)>,
+}
+
+impl NearestShape {
+    pub fn fit(t: &Trainer, train: &[&Sample]) -> NearestShape {
+        let mut groups: BTreeMap<(u64, u64), Vec<&Sample>> = BTreeMap::new();
+        for s in train {
+            groups.entry((s.n, s.k)).or_default().push(s);
+        }
+        NearestShape { entries: groups.into_iter().map(|(g, ss)| (g, t.best_for(&ss))).collect() }
+    }
+
+    pub fn predict(&self, n: u64, k: u64) -> Option<usize> {
+        let (ln, lk) = ((n as f64).log2(), (k as f64).log2());
+        let dist = |(en, ek): (u64, u64)| ((en as f64).log2() - ln).powi(2) + ((ek as f64).log2() - lk).powi(2);
+        self.entries.iter().min_by(|a, b| dist(a.0).total_cmp(&dist(b.0)).then(a.0.cmp(&b.0))).map(|&(_, c)| c)
     }
 }
 

@@ -284,8 +284,8 @@ fn cdf_axes(gate: f64) -> String {
 }
 
 /// The learner's held-out regrets per group and method (`cv::METHODS` order).
-fn heldout_by_group(fitted: &crate::Fit) -> BTreeMap<Group, [Vec<f64>; 4]> {
-    let mut out: BTreeMap<Group, [Vec<f64>; 4]> = BTreeMap::new();
+fn heldout_by_group(fitted: &crate::Fit) -> BTreeMap<Group, [Vec<f64>; crate::cv::METHOD_COUNT]> {
+    let mut out: BTreeMap<Group, [Vec<f64>; crate::cv::METHOD_COUNT]> = BTreeMap::new();
     for d in &fitted.domains {
         let Some(h) = &d.heldout else { continue };
         let decode = fitted.policy.m_buckets[d.key.bucket].surface == Surface::Decode;
@@ -298,7 +298,10 @@ fn heldout_by_group(fitted: &crate::Fit) -> BTreeMap<Group, [Vec<f64>; 4]> {
 }
 
 /// The curves of every group: the baselines first, the policies last (drawn on top).
-fn group_curves(heldout: &BTreeMap<Group, [Vec<f64>; 4]>, given: &[(&str, InSample)]) -> Vec<(Group, Vec<Curve>)> {
+fn group_curves(
+    heldout: &BTreeMap<Group, [Vec<f64>; crate::cv::METHOD_COUNT]>,
+    given: &[(&str, InSample)],
+) -> Vec<(Group, Vec<Curve>)> {
     let groups: std::collections::BTreeSet<&Group> =
         heldout.keys().chain(given.iter().flat_map(|g| g.1.by_group.keys())).collect();
     groups

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use vnni_kernels::fixture::splitmix64;
 
-use crate::baselines::{auto, Log2Table};
+use crate::baselines::{auto, Log2Table, NearestShape};
 use crate::domains::Sample;
 use crate::features::FeatureSet;
 use crate::regret::pick_banded;
@@ -61,14 +61,15 @@ pub fn grid() -> Vec<Hyper> {
 }
 
 /// The methods compared on the same held-out rows.
-pub const METHODS: [&str; 4] = ["policy", "best single", "log2 lookup", "auto"];
+pub const METHODS: [&str; METHOD_COUNT] = ["policy", "best single", "log2 lookup", "nearest shape", "auto"];
+pub const METHOD_COUNT: usize = 5;
 
 /// One domain's cross-validation outcome: the chosen hyperparameters and, per method, the
 /// (regret, UCB) of every held-out alias cell.
 #[derive(Debug, Clone)]
 pub struct Heldout {
     pub hyper: Hyper,
-    pub rows: [Vec<(f64, f64)>; 4],
+    pub rows: [Vec<(f64, f64)>; METHOD_COUNT],
 }
 
 impl Heldout {
@@ -112,13 +113,15 @@ pub fn cross_validate(t: &Trainer, samples: &[Sample], folds: &Folds) -> Result<
         .collect();
     let chosen = pick_banded(&scores, |_| true, SIMPLER_BAND).expect("the grid is not empty");
     let (hyper, policy_rows) = per_hyper.swap_remove(chosen);
-    let (mut single, mut lookup, mut hand) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut single, mut lookup, mut nearest, mut hand) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (train, test) in &splits {
         let best = if train.is_empty() { fallback } else { t.best_for(train) };
         single.extend(rows_of(t, test, |_| best));
         let table = Log2Table::fit(t, train);
         lookup.extend(rows_of(t, test, |s| table.predict(s.n, s.k).unwrap_or(fallback)));
+        let near = NearestShape::fit(t, train);
+        nearest.extend(rows_of(t, test, |s| near.predict(s.n, s.k).unwrap_or(fallback)));
         hand.extend(rows_of(t, test, |s| auto(t, s.m, s.n, s.k)));
     }
-    Ok(Heldout { hyper, rows: [policy_rows, single, lookup, hand] })
+    Ok(Heldout { hyper, rows: [policy_rows, single, lookup, nearest, hand] })
 }

@@ -82,8 +82,8 @@ pub struct DomainFit {
 }
 
 impl DomainFit {
-    pub fn summaries(&self) -> Option<[Summary; 4]> {
-        self.heldout.as_ref().map(|h| [0, 1, 2, 3].map(|m| h.summary(m)))
+    pub fn summaries(&self) -> Option<[Summary; cv::METHOD_COUNT]> {
+        self.heldout.as_ref().map(|h| std::array::from_fn(|m| h.summary(m)))
     }
 }
 

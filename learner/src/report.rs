@@ -11,9 +11,10 @@ use crate::error::Result;
 use crate::map::write_maps;
 use crate::Fit;
 
-/// What the three baselines of `cv::METHODS` are (the fit and corpus reports print it).
+/// What the baselines of `cv::METHODS` are (the fit and corpus reports print it).
 pub(crate) const BASELINES_LEGEND: &str = "Baselines: *best single* = the generic candidate of lowest p95 regret on the training folds; \
      *log2 lookup* = the best generic candidate per (round(log2 N), round(log2 K)) bucket of the training folds, nearest bucket when unseen; \
+     *nearest shape* = the best generic candidate of the nearest training geometry in (log2 N, log2 K); \
      *auto* = the hand heuristic `vnni_learner::baselines::auto` (wide tiles when N fills every unit twice, else the waves formula; grouped by rows per block).";
 
 /// A regret or fraction as a percentage with two decimals.
