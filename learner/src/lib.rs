@@ -11,6 +11,7 @@
 //! - [`regret_stats`]: p95, geomean and means of regret over rows (percentiles from `vnni_measure::stats`).
 //! - [`report`], [`map`]: the fit report (Markdown, decision-map PNGs).
 //! - [`corpus_report`]: bandwidth vs the copy roofline, regret CDFs and maps of a corpus; [`canvas`] draws every PNG.
+//! - [`noise`]: the noise band from alias replicates.
 //! - [`generic_floor`]: the best generic-legal candidate's regret per decode cell.
 //! - [`in_sample`]: a given policy's regret on its own corpus; [`proxy`] the verdict of a workflow profile.
 //! - [`synthetic`]: sealed synthetic corpora from a known cost model (tests, demos).
@@ -29,6 +30,7 @@ pub mod generic_floor;
 pub mod in_sample;
 pub mod ledger;
 pub mod map;
+pub mod noise;
 pub mod overlays;
 pub mod proxy;
 pub mod regret;
