@@ -518,13 +518,13 @@ pub fn host() -> String {
 /// Whether process `pid` of this host is running (not a zombie). Unknown without `/proc`:
 /// then assumed running, so nothing of a live process is ever removed.
 pub fn process_running(pid: u32) -> bool {
-    if !Path::new("/proc/self").exists() {
-        return true;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
+    !Path::new("/proc/self").exists() || zombie(pid) == Some(false)
+}
+
+/// Whether `/proc/<pid>/stat` shows a zombie (state Z: exited); `None` when it cannot be read.
+fn zombie(pid: u32) -> Option<bool> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
 }
 
 /// The start time of a process (`/proc/<pid>/stat` field 22, clock ticks since boot), which
@@ -552,11 +552,10 @@ fn holder_alive(holder: &str) -> bool {
         return false;
     }
     let recorded: Option<u64> = it.next().and_then(|t| t.parse().ok()).filter(|&t| t > 0);
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // A zombie (state Z) has exited: its lock is stale.
-        Ok(stat) if stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')) => false,
-        Ok(_) => recorded.is_none_or(|t| start_time(pid) == Some(t)),
-        Err(_) => false,
+    match zombie(pid) {
+        // A zombie has exited, and a process we cannot see is gone: the lock is stale.
+        Some(true) | None => false,
+        Some(false) => recorded.is_none_or(|t| start_time(pid) == Some(t)),
     }
 }
 

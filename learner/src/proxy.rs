@@ -8,12 +8,11 @@
 //! - the policy: total (it was checked when fitted), and in-sample, as deployed, it answers
 //!   every cell with a candidate measured there, at a geomean regret within [`PROXY_GEOMEAN_MAX`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use vnni_corpus::collection::{read_corpus_rows, CollectionPlan, PLAN_FILE};
 use vnni_corpus::Certificate;
-use vnni_kernels::{Backend, Surface};
 use vnni_policy::Policy;
 
 use crate::error::Result;
@@ -57,13 +56,7 @@ pub fn proxy_verdict(corpus_dir: &Path, certificates: &[Certificate], policy: &P
     if mismatched > 0 {
         failures.push(format!("{mismatched} corpus rows differ from the CPU reference"));
     }
-    let measurable: BTreeSet<usize> = plan
-        .inventory
-        .m
-        .iter()
-        .copied()
-        .filter(|&m| plan.backend == Backend::Cuda || Surface::of_m(m) != Surface::Prefill)
-        .collect();
+    let measurable = plan.measured_m();
     let mut missing = Vec::new();
     for cell in plan.cells() {
         for &m in &measurable {

@@ -54,6 +54,11 @@ pub fn default_shapes(surface: Surface) -> Vec<(usize, usize)> {
 /// The default M = 1 identities: a wide, a waves and a fused candidate.
 pub const DEFAULT_M1: [&str; 3] = ["decode.wide.tn128.cpt2", "decode.kpar.tn128.cpt1.waves2", "decode.fused.c32.kb8"];
 
+/// [`DEFAULT_M1`] as candidate ids.
+pub fn default_m1() -> Vec<CandidateId> {
+    DEFAULT_M1.iter().map(|s| s.parse().expect("registry ids are valid")).collect()
+}
+
 /// A certification run with every argument resolved and checked.
 struct Resolved {
     formats: Vec<SourceFormat>,

@@ -47,8 +47,19 @@ pub fn cublas_f16_gemm(
 ) -> Result<(Timed, usize)> {
     let copies = copies_for(n * k * 2, gpu.info.l2_bytes);
     let mut gemm = CublasF16Gemm::new(gpu, m, n, k, copies, protocol.seed)?;
+    time_rotated(gpu, mode, protocol, copies, &mut |copy| gemm.launch(copy))
+}
+
+/// One baseline launched on rotated weight copies, timed without racing: (timings, copies).
+fn time_rotated(
+    gpu: &Gpu,
+    mode: Mode,
+    protocol: &Protocol,
+    copies: usize,
+    launch: &mut dyn FnMut(usize) -> Result<(), vnni_kernels::cuda::CudaError>,
+) -> Result<(Timed, usize)> {
     let p = Protocol { race_after: None, ..protocol.clone() };
-    let t = time_candidates(gpu, mode, &p, 1, copies, &mut |_, copy| gemm.launch(copy))?.remove(0);
+    let t = time_candidates(gpu, mode, &p, 1, copies, &mut |_, copy| launch(copy))?.remove(0);
     Ok((t, copies))
 }
 
@@ -64,7 +75,5 @@ pub fn cublaslt_i8_gemm(
 ) -> Result<(Timed, usize)> {
     let copies = copies_for(n * k, gpu.info.l2_bytes);
     let mut gemm = CublasLtI8Gemm::new(gpu, m, n, k, copies, protocol.seed)?;
-    let p = Protocol { race_after: None, ..protocol.clone() };
-    let t = time_candidates(gpu, mode, &p, 1, copies, &mut |_, copy| gemm.launch(copy))?.remove(0);
-    Ok((t, copies))
+    time_rotated(gpu, mode, protocol, copies, &mut |copy| gemm.launch(copy))
 }

@@ -237,18 +237,7 @@ fn another_plan_in_the_same_directory_is_refused() {
     let out = tmp("replan");
     let (ok, _, err) = sweep(&out, &["--shard", "0/4"]);
     assert!(ok, "{err}");
-    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/inventory");
-    let (ok, _, err) = vnni(&[
-        "sweep",
-        "--backend",
-        "cpu",
-        "--profile",
-        "family-smoke",
-        "--inventory",
-        real.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (ok, _, err) = common::smoke_sweep(&out);
     assert!(!ok && err.contains("holds another collection plan"), "{err}");
 }
 

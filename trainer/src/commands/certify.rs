@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use vnni_kernels::{Backend, CandidateId, SourceFormat, Surface};
-use vnni_measure::invariance_plan::{certify_all, CertifyRequest, DEFAULT_M1};
+use vnni_measure::invariance_plan::{certify_all, default_m1, CertifyRequest};
 use vnni_measure::shapes::Shapes;
 
 use crate::argv::{Argv, ToArgv};
@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     pub m: Vec<usize>,
     /// M = 1 identities to inherit bpp from (registry ids).
-    #[arg(long, value_delimiter = ',', default_values_t = DEFAULT_M1.map(|s| s.parse::<CandidateId>().expect("valid ids")))]
+    #[arg(long, value_delimiter = ',', default_values_t = default_m1())]
     pub m1: Vec<CandidateId>,
     /// Units (SMs or threads) for geometry formulas on the CPU backend (the GPU uses its own).
     #[arg(long, default_value_t = 132)]

@@ -73,19 +73,10 @@ fn describe(label: &str, d: &Decision, policy: &Policy) {
 
 /// The sealed corpus under `root` whose manifest names `corpus_id`.
 fn find_corpus(root: &Path, corpus_id: &str) -> Option<PathBuf> {
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
+    super::verify::holding(root, MANIFEST).into_iter().find(|d| {
         let manifest = std::fs::read(d.join(MANIFEST)).ok().and_then(|b| serde_json::from_slice::<Manifest>(&b).ok());
-        if manifest.is_some_and(|m| m.corpus_id == corpus_id) {
-            return Some(d);
-        }
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            if e.path().is_dir() {
-                stack.push(e.path());
-            }
-        }
-    }
-    None
+        manifest.is_some_and(|m| m.corpus_id == corpus_id)
+    })
 }
 
 fn measured(rows: &[TimingRow], picked: &str) {

@@ -17,7 +17,7 @@ use vnni_corpus::read::read_certificates;
 use vnni_kernels::registry::{candidates, PREFILL_MIN_M};
 use vnni_kernels::{Backend, BackendChoice, CandidateId, Surface};
 use vnni_learner::proxy::proxy_verdict;
-use vnni_measure::invariance_plan::DEFAULT_M1;
+use vnni_measure::invariance_plan::default_m1;
 use vnni_measure::shapes::Shapes;
 use vnni_policy::Policy;
 
@@ -96,11 +96,8 @@ fn s(p: &Path) -> String {
 /// tall) at M = 2, 5, 16 and 31; the GPU its default shapes and identities.
 fn certify_args(plan: &CollectionPlan, out: &Path, cache: Option<&Path>) -> certify::Args {
     let cpu = plan.backend == Backend::Cpu;
-    let m1: Vec<CandidateId> = if cpu {
-        candidates(Backend::Cpu, Surface::Decode).into_iter().map(|c| c.id).collect()
-    } else {
-        DEFAULT_M1.iter().map(|s| s.parse().expect("valid ids")).collect()
-    };
+    let m1: Vec<CandidateId> =
+        if cpu { candidates(Backend::Cpu, Surface::Decode).into_iter().map(|c| c.id).collect() } else { default_m1() };
     certify::Args {
         backend: plan.backend,
         surface: Surface::Grouped,

@@ -40,7 +40,7 @@ impl ToArgv for Args {
 }
 
 /// Directories under `root` holding `file`, sorted.
-fn holding(root: &Path, file: &str) -> Vec<PathBuf> {
+pub fn holding(root: &Path, file: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {
