@@ -190,10 +190,12 @@ pub fn seal(dir: &Path, inputs: &SealInputs) -> Result<Manifest, SealError> {
 /// What the current checkout expects a corpus to match (None: not checked).
 #[derive(Debug, Clone, Default)]
 pub struct Expected {
-    pub registry_digest: Option<String>,
-    /// Registry digest per profile, where it depends on the profile (profiles with prefill
-    /// rows bind the prefill candidates too); takes precedence over `registry_digest`.
-    pub registry_digests: BTreeMap<String, String>,
+    /// The registry digests a corpus may bind (one per registry generation this checkout can
+    /// still fit); empty: not checked.
+    pub registry_digest: Vec<String>,
+    /// The same per profile, where it depends on the profile (profiles with prefill rows
+    /// bind the prefill candidates too); takes precedence over `registry_digest`.
+    pub registry_digests: BTreeMap<String, Vec<String>>,
     /// Inventory digest per profile.
     pub inventory_digests: BTreeMap<String, String>,
 }
@@ -214,17 +216,15 @@ pub fn verify(dir: &Path, expected: &Expected) -> Result<Manifest, SealError> {
     if id != manifest.corpus_id {
         return Err(SealError::CorpusId { path: mpath, expected: id, found: manifest.corpus_id });
     }
-    let reg = expected.registry_digests.get(&manifest.identity.inputs.profile).or(expected.registry_digest.as_ref());
-    if let Some(reg) = reg {
-        if reg != &manifest.identity.inputs.registry_digest {
-            return Err(SealError::Stale {
-                path: mpath,
-                what: "the registry digest",
-                expected: reg.clone(),
-                found: manifest.identity.inputs.registry_digest.clone(),
-                fix: "the candidate registry changed since this corpus was collected; collect a new corpus",
-            });
-        }
+    let reg = expected.registry_digests.get(&manifest.identity.inputs.profile).unwrap_or(&expected.registry_digest);
+    if !reg.is_empty() && !reg.contains(&manifest.identity.inputs.registry_digest) {
+        return Err(SealError::Stale {
+            path: mpath,
+            what: "the registry digest",
+            expected: reg.join(" or "),
+            found: manifest.identity.inputs.registry_digest.clone(),
+            fix: "the candidate registry changed since this corpus was collected; collect a new corpus",
+        });
     }
     if let Some(inv) = expected.inventory_digests.get(&manifest.identity.inputs.profile) {
         if inv != &manifest.identity.inputs.inventory_digest {

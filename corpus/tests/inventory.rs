@@ -48,7 +48,18 @@ fn the_committed_inventory_has_models_lm_heads_mtp_and_the_grid() {
     assert!(grid.iter().any(|s| s.n == 256) && grid.iter().any(|s| s.n == 262_144));
     assert!(grid.iter().any(|s| s.k == 256) && grid.iter().any(|s| s.k == 32_768));
     assert!(grid.iter().any(|s| s.partition == Partition::Sealed));
-    assert!(inv.shapes.iter().all(|s| s.partition == Partition::Development || s.family == "grid"));
+    // Model families are held out whole: a family's shapes are all sealed or all development,
+    // and a sealed shape is never an exact overlay. At least three families are sealed.
+    let mut sealed_families = std::collections::BTreeSet::new();
+    for s in inv.shapes.iter().filter(|s| s.family != "grid") {
+        let family: Vec<_> = inv.shapes.iter().filter(|t| t.family == s.family).map(|t| t.partition).collect();
+        assert!(family.iter().all(|&p| p == s.partition), "family {} is split across partitions", s.family);
+        if s.partition == Partition::Sealed {
+            assert!(!s.exact_overlay, "{} is sealed and an overlay", s.name);
+            sealed_families.insert(s.family.clone());
+        }
+    }
+    assert!(sealed_families.len() >= 3, "{sealed_families:?}");
     // K = 896 excludes the 256-value super-block formats automatically.
     let small = inv.shapes.iter().find(|s| s.name == "qwen2.5-0.5b.attn_q").unwrap();
     assert!(small.formats.contains(&SourceFormat::Q4_0) && !small.formats.contains(&SourceFormat::Q4_K));

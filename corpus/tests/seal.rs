@@ -47,7 +47,7 @@ fn corpus(dir: &Path) {
 
 fn expected() -> Expected {
     Expected {
-        registry_digest: Some("reg1".into()),
+        registry_digest: vec!["reg1".into()],
         inventory_digests: [("family-smoke".to_string(), "inv1".to_string())].into(),
         ..Default::default()
     }
@@ -112,14 +112,14 @@ fn every_tampering_is_rejected_naming_the_file() {
         Expected { inventory_digests: [("family-smoke".to_string(), "inv2".to_string())].into(), ..expected() };
     let e = verify(&d, &stale_inv).unwrap_err();
     assert!(e.to_string().contains("inventory digest") && e.to_string().contains(MANIFEST), "{e}");
-    let stale_reg = Expected { registry_digest: Some("reg2".into()), ..expected() };
+    let stale_reg = Expected { registry_digest: vec!["reg2".into()], ..expected() };
     assert!(verify(&d, &stale_reg).unwrap_err().to_string().contains("registry digest"));
     // A per-profile registry digest (profiles with prefill rows bind more candidates) wins.
     let per_profile =
-        Expected { registry_digests: [("family-smoke".to_string(), "reg1".to_string())].into(), ..stale_reg };
+        Expected { registry_digests: [("family-smoke".to_string(), vec!["reg1".to_string()])].into(), ..stale_reg };
     verify(&d, &per_profile).unwrap();
     let stale_profile =
-        Expected { registry_digests: [("family-smoke".to_string(), "reg3".to_string())].into(), ..expected() };
+        Expected { registry_digests: [("family-smoke".to_string(), vec!["reg3".to_string()])].into(), ..expected() };
     assert!(verify(&d, &stale_profile).unwrap_err().to_string().contains("registry digest"));
     let d = fresh();
     let pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:0000\nsize 8\n";

@@ -58,13 +58,24 @@ fn percent(x: f64) -> String {
 pub fn gate_summary(policy: &Policy) -> String {
     let g = &policy.gates;
     let sealed = match &g.sealed {
-        Some(s) => format!(
-            "sealed certification {} on {} rows (p95 regret {}, geomean {})",
-            if s.passed { "passed" } else { "FAILED" },
-            s.rows,
-            percent(s.p95_regret),
-            percent(s.geomean_regret)
-        ),
+        Some(s) => {
+            let parts: Vec<String> = s
+                .surfaces
+                .iter()
+                .map(|(k, v)| {
+                    format!("{k} {} rows p95 {} geomean {}", v.rows, percent(v.p95_regret), percent(v.geomean_regret))
+                })
+                .collect();
+            format!(
+                "sealed certification {} on {} rows (p95 regret {}, geomean {}{}{})",
+                if s.passed { "passed" } else { "FAILED" },
+                s.rows,
+                percent(s.p95_regret),
+                percent(s.geomean_regret),
+                if parts.is_empty() { "" } else { "; " },
+                parts.join("; ")
+            )
+        }
         None => "sealed certification not run".into(),
     };
     format!(

@@ -69,6 +69,12 @@ impl Codebook {
         !matches!(self.scale_rule(), ScaleRule::Single)
     }
 
+    /// Bytes one packed block of 32 values streams: payload, the f16 scale and, where the
+    /// codebook has one, the second f16 plane.
+    pub const fn block_bytes(self) -> usize {
+        self.payload_bytes() + 2 + if self.has_second() { 2 } else { 0 }
+    }
+
     /// Decode one packed block (`payload.len() == self.payload_bytes()`) to its 32 integer values.
     #[inline]
     pub fn decode(self, payload: &[u8]) -> [i8; 32] {

@@ -83,9 +83,11 @@ impl PackedMatrix {
         self.k / 32
     }
 
-    /// Bytes a kernel streams: payload plus scale planes.
+    /// Bytes a kernel streams: payload plus scale planes (`Codebook::block_bytes` per block).
     pub fn bytes(&self) -> usize {
-        self.payload.len() + 2 * (self.scale.len() + self.second.len())
+        let b = self.payload.len() + 2 * (self.scale.len() + self.second.len());
+        debug_assert_eq!(b, self.n * self.kblk() * self.codebook.block_bytes());
+        b
     }
 
     #[inline(always)]

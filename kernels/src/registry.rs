@@ -494,6 +494,29 @@ pub fn prefill_auto(n: usize, m: usize, sms: u32) -> Candidate {
 /// The M values the grouped surface serves.
 pub const GROUPED_M: [usize; 16] = [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 31];
 
+/// The CUDA decode candidates generation 2 added: a capped twin for every literal KB that
+/// had none, and the fused thread-target rules.
+fn build_decode_generation2() -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for tile in [64, 128, 256] {
+        for cap in [2, 3, 4, 6, 12, 32] {
+            out.push(candidate(Family::Kpar, tile, 1, KbRule::Capped(cap)));
+        }
+    }
+    for columns in [16, 32] {
+        for cap in [4, 6, 12] {
+            out.push(candidate(Family::FusedKpar, columns, 1, KbRule::Capped(cap)));
+        }
+    }
+    // waves x SMs / (N / columns) partitions of `columns` threads: c16.waves64 and
+    // c32.waves32 both aim at about 1,000 threads per SM (the fused winners of generation 1
+    // follow KB ~ 135,000 / N from N = 4096 to 32768), the others at half of that.
+    for (columns, waves) in [(16, 32), (16, 64), (32, 16), (32, 32)] {
+        out.push(candidate(Family::FusedKpar, columns, 1, KbRule::Waves(waves)));
+    }
+    out
+}
+
 fn build_decode() -> Vec<Candidate> {
     let mut out = Vec::new();
     for tile in [128, 256, 512] {
@@ -588,10 +611,39 @@ fn build_cpu_grouped() -> Vec<Candidate> {
         .collect()
 }
 
-/// The registry, built once: every candidate in registry order (CUDA decode, grouped,
-/// prefill, then CPU decode, grouped) and an index by id.
+/// The registry generation this checkout sweeps. A generation is a candidate set: corpora
+/// bind its digest, and a corpus of an older generation stays fittable as long as every one
+/// of its candidates is still here (retired candidates stay, unswept, for that reason).
+///
+/// - 1: the first H200 corpora (2026-11).
+/// - 2: every literal-KB CUDA decode candidate retired for its capped twin (identical where
+///   the literal is legal, and legal everywhere, so a fallback tree may use what an overlay
+///   could), plus fused thread-target rules (about `waves` x 16 or 32 columns of threads per
+///   SM: the KB that fused winners follow as N grows).
+pub const GENERATION: u32 = 2;
+
+/// The generations a candidate belongs to: `since..retired`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Life {
+    since: u32,
+    retired: Option<u32>,
+}
+
+impl Life {
+    const FIRST: Life = Life { since: 1, retired: None };
+
+    fn covers(self, generation: u32) -> bool {
+        self.since <= generation && self.retired.is_none_or(|r| generation < r)
+    }
+}
+
+/// The registry, built once: every candidate of every generation in registry order (CUDA
+/// decode of generation 1, then those added since, grouped, prefill, then CPU decode,
+/// grouped), its generations, and an index by id. Appending keeps the order of an older
+/// generation's candidates, hence its digest and its tie-break order.
 struct Registry {
     all: Vec<Candidate>,
+    life: Vec<Life>,
     by_id: BTreeMap<CandidateId, usize>,
 }
 
@@ -599,18 +651,47 @@ fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| {
         let mut all = build_decode();
-        all.extend(build_grouped());
-        all.extend(build_prefill());
-        all.extend(build_cpu_decode());
-        all.extend(build_cpu_grouped());
+        let mut life: Vec<Life> = all
+            .iter()
+            .map(|c| match c.kb {
+                KbRule::Literal(_) => Life { since: 1, retired: Some(2) },
+                _ => Life::FIRST,
+            })
+            .collect();
+        let added = build_decode_generation2();
+        life.extend(added.iter().map(|_| Life { since: 2, retired: None }));
+        all.extend(added);
+        for more in [build_grouped(), build_prefill(), build_cpu_decode(), build_cpu_grouped()] {
+            life.extend(more.iter().map(|_| Life::FIRST));
+            all.extend(more);
+        }
         let by_id = all.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
-        Registry { all, by_id }
+        Registry { all, life, by_id }
     })
 }
 
-/// The candidates of one backend and surface, in registry order.
+/// The candidates of one backend and surface in the current generation, registry order:
+/// what a sweep times.
 pub fn candidates(backend: Backend, surface: Surface) -> Vec<Candidate> {
-    registry().all.iter().filter(|c| c.backend == backend && c.surface == surface).cloned().collect()
+    candidates_in(backend, surface, GENERATION)
+}
+
+/// The candidates of one backend and surface in `generation`, registry order: what a corpus
+/// of that generation holds.
+pub fn candidates_in(backend: Backend, surface: Surface, generation: u32) -> Vec<Candidate> {
+    let r = registry();
+    r.all
+        .iter()
+        .zip(&r.life)
+        .filter(|(c, l)| c.backend == backend && c.surface == surface && l.covers(generation))
+        .map(|(c, _)| c.clone())
+        .collect()
+}
+
+/// Whether the current generation still sweeps this candidate (false for retired ones).
+pub fn is_current(id: &str) -> bool {
+    let r = registry();
+    r.by_id.get(id).is_some_and(|&i| r.life[i].covers(GENERATION))
 }
 
 /// Every decode (M = 1) CUDA candidate, in registry order (the deterministic tie-break order).
@@ -639,7 +720,8 @@ pub fn cpu_grouped_candidates() -> Vec<Candidate> {
     candidates(Backend::Cpu, Surface::Grouped)
 }
 
-/// All candidates of every backend and surface, in registry order.
+/// All candidates of every backend, surface and generation (retired ones included, so
+/// older corpora and policies resolve), in registry order.
 pub fn all_candidates() -> &'static [Candidate] {
     &registry().all
 }
@@ -705,32 +787,56 @@ pub fn descriptor(c: &Candidate) -> String {
     d
 }
 
-/// sha256 of `[descriptor,descriptor,…]` over the candidates of `surfaces`, registry order.
-fn digest_of(surfaces: &[Surface]) -> String {
-    let descriptors: Vec<String> =
-        all_candidates().iter().filter(|c| surfaces.contains(&c.surface)).map(descriptor).collect();
+/// sha256 of `[descriptor,descriptor,…]` over the candidates of `surfaces` in `generation`,
+/// registry order.
+fn digest_of(surfaces: &[Surface], generation: u32) -> String {
+    let r = registry();
+    let descriptors: Vec<String> = r
+        .all
+        .iter()
+        .zip(&r.life)
+        .filter(|(c, l)| surfaces.contains(&c.surface) && l.covers(generation))
+        .map(|(c, _)| descriptor(c))
+        .collect();
     sha256_hex(format!("[{}]", descriptors.join(",")).as_bytes())
 }
 
 /// The digest of the decode and grouped registry (candidates of both backends, in order,
 /// with parameters): what decode/grouped corpora and their policies bind.
 pub fn registry_digest() -> String {
-    digest_of(&[Surface::Decode, Surface::Grouped])
+    digest_of(&[Surface::Decode, Surface::Grouped], GENERATION)
 }
 
 /// The digest of the prefill candidates: what prefill certificates and benchmarks bind.
 pub fn prefill_registry_digest() -> String {
-    digest_of(&[Surface::Prefill])
+    digest_of(&[Surface::Prefill], GENERATION)
 }
 
 /// The registry digest a collection over `m_values` binds: the decode and grouped registry,
 /// plus the prefill candidates when some M reaches the prefill surface (M >= 32).
 pub fn registry_digest_for(m_values: &[usize]) -> String {
+    registry_digest_in(m_values, GENERATION)
+}
+
+/// [`registry_digest_for`] of an earlier (or the current) generation.
+pub fn registry_digest_in(m_values: &[usize], generation: u32) -> String {
     if m_values.iter().any(|&m| m >= PREFILL_MIN_M) {
-        digest_of(&[Surface::Decode, Surface::Grouped, Surface::Prefill])
+        digest_of(&[Surface::Decode, Surface::Grouped, Surface::Prefill], generation)
     } else {
-        registry_digest()
+        digest_of(&[Surface::Decode, Surface::Grouped], generation)
     }
+}
+
+/// The generation whose registry digest over `m_values` is `digest`, newest first; `None`
+/// when no generation of this checkout matches (the corpus needs a new collection).
+pub fn generation_of(digest: &str, m_values: &[usize]) -> Option<u32> {
+    (1..=GENERATION).rev().find(|&g| registry_digest_in(m_values, g) == digest)
+}
+
+/// The registry digests a corpus over `m_values` may bind to be fitted by this checkout: one
+/// per generation, current first. Collecting, merging and resuming accept only the first.
+pub fn fittable_digests(m_values: &[usize]) -> Vec<String> {
+    (1..=GENERATION).rev().map(|g| registry_digest_in(m_values, g)).collect()
 }
 
 /// Ids of the baselines the bench and sweep time beside the candidates (rows and samples
@@ -827,14 +933,52 @@ mod tests {
     fn digests_are_pinned() {
         // What the committed corpora, policies and certificates bind: decode + grouped (the
         // H200 session/grid corpora), prefill alone, and all three (the h200-prefill corpus).
-        // A change here orphans them: it needs a new collection, never a new pin.
-        assert_eq!(registry_digest(), "8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717");
+        // A change here orphans them: it needs a new collection (or a new generation that
+        // keeps the old one's candidates), never a new pin.
+        assert_eq!(registry_digest_in(&[1], 1), "8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717");
         assert_eq!(prefill_registry_digest(), "c8ced69a27815182bbccd866f18584c44d59560659615a3a73e99ea80b89d49f");
         assert_eq!(
-            registry_digest_for(&[1, 2, 32]),
+            registry_digest_in(&[1, 2, 32], 1),
             "69a5f1e4720096e612a2db65036e613b76ba5ed7553f5ec45c5761da98fe8571"
         );
+        // Generation 2 (the corpora collected since 2026-12-01).
+        assert_eq!(registry_digest(), "88506c8ea1b973c618e2da47a0db4a62fc7cd7116f657188702ad2816fab9358");
+        assert_eq!(
+            registry_digest_for(&[1, 2, 32]),
+            "7f2a2d1beb00c4d7133b7e4cc64750023cb2632be7cd6c5cc527caf14b538e08"
+        );
         assert_eq!(registry_digest_for(&[1, 16, 31]), registry_digest());
+        assert_eq!(generation_of(&registry_digest_in(&[1], 1), &[1, 16]), Some(1));
+        assert_eq!(generation_of(&registry_digest(), &[1]), Some(GENERATION));
+        assert_eq!(generation_of(&registry_digest(), &[1, 64]), None, "a prefill corpus binds the prefill candidates");
+        assert_eq!(fittable_digests(&[1])[0], registry_digest());
+    }
+
+    #[test]
+    fn generations_keep_their_candidates_and_order() {
+        let g1 = candidates_in(Backend::Cuda, Surface::Decode, 1);
+        let g2 = decode_candidates();
+        assert_eq!((g1.len(), g2.len()), (72, 64));
+        // Every literal KB is retired and has a capped twin with the same launch where it is legal.
+        assert!(!g2.iter().any(|c| matches!(c.kb, KbRule::Literal(_))));
+        for lit in g1.iter().filter(|c| matches!(c.kb, KbRule::Literal(_))) {
+            let KbRule::Literal(kb) = lit.kb else { unreachable!() };
+            let twin = g2
+                .iter()
+                .find(|c| c.family == lit.family && c.tile == lit.tile && c.kb == KbRule::Capped(kb))
+                .unwrap_or_else(|| panic!("{} has no capped twin", lit.id));
+            for (n, k) in [(4096, 4096), (24_576, 1024), (300, 32 * kb as usize), (151_936, 8192)] {
+                assert_eq!(lit.plan(n, k, 132), twin.plan(n, k, 132), "{} at {n} x {k}", lit.id);
+            }
+            assert!(find(&lit.id).is_some() && !is_current(&lit.id));
+        }
+        // Generation 1's candidates that generation 2 keeps appear in the same relative order.
+        let kept: Vec<&str> = g1.iter().filter(|c| is_current(&c.id)).map(|c| c.id.as_str()).collect();
+        let order: Vec<&str> = g2.iter().map(|c| c.id.as_str()).filter(|id| kept.contains(id)).collect();
+        assert_eq!(kept, order);
+        // The thread-target rule: c16.waves64 at N = 8192 launches ceil(64 * 132 / 512) = 17 partitions.
+        let t = find("decode.fused.c16.waves64").unwrap().plan(8192, 8192, 132).unwrap();
+        assert_eq!((t.kb, t.threads), (16, 256));
     }
 
     #[test]

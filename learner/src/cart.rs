@@ -78,13 +78,7 @@ fn node(rows: &Rows, at: &[usize], depth: usize, min_leaf: f64) -> Grown {
     }
     match best {
         Some((score, f, le)) if parent - score >= MIN_DECREASE => {
-            let (l, r): (Vec<usize>, Vec<usize>) = at.iter().partition(|&&i| rows.values[i][f] <= le);
-            Grown::Split {
-                feature: f,
-                le,
-                left: Box::new(node(rows, &l, depth - 1, min_leaf)),
-                right: Box::new(node(rows, &r, depth - 1, min_leaf)),
-            }
+            Grown::split(at, rows.values, f, le, |side| node(rows, side, depth - 1, min_leaf))
         }
         _ => Grown::Leaf,
     }

@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use vnni_corpus::collection::{CollectionPlan, PHASES, PLAN_FILE};
-use vnni_corpus::read::{read_samples, read_timing, BASELINES};
+use vnni_corpus::read::{read_resources, read_samples, read_timing, BASELINES};
 use vnni_corpus::schema::parse_hex_f64;
 use vnni_corpus::seal::{verify, Expected, Manifest, SealError, MANIFEST};
 use vnni_kernels::registry::{self, Backend, Candidate, Surface};
 use vnni_kernels::{CandidateId, Codebook, Mode, SourceFormat};
 
+use crate::cost_model::KernelResources;
 use crate::error::{FitError, Result};
 use crate::regret::{regrets, Measured};
 use crate::ucb::{cell_ucb, ALPHA};
@@ -26,6 +27,8 @@ pub struct Cell {
     pub k: u64,
     /// From a `*.sealed` phase (touched once, by certification).
     pub sealed: bool,
+    /// The least eligible median (us): the candidates' medians are `best_us * (1 + regret)`.
+    pub best_us: f64,
     /// Per candidate of the surface, registry order.
     pub regret: Vec<f64>,
     pub ucb: Vec<f64>,
@@ -50,6 +53,8 @@ pub struct Corpus {
     pub decode: Vec<Candidate>,
     pub grouped: Vec<Candidate>,
     pub cells: Vec<Cell>,
+    /// Registers and static shared memory per kernel symbol (`resources.csv`; CUDA corpora).
+    pub resources: BTreeMap<String, KernelResources>,
 }
 
 impl Corpus {
@@ -70,19 +75,21 @@ pub fn load(dir: &Path) -> Result<Corpus> {
     // The (now authenticated) plan says which surfaces the corpus covers, hence which
     // registry digest it must bind.
     let plan = CollectionPlan::read(&dir.join(PLAN_FILE))?;
-    let want = registry::registry_digest_for(&plan.inventory.m);
-    if manifest.identity.inputs.registry_digest != want {
+    let found = &manifest.identity.inputs.registry_digest;
+    let Some(generation) = registry::generation_of(found, &plan.inventory.m) else {
         return Err(unauthenticated(SealError::Stale {
             path: dir.join(MANIFEST),
             what: "the registry digest",
-            expected: want,
-            found: manifest.identity.inputs.registry_digest.clone(),
+            expected: registry::fittable_digests(&plan.inventory.m).join(" or "),
+            found: found.clone(),
             fix: "the candidate registry changed since this corpus was collected; collect a new corpus",
         }));
-    }
+    };
     let backend = plan.backend;
-    let decode = registry::candidates(backend, Surface::Decode);
-    let grouped = registry::candidates(backend, Surface::Grouped);
+    // The candidate lists of the corpus's own generation: the regret vectors, tie-break
+    // order and the generic candidates of a refit are those it was fitted with.
+    let decode = registry::candidates_in(backend, Surface::Decode, generation);
+    let grouped = registry::candidates_in(backend, Surface::Grouped, generation);
     let mut cells = Vec::new();
     for phase in PHASES {
         let sealed = phase.ends_with(".sealed");
@@ -152,12 +159,26 @@ pub fn load(dir: &Path) -> Result<Corpus> {
                 n: n as u64,
                 k: k as u64,
                 sealed,
+                best_us: entries
+                    .iter()
+                    .flatten()
+                    .filter(|e| e.eligible)
+                    .map(|e| e.median_us)
+                    .fold(f64::INFINITY, f64::min),
                 regret: regrets(&entries),
                 ucb: cell_ucb(&cell_samples, ALPHA),
             });
         }
     }
-    Ok(Corpus { dir: dir.into(), manifest, plan, backend, decode, grouped, cells })
+    let resources_path = dir.join("resources.csv");
+    let mut resources = BTreeMap::new();
+    if resources_path.is_file() {
+        for r in read_resources(&resources_path)? {
+            resources
+                .insert(r.kernel, KernelResources { registers: r.registers, shared_static: r.shared_static_bytes });
+        }
+    }
+    Ok(Corpus { dir: dir.into(), manifest, plan, backend, decode, grouped, cells, resources })
 }
 
 /// The runtime key of a group of rows: (source format, mode, M, N, K). Ordered by the

@@ -47,9 +47,19 @@ impl Folds {
     }
 }
 
-/// The hyperparameter grid, simplest first.
-pub fn grid() -> Vec<Hyper> {
+/// The hyperparameter grid, simplest first. Distilled trees (hundreds of labelled grid rows
+/// per domain) take deeper trees and small leaves; a min leaf of 1 would let one grid point
+/// carve a leaf.
+pub fn grid(distilled: bool) -> Vec<Hyper> {
     let mut out = Vec::new();
+    if distilled {
+        for set in [FeatureSet::Dims, FeatureSet::Launch] {
+            for depth in [4, 6, 8, 10, 12] {
+                out.push(Hyper { set, depth, min_leaf: 2.0 });
+            }
+        }
+        return out;
+    }
     for set in FeatureSet::ALL {
         for depth in [1, 2, 3, 4, 6] {
             for min_leaf in [4.0, 2.0, 1.0] {
@@ -92,7 +102,7 @@ pub fn cross_validate(t: &Trainer, samples: &[Sample], folds: &Folds) -> Result<
     let splits: Vec<(Vec<&Sample>, Vec<&Sample>)> = (0..folds.count).map(|f| folds.split(samples, f)).collect();
     let fallback = (0..t.corpus.candidates(t.surface).len()).find(|&c| t.generic(c)).expect("a generic candidate");
     let mut per_hyper = Vec::new();
-    for hyper in grid() {
+    for hyper in grid(t.distills()) {
         let mut rows = Vec::new();
         for (train, test) in &splits {
             if train.is_empty() {

@@ -5,6 +5,9 @@
 //! - [`ucb`]: per-cell upper confidence bounds of regret from the raw samples.
 //! - [`domains`]: M buckets, aspect buckets, runtime keys per domain.
 //! - [`features`], [`cart`], [`tree`]: a deterministic CART per domain over integer features, canonical splits, relabelling.
+//! - [`occupancy`], [`cost_model`], [`distill`], [`regret_tree`]: CUDA decode domains instead
+//!   grow their tree on summed regret over a dense shape grid labelled by a per-candidate
+//!   latency model (CTAs in waves at the kernel's occupancy) plus the measured rows.
 //! - [`cv`]: grouped cross-validation over (N, K) geometries; [`baselines`] beside it.
 //! - [`borrow`], [`overlays`]: domains without data, exact-shape overlays.
 //! - [`sealed`], [`ledger`]: the one sealed certification and its ledger.
@@ -22,7 +25,9 @@ pub mod canvas;
 pub mod cart;
 pub mod corpus;
 pub mod corpus_report;
+pub mod cost_model;
 pub mod cv;
+pub mod distill;
 pub mod domains;
 pub mod error;
 pub mod features;
@@ -31,10 +36,12 @@ pub mod in_sample;
 pub mod ledger;
 pub mod map;
 pub mod noise;
+pub mod occupancy;
 pub mod overlays;
 pub mod proxy;
 pub mod regret;
 pub mod regret_stats;
+pub mod regret_tree;
 pub mod report;
 pub mod sealed;
 pub mod synthetic;
@@ -107,7 +114,7 @@ fn registry_surface(s: Surface) -> registry::Surface {
 }
 
 fn trainer<'a>(corpus: &'a corpus::Corpus, skeleton: &'a Policy, bucket: usize, widths: &[u64]) -> Trainer<'a> {
-    Trainer { corpus, skeleton, surface: registry_surface(skeleton.m_buckets[bucket].surface), widths: widths.to_vec() }
+    Trainer::new(corpus, skeleton, registry_surface(skeleton.m_buckets[bucket].surface), widths.to_vec())
 }
 
 /// Fit a policy from the sealed corpus in `dir`.

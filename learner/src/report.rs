@@ -49,12 +49,32 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
         Some(s) => {
             let _ = writeln!(
                 md,
-                "Sealed certification (once, overlays off): {} rows, p95 regret {}, geomean {}: **{}**.\n",
+                "Sealed certification (once, overlays off): {} rows, p95 regret {}, geomean {}: **{}** \
+                 (each surface gated on its own).\n",
                 s.rows,
                 pct(s.p95_regret),
                 pct(s.geomean_regret),
                 if s.passed { "passed" } else { "FAILED" }
             );
+            if !s.surfaces.is_empty() {
+                let _ = writeln!(md, "| sealed rows | rows | p95 | geomean | max |\n|---|---|---|---|---|");
+                let named = s
+                    .surfaces
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v))
+                    .chain(s.decode_sources.iter().map(|(k, v)| (format!("decode, {k}"), v)));
+                for (name, v) in named {
+                    let _ = writeln!(
+                        md,
+                        "| {name} | {} | {} | {} | {} |",
+                        v.rows,
+                        pct(v.p95_regret),
+                        pct(v.geomean_regret),
+                        pct(v.max_regret)
+                    );
+                }
+                let _ = writeln!(md);
+            }
         }
         None => {
             let _ = writeln!(md, "Sealed certification: the corpus has no sealed rows; not run.\n");

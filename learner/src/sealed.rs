@@ -1,15 +1,48 @@
 //! The one certification on the sealed partition: the finished policy, overlays off, on
-//! every sealed alias cell; nearest-rank p95 regret below the p95 threshold passes.
+//! every sealed alias cell. Decode (M = 1) and grouped rows are scored and gated apart
+//! (nearest-rank p95 regret below the p95 threshold each), and decode rows are also reported
+//! per source of their shape: the model family a sealed shape belongs to, or `grid`.
 
 use std::collections::BTreeMap;
 
 use vnni_kernels::registry::Surface;
-use vnni_policy::{Policy, PolicyError, SealedCertification};
+use vnni_policy::{Policy, PolicyError, SealedCertification, SealedScore};
 
 use crate::corpus::Corpus;
 use crate::domains::{DomainKey, Sample};
 use crate::regret::REGRET_CAP;
 use crate::regret_stats::{geomean, p95};
+
+/// One scored alias cell: its surface, its shape and the regret of the policy's pick.
+struct Scored {
+    surface: Surface,
+    n: u64,
+    k: u64,
+    regret: f64,
+}
+
+fn scored(
+    policy: &Policy,
+    corpus: &Corpus,
+    samples: &BTreeMap<DomainKey, Vec<Sample>>,
+    overlays: bool,
+) -> Result<Vec<Scored>, PolicyError> {
+    let mut out = Vec::new();
+    for (d, keys) in samples {
+        for s in keys {
+            let sel = policy.select_with(&d.codebook, &d.mode, s.m, s.n, s.k, overlays)?;
+            let surface = if s.m == 1 { Surface::Decode } else { Surface::Grouped };
+            let c = corpus.candidates(surface).iter().position(|c| c.id == sel.candidate.id);
+            out.extend(s.cells.iter().map(|&i| Scored {
+                surface,
+                n: s.n,
+                k: s.k,
+                regret: c.map_or(REGRET_CAP, |c| corpus.cells[i].regret[c]),
+            }));
+        }
+    }
+    Ok(out)
+}
 
 /// The regret of the policy's choice (overlays as given) in every alias cell of `samples`.
 pub fn policy_regrets(
@@ -18,16 +51,31 @@ pub fn policy_regrets(
     samples: &BTreeMap<DomainKey, Vec<Sample>>,
     overlays: bool,
 ) -> Result<Vec<f64>, PolicyError> {
-    let mut out = Vec::new();
-    for (d, keys) in samples {
-        for s in keys {
-            let sel = policy.select_with(&d.codebook, &d.mode, s.m, s.n, s.k, overlays)?;
-            let surface = if s.m == 1 { Surface::Decode } else { Surface::Grouped };
-            let c = corpus.candidates(surface).iter().position(|c| c.id == sel.candidate.id);
-            out.extend(s.cells.iter().map(|&i| c.map_or(REGRET_CAP, |c| corpus.cells[i].regret[c])));
-        }
+    Ok(scored(policy, corpus, samples, overlays)?.into_iter().map(|s| s.regret).collect())
+}
+
+fn score(r: &[f64]) -> SealedScore {
+    SealedScore {
+        rows: r.len() as u64,
+        p95_regret: p95(r),
+        geomean_regret: geomean(r),
+        max_regret: r.iter().copied().fold(0.0, f64::max),
     }
-    Ok(out)
+}
+
+/// Where a shape of the plan comes from: the family of its first name (`gemma2-2b.ffn_down`
+/// -> `gemma2-2b`; grid points -> `grid`).
+fn sources(corpus: &Corpus) -> BTreeMap<(u64, u64), String> {
+    corpus
+        .plan
+        .inventory
+        .shapes
+        .iter()
+        .map(|s| {
+            let name = s.names.first().map_or("", String::as_str);
+            ((s.n as u64, s.k as u64), name.split('.').next().unwrap_or(name).to_string())
+        })
+        .collect()
 }
 
 /// `None` when the corpus has no sealed rows (nothing to certify on).
@@ -37,15 +85,29 @@ pub fn certify(
     sealed: &BTreeMap<DomainKey, Vec<Sample>>,
     p95_max: f64,
 ) -> Result<Option<SealedCertification>, PolicyError> {
-    let r = policy_regrets(policy, corpus, sealed, false)?;
-    if r.is_empty() {
+    let rows = scored(policy, corpus, sealed, false)?;
+    if rows.is_empty() {
         return Ok(None);
     }
-    let p = p95(&r);
+    let all: Vec<f64> = rows.iter().map(|s| s.regret).collect();
+    let mut by_surface: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut by_source: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let from = sources(corpus);
+    for s in &rows {
+        by_surface.entry(s.surface.name().to_string()).or_default().push(s.regret);
+        if s.surface == Surface::Decode {
+            let source = from.get(&(s.n, s.k)).cloned().unwrap_or_else(|| "unknown".into());
+            by_source.entry(source).or_default().push(s.regret);
+        }
+    }
+    let surfaces: BTreeMap<String, SealedScore> = by_surface.iter().map(|(k, r)| (k.clone(), score(r))).collect();
+    let passed = surfaces.values().all(|s| s.p95_regret < p95_max);
     Ok(Some(SealedCertification {
-        rows: r.len() as u64,
-        p95_regret: p,
-        geomean_regret: geomean(&r),
-        passed: p < p95_max,
+        rows: all.len() as u64,
+        p95_regret: p95(&all),
+        geomean_regret: geomean(&all),
+        passed,
+        surfaces,
+        decode_sources: by_source.iter().map(|(k, r)| (k.clone(), score(r))).collect(),
     }))
 }

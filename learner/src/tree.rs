@@ -1,4 +1,5 @@
-//! One domain's generic tree: a CART on the exact winners, converted to the IR.
+//! One domain's generic tree, converted to the IR: a CART on the exact winners, or, for CUDA
+//! decode domains, a summed-regret tree distilled from the cost model (`distill.rs`).
 //!
 //! The tree is grown by `cart.rs` (deterministic weighted Gini CART over the integer
 //! features; its module comment says why not linfa-trees), then canonicalized: each split is
@@ -7,15 +8,21 @@
 //! generic-legal candidate of lowest p95 regret over the rows reaching them, and sibling
 //! leaves with one label merge.
 
-use vnni_kernels::registry::Surface;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use vnni_kernels::registry::{Backend, Surface};
 use vnni_policy::{Feature, Node, Policy};
 
 use crate::cart;
 use crate::corpus::Corpus;
+use crate::distill::{self, Labelled};
 use crate::domains::Sample;
 use crate::features::FeatureSet;
 use crate::regret::{alias_scores, minimax_winner, pick_banded, TIE_BAND};
 use crate::regret_stats::{mean, p95};
+use crate::regret_tree;
 
 /// Hyperparameters chosen by cross-validation.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -33,13 +40,33 @@ pub struct Trainer<'a> {
     pub skeleton: &'a Policy,
     pub surface: Surface,
     pub widths: Vec<u64>,
+    /// Distillation data per training set (keyed by its (M, N, K) keys): cross-validation
+    /// grows several trees on one set, the cost models are fitted once.
+    distilled: DistillCache,
 }
+
+/// Labelled distillation data by training set ((M, N, K) keys); `None`: the model does not apply.
+type DistillCache = RefCell<BTreeMap<Vec<(u64, u64, u64)>, Option<Rc<Labelled>>>>;
 
 /// A tree in training-side form: feature indices into the set, leaves unlabelled.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Grown {
     Leaf,
     Split { feature: usize, le: i64, left: Box<Grown>, right: Box<Grown> },
+}
+
+impl Grown {
+    /// Split rows `at` on `values[.][feature] <= le` and grow each side with `grow`.
+    pub fn split(
+        at: &[usize],
+        values: &[Vec<i64>],
+        feature: usize,
+        le: i64,
+        mut grow: impl FnMut(&[usize]) -> Grown,
+    ) -> Grown {
+        let (l, r): (Vec<usize>, Vec<usize>) = at.iter().partition(|&&i| values[i][feature] <= le);
+        Grown::Split { feature, le, left: Box::new(grow(&l)), right: Box::new(grow(&r)) }
+    }
 }
 
 /// The path the integer tree takes for feature values `x`.
@@ -53,7 +80,22 @@ pub fn grown_path(mut node: &Grown, x: &[i64]) -> Vec<bool> {
     path
 }
 
-impl Trainer<'_> {
+impl<'a> Trainer<'a> {
+    pub fn new(corpus: &'a Corpus, skeleton: &'a Policy, surface: Surface, widths: Vec<u64>) -> Trainer<'a> {
+        Trainer { corpus, skeleton, surface, widths, distilled: RefCell::default() }
+    }
+
+    /// Whether this domain's trees are distilled from the cost model (CUDA decode domains of
+    /// a corpus with preflight resources) rather than grown as a CART on the measured winners.
+    pub fn distills(&self) -> bool {
+        self.surface == Surface::Decode && self.corpus.backend == Backend::Cuda && !self.corpus.resources.is_empty()
+    }
+
+    fn labelled(&self, samples: &[&Sample]) -> Option<Rc<Labelled>> {
+        let key: Vec<(u64, u64, u64)> = samples.iter().map(|s| (s.m, s.n, s.k)).collect();
+        self.distilled.borrow_mut().entry(key).or_insert_with(|| distill::labelled(self, samples).map(Rc::new)).clone()
+    }
+
     pub fn generic(&self, c: usize) -> bool {
         self.corpus.candidates(self.surface)[c].generic_legal()
     }
@@ -109,6 +151,11 @@ impl Trainer<'_> {
 
     /// Fit, convert, verify, canonicalize, relabel.
     pub fn fit(&self, samples: &[&Sample], hyper: Hyper) -> Result<Node, String> {
+        if self.distills() {
+            if let Some(data) = self.labelled(samples) {
+                return Ok(self.fit_distilled(&data, hyper));
+            }
+        }
         let features = hyper.set.features(&self.widths);
         let labelled: Vec<(&Sample, usize)> = samples.iter().filter_map(|s| self.label(s).map(|l| (*s, l))).collect();
         let distinct: std::collections::BTreeSet<usize> = labelled.iter().map(|x| x.1).collect();
@@ -135,24 +182,37 @@ impl Trainer<'_> {
         Ok(self.label_tree(&canonical, &rows, &keys, &values, &features))
     }
 
-    /// Relabel every leaf from the keys reaching it; merge sibling leaves with one label.
-    fn label_tree(
+    /// A summed-regret tree over the labelled grid and training rows.
+    fn fit_distilled(&self, data: &Labelled, hyper: Hyper) -> Node {
+        let features = hyper.set.features(&self.widths);
+        let units = self.skeleton.units;
+        let values: Vec<Vec<i64>> =
+            data.points.iter().map(|&(n, k)| features.iter().map(|f| f.value(n, k, units)).collect()).collect();
+        let allowed: Vec<bool> = (0..self.corpus.candidates(self.surface).len()).map(|c| self.generic(c)).collect();
+        let rows =
+            regret_tree::Rows { values: &values, regret: &data.regret, weights: &data.weights, allowed: &allowed };
+        let grown = regret_tree::grow(&rows, hyper.depth, f64::from(hyper.min_leaf));
+        let all: Vec<usize> = (0..values.len()).collect();
+        let canonical = canonicalize(&grown, &all, &values);
+        self.label_by(&canonical, &all, &values, &features, &|at: &[usize]| rows.label(at))
+    }
+
+    /// Convert a grown tree, each leaf labelled by `label` of the rows reaching it; merge
+    /// sibling leaves with one label.
+    fn label_by(
         &self,
         node: &Grown,
         rows: &[usize],
-        keys: &[&Sample],
         values: &[Vec<i64>],
         features: &[Feature],
+        label: &dyn Fn(&[usize]) -> usize,
     ) -> Node {
         match node {
-            Grown::Leaf => {
-                let reach: Vec<&Sample> = rows.iter().map(|&r| keys[r]).collect();
-                Node::Leaf { candidate: self.id(self.best_for(&reach)).into() }
-            }
+            Grown::Leaf => Node::Leaf { candidate: self.id(label(rows)).into() },
             Grown::Split { feature, le, left, right } => {
                 let (l, r): (Vec<usize>, Vec<usize>) = rows.iter().partition(|&&i| values[i][*feature] <= *le);
-                let left = self.label_tree(left, &l, keys, values, features);
-                let right = self.label_tree(right, &r, keys, values, features);
+                let left = self.label_by(left, &l, values, features, label);
+                let right = self.label_by(right, &r, values, features, label);
                 match (&left, &right) {
                     (Node::Leaf { candidate: a }, Node::Leaf { candidate: b }) if a == b => left,
                     _ => Node::Split {
@@ -164,6 +224,22 @@ impl Trainer<'_> {
                 }
             }
         }
+    }
+
+    /// Relabel every leaf from the keys reaching it; merge sibling leaves with one label.
+    fn label_tree(
+        &self,
+        node: &Grown,
+        rows: &[usize],
+        keys: &[&Sample],
+        values: &[Vec<i64>],
+        features: &[Feature],
+    ) -> Node {
+        let label = |at: &[usize]| {
+            let reach: Vec<&Sample> = at.iter().map(|&r| keys[r]).collect();
+            self.best_for(&reach)
+        };
+        self.label_by(node, rows, values, features, &label)
     }
 }
 

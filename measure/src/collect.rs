@@ -177,7 +177,7 @@ pub fn finish(store: &CellStore, plan: &CollectionPlan) -> Result<bool> {
     }
     let corpus = store.root.join("corpus");
     let expected = Expected {
-        registry_digest: Some(plan.registry_digest.clone()),
+        registry_digest: vec![plan.registry_digest.clone()],
         inventory_digests: [(plan.inventory.profile.clone(), plan.inventory_digest.clone())].into(),
         ..Default::default()
     };

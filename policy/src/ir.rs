@@ -3,6 +3,8 @@
 //! statistics. Serialization is deterministic (field order fixed, vectors sorted by the
 //! learner), so the same corpus gives the same bytes.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "vnni-policy-v1";
@@ -153,10 +155,28 @@ pub struct Gates {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SealedCertification {
+    /// Every sealed row pooled (decode and grouped).
     pub rows: u64,
     pub p95_regret: f64,
     pub geomean_regret: f64,
+    /// Every surface of `surfaces` passed on its own (a pooled figure lets many easy grouped
+    /// rows hide failing decode rows).
     pub passed: bool,
+    /// Per surface (`decode`, `grouped`), each gated on the p95 threshold.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub surfaces: BTreeMap<String, SealedScore>,
+    /// Decode rows per source of the sealed shapes: a model family, or `grid`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub decode_sources: BTreeMap<String, SealedScore>,
+}
+
+/// Regret of the policy's picks over a set of sealed rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SealedScore {
+    pub rows: u64,
+    pub p95_regret: f64,
+    pub geomean_regret: f64,
+    pub max_regret: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -209,7 +229,18 @@ impl Policy {
     pub fn not_installable(&self) -> Option<String> {
         let g = &self.gates;
         if let Some(s) = g.sealed.as_ref().filter(|s| !s.passed) {
-            return Some(format!("its sealed certification failed (p95 regret {:.2}%)", s.p95_regret * 100.0));
+            let failing: Vec<String> = s
+                .surfaces
+                .iter()
+                .filter(|(_, v)| v.p95_regret >= g.p95_max)
+                .map(|(k, v)| format!("{k} p95 regret {:.2}%", v.p95_regret * 100.0))
+                .collect();
+            let what = if failing.is_empty() {
+                format!("p95 regret {:.2}%", s.p95_regret * 100.0)
+            } else {
+                failing.join(", ")
+            };
+            return Some(format!("its sealed certification failed ({what})"));
         }
         (!g.passed).then(|| {
             format!(

@@ -138,8 +138,14 @@ fn invalid_policies_are_refused_and_the_installed_file_is_untouched() {
     let (ok, _, err) = run(&example_policy(Backend::Cuda), &["--random", "1000000"]);
     assert!(!ok && err.contains("refusing to install") && err.contains("failed its gates"), "{err}");
     let mut sealed_failed = passing(example_policy(Backend::Cuda));
-    sealed_failed.gates.sealed =
-        Some(vnni_policy::SealedCertification { rows: 10, p95_regret: 0.2, geomean_regret: 0.1, passed: false });
+    sealed_failed.gates.sealed = Some(vnni_policy::SealedCertification {
+        rows: 10,
+        p95_regret: 0.2,
+        geomean_regret: 0.1,
+        passed: false,
+        surfaces: Default::default(),
+        decode_sources: Default::default(),
+    });
     let (ok, _, err) = run(&sealed_failed, &["--random", "1000000"]);
     assert!(!ok && err.contains("sealed certification failed"), "{err}");
 

@@ -67,8 +67,10 @@ fn candidates_lists_the_registry() {
     assert_eq!(v["registry_digest"].as_str().unwrap(), vnni_kernels::registry::registry_digest());
     let c = v["candidates"].as_array().unwrap();
     assert_eq!(c.len(), vnni_kernels::registry::decode_candidates().len());
-    let kpar = c.iter().find(|c| c["id"] == "decode.kpar.tn128.cpt1.kb8").unwrap();
-    assert_eq!(kpar["generic_legal"], false);
+    // Literal KBs are retired (generation 2): their capped twins are listed, generic-legal.
+    assert!(!c.iter().any(|c| c["id"] == "decode.kpar.tn128.cpt1.kb8"));
+    let capped = c.iter().find(|c| c["id"] == "decode.kpar.tn128.cpt1.cap12").unwrap();
+    assert_eq!(capped["generic_legal"], true);
     let waves = c.iter().find(|c| c["id"] == "decode.kpar.tn128.cpt1.waves2").unwrap();
     assert_eq!(waves["generic_legal"], true);
     let (ok, out, _) = vnni(&["candidates", "--backend", "cpu"]);

@@ -1,7 +1,9 @@
 //! `vnni-dispatch candidates`: the candidate registry.
 
 use serde::Serialize;
-use vnni_kernels::registry::{all_candidates, prefill_registry_digest, registry_digest, Candidate, KbRule};
+use vnni_kernels::registry::{
+    all_candidates, is_current, prefill_registry_digest, registry_digest, Candidate, KbRule, GENERATION,
+};
 use vnni_kernels::{Backend, Surface};
 
 use crate::argv::{Argv, ToArgv};
@@ -54,8 +56,10 @@ fn bpp_rule(c: &Candidate) -> String {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    // The current generation: what a sweep times (retired candidates only resolve old corpora).
     let cands: Vec<Candidate> = all_candidates()
         .iter()
+        .filter(|c| is_current(&c.id))
         .filter(|c| args.surface.is_none_or(|s| s == c.surface))
         .filter(|c| args.backend.is_none_or(|b| b == c.backend))
         .cloned()
@@ -90,7 +94,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
     println!(
-        "\n{} candidates; registry digest {} (decode, grouped), {} (prefill)",
+        "\n{} candidates of registry generation {GENERATION}; registry digest {} (decode, grouped), {} (prefill)",
         cands.len(),
         registry_digest(),
         prefill_registry_digest()

@@ -130,12 +130,28 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         );
     }
     match &g.sealed {
-        Some(s) => println!(
-            "sealed certification: {} rows, p95 {:.2}%, {}",
-            s.rows,
-            s.p95_regret * 100.0,
-            if s.passed { "passed" } else { "FAILED (recorded; this corpus is never refit)" }
-        ),
+        Some(s) => {
+            println!(
+                "sealed certification: {} rows, p95 {:.2}%, {}",
+                s.rows,
+                s.p95_regret * 100.0,
+                if s.passed { "passed" } else { "FAILED (recorded; this corpus is never refit)" }
+            );
+            for (name, v) in s
+                .surfaces
+                .iter()
+                .map(|(k, v)| (k.clone(), v))
+                .chain(s.decode_sources.iter().map(|(k, v)| (format!("decode, {k}"), v)))
+            {
+                println!(
+                    "  {name:<24} {:>5} rows  p95 {:>6.2}%  geomean {:>5.2}%  max {:>6.2}%",
+                    v.rows,
+                    v.p95_regret * 100.0,
+                    v.geomean_regret * 100.0,
+                    v.max_regret * 100.0
+                );
+            }
+        }
         None => println!("sealed certification: no sealed rows, not run"),
     }
     if g.sealed.is_some() {

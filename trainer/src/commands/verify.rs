@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use vnni_corpus::inventory::Inventory;
 use vnni_corpus::seal::{verify, Expected, MANIFEST};
-use vnni_kernels::registry::{registry_digest, registry_digest_for};
+use vnni_kernels::registry::fittable_digests;
 use vnni_learner::{fit, FitOptions};
 use vnni_policy::Policy;
 
@@ -55,15 +55,15 @@ pub fn holding(root: &Path, file: &str) -> Vec<PathBuf> {
     out
 }
 
-/// What a corpus of this checkout must bind: the registry digest, and per profile of the
-/// inventory its inventory digest and the registry digest of its M values.
+/// What a corpus of this checkout must bind: a registry digest of a generation it can fit,
+/// and per profile of the inventory its inventory digest and the registry digests of its M values.
 pub fn expected(inventory: &Path) -> Result<Expected> {
     let inv = Inventory::load(inventory).with_context(|| format!("loading the inventory {}", inventory.display()))?;
-    let mut expected = Expected { registry_digest: Some(registry_digest()), ..Default::default() };
+    let mut expected = Expected { registry_digest: fittable_digests(&[1]), ..Default::default() };
     for name in inv.profiles.keys() {
         let plan = inv.resolve(name)?;
         expected.inventory_digests.insert(name.clone(), plan.digest());
-        expected.registry_digests.insert(name.clone(), registry_digest_for(&plan.m));
+        expected.registry_digests.insert(name.clone(), fittable_digests(&plan.m));
     }
     Ok(expected)
 }

@@ -1,0 +1,36 @@
+//! The occupancy formula and the launch model against what the H200 reported: every decode
+//! row of the committed CUDA corpora records the device's resident CTAs per SM for its launch
+//! and the weight bytes it streamed; `cost_model::Launch` must reproduce both from the
+//! registry's plan and the corpus's preflight resources.
+
+use std::path::Path;
+
+use vnni_corpus::read::{read_resources, read_timing};
+use vnni_kernels::registry::find;
+use vnni_learner::cost_model::{KernelResources, Launch};
+
+#[test]
+fn launches_match_the_device_on_every_committed_decode_row() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lfs-data/corpora/cuda/sm_90");
+    let mut checked = 0;
+    for corpus in ["14d161adf7dd2d5a-2e35918b2e31", "27df0629a5ccd600-69d16bfaea33"] {
+        let dir = root.join(corpus);
+        let res: std::collections::BTreeMap<String, KernelResources> = read_resources(&dir.join("resources.csv"))
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.kernel, KernelResources { registers: r.registers, shared_static: r.shared_static_bytes }))
+            .collect();
+        for phase in ["decode_m1.development.csv", "decode_m1.sealed.csv"] {
+            for r in read_timing(&dir.join(phase)).unwrap() {
+                let Some(c) = find(&r.candidate) else { continue };
+                let cb = r.codebook.expect("candidate rows name their codebook");
+                let l = Launch::of(c, cb, r.n as u64, r.k as u64, 132, res[&c.kernel(cb).symbol()]).unwrap();
+                let where_ = format!("{corpus}/{phase}: {} {}x{} {}", cb.name(), r.n, r.k, r.candidate);
+                assert_eq!(l.occupancy, r.occupancy_blocks_per_sm, "{where_}");
+                assert_eq!(l.bytes, r.weight_bytes as f64, "{where_}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 90_000, "{checked} rows");
+}
