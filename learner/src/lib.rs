@@ -8,7 +8,8 @@
 //! - [`occupancy`], [`cost_model`], [`distill`], [`regret_tree`]: CUDA decode domains instead
 //!   grow their tree on summed regret over a dense shape grid labelled by a per-candidate
 //!   latency model (CTAs in waves at the kernel's occupancy) plus the measured rows.
-//! - [`cv`]: grouped cross-validation over (N, K) geometries; [`baselines`] beside it.
+//! - [`cv`]: grouped cross-validation over (N, K) geometries; [`baselines`] beside it;
+//!   [`family_cv`] leave-one-family-out regret of the decode trees (reported).
 //! - [`borrow`], [`overlays`]: domains without data, exact-shape overlays.
 //! - [`sealed`], [`ledger`]: the one sealed certification and its ledger.
 //! - [`regret_stats`]: p95, geomean and means of regret over rows (percentiles from `vnni_measure::stats`).
@@ -30,6 +31,7 @@ pub mod cv;
 pub mod distill;
 pub mod domains;
 pub mod error;
+pub mod family_cv;
 pub mod features;
 pub mod generic_floor;
 pub mod in_sample;
@@ -84,6 +86,8 @@ impl Default for FitOptions {
 #[derive(Debug, Clone)]
 pub struct DomainFit {
     pub key: DomainKey,
+    /// Decode domains: per model family, the regrets of its cells when left out of the fit.
+    pub family_heldout: BTreeMap<String, Vec<f64>>,
     /// Cross-validation outcome (domains with data).
     pub heldout: Option<Heldout>,
     /// The domain whose tree was borrowed, or `None` with `heldout` `None`: the single-leaf fallback.
@@ -132,13 +136,19 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
     let widths = features::tile_widths(&corpus);
     let surface_of = |bucket: usize| policy.m_buckets[bucket].surface;
 
+    let families = family_cv::families(&corpus);
     let mut fitted: BTreeMap<DomainKey, (Node, DomainStats, Heldout)> = BTreeMap::new();
+    let mut family_heldout: BTreeMap<DomainKey, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
     for (key, samples) in &dev {
         let t = trainer(&corpus, &policy, key.bucket, &widths);
         let tree_err = |message: String| FitError::Tree { domain: key.to_string(), message };
         let heldout = cv::cross_validate(&t, samples, &folds).map_err(tree_err)?;
         let all: Vec<&domains::Sample> = samples.iter().collect();
         let tree = t.fit(&all, heldout.hyper).map_err(tree_err)?;
+        if key.aspect.is_some() {
+            let lofo = family_cv::leave_one_family_out(&t, samples, heldout.hyper, &families).map_err(tree_err)?;
+            family_heldout.insert(key.clone(), lofo);
+        }
         let s = heldout.summary(0);
         let stats = DomainStats {
             rows: s.rows,
@@ -173,7 +183,8 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
             tree,
             stats,
         });
-        reports.push(DomainFit { key, heldout, borrowed_from });
+        let lofo = family_heldout.remove(&key).unwrap_or_default();
+        reports.push(DomainFit { key, family_heldout: lofo, heldout, borrowed_from });
     }
     policy.domains = out_domains;
     policy.overlays = overlays::exact_overlays(&corpus, policy.units, [&dev, &sealed]);

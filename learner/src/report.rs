@@ -9,6 +9,7 @@ use vnni_corpus::write_bytes;
 use crate::cv::METHODS;
 use crate::error::Result;
 use crate::map::write_maps;
+use crate::regret_stats::{geomean, p95};
 use crate::Fit;
 
 /// What the baselines of `cv::METHODS` are (the fit and corpus reports print it).
@@ -113,6 +114,25 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
         let _ = writeln!(md, "\nDomains without data:\n\n{}", borrowed.join("\n"));
     }
     let _ = writeln!(md, "\n{BASELINES_LEGEND}\n");
+    let mut by_family: std::collections::BTreeMap<&str, Vec<f64>> = std::collections::BTreeMap::new();
+    for d in &fit.domains {
+        for (family, r) in &d.family_heldout {
+            by_family.entry(family).or_default().extend(r);
+        }
+    }
+    if !by_family.is_empty() {
+        let _ = writeln!(
+            md,
+            "## Leave one family out (decode)\n\nEach model family's development cells, scored by the trees \
+             fitted without that family's shapes (chosen hyperparameters, every codebook and aspect pooled; \
+             grid points stay in training).\n\n| family | rows | p95 | geomean | max |\n|---|---|---|---|---|"
+        );
+        for (family, r) in &by_family {
+            let max = r.iter().copied().fold(0.0, f64::max);
+            let _ = writeln!(md, "| {family} | {} | {} | {} | {} |", r.len(), pct(p95(r)), pct(geomean(r)), pct(max));
+        }
+        let _ = writeln!(md);
+    }
     let codebooks = &p.codebooks[..p.codebooks.len().min(2)];
     let mut files = write_maps(p, codebooks, &fit.geometries, dir, &mut md)?;
     let path = dir.join("report.md");

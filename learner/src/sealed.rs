@@ -10,6 +10,7 @@ use vnni_policy::{Policy, PolicyError, SealedCertification, SealedScore};
 
 use crate::corpus::Corpus;
 use crate::domains::{DomainKey, Sample};
+use crate::family_cv::source_of;
 use crate::regret::REGRET_CAP;
 use crate::regret_stats::{geomean, p95};
 
@@ -63,19 +64,9 @@ fn score(r: &[f64]) -> SealedScore {
     }
 }
 
-/// Where a shape of the plan comes from: the family of its first name (`gemma2-2b.ffn_down`
-/// -> `gemma2-2b`; grid points -> `grid`).
+/// Where each shape of the plan comes from (`family_cv::source_of`: a model family, or `grid`).
 fn sources(corpus: &Corpus) -> BTreeMap<(u64, u64), String> {
-    corpus
-        .plan
-        .inventory
-        .shapes
-        .iter()
-        .map(|s| {
-            let name = s.names.first().map_or("", String::as_str);
-            ((s.n as u64, s.k as u64), name.split('.').next().unwrap_or(name).to_string())
-        })
-        .collect()
+    corpus.plan.inventory.shapes.iter().map(|s| ((s.n as u64, s.k as u64), source_of(&s.names))).collect()
 }
 
 /// `None` when the corpus has no sealed rows (nothing to certify on).
