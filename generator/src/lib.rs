@@ -6,7 +6,10 @@
 //! - [`validate()`]: compile both outputs and compare their answers with the evaluator on
 //!   inventory, boundary and random queries; returns the [`Validated`] proof.
 //! - [`install()`]: atomic replacement of the targets, from a [`Validated`] only.
+//! - [`certified`]: the batch-invariance matrix an install needs (every planned format x
+//!   shape x grouped M at the bpp of the policy's own M = 1 pick) and what is missing from it.
 
+pub mod certified;
 pub mod context;
 pub mod error;
 pub mod harness;

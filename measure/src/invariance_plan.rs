@@ -4,6 +4,7 @@
 //! Every argument is checked before any work; the certificates are written atomically at the
 //! end (JSON lines), so an error leaves no partial file behind.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::error::{invalid, Context, Result};
@@ -28,6 +29,9 @@ pub struct CertifyRequest {
     pub m: Vec<usize>,
     /// M = 1 identities whose bpp is inherited.
     pub m1: Vec<CandidateId>,
+    /// The matrix of a policy: per (source format, N, K), the M = 1 identities its policy
+    /// picks (one per mode). When not empty it replaces `formats` x `shapes` x `m1`.
+    pub m1_by_shape: BTreeMap<(SourceFormat, usize, usize), Vec<CandidateId>>,
     /// Units for the geometry formulas on the CPU backend (the GPU uses its own SM count).
     pub sms: u32,
     pub device: usize,
@@ -59,10 +63,10 @@ pub fn default_m1() -> Vec<CandidateId> {
     DEFAULT_M1.iter().map(|s| s.parse().expect("registry ids are valid")).collect()
 }
 
-/// A certification run with every argument resolved and checked.
+/// A certification run with every argument resolved and checked: the (format, N, K) points,
+/// each with the M = 1 identities whose bpp its batched rows inherit.
 struct Resolved {
-    formats: Vec<SourceFormat>,
-    shapes: Vec<(usize, usize)>,
+    points: Vec<(SourceFormat, usize, usize, Vec<CandidateId>)>,
     ms: Vec<usize>,
     batched: Vec<vnni_kernels::registry::Candidate>,
 }
@@ -70,6 +74,11 @@ struct Resolved {
 fn resolve(req: &CertifyRequest) -> Result<Resolved> {
     let formats = if req.formats.is_empty() { SourceFormat::ALL.to_vec() } else { req.formats.clone() };
     let shapes = if req.shapes.is_empty() { default_shapes(req.surface) } else { req.shapes.clone() };
+    let points: Vec<(SourceFormat, usize, usize, Vec<CandidateId>)> = if req.m1_by_shape.is_empty() {
+        formats.iter().flat_map(|&f| shapes.iter().map(move |&(n, k)| (f, n, k, req.m1.clone()))).collect()
+    } else {
+        req.m1_by_shape.iter().map(|(&(f, n, k), m1)| (f, n, k, m1.clone())).collect()
+    };
     let ms = match (req.m.is_empty(), req.surface) {
         (false, _) => req.m.clone(),
         (true, Surface::Prefill) => PREFILL_M.to_vec(),
@@ -92,7 +101,8 @@ fn resolve(req: &CertifyRequest) -> Result<Resolved> {
             invalid!("M = {m} is not on the {} surface (grouped: 2..31, prefill: >= 32)", req.surface);
         }
     }
-    for m1 in &req.m1 {
+    let identities: std::collections::BTreeSet<&CandidateId> = points.iter().flat_map(|p| &p.3).collect();
+    for m1 in identities {
         let c = find(m1).with_context(|| format!("--m1 {m1}: no such candidate in the registry"))?;
         if c.surface != Surface::Decode {
             invalid!("--m1 {m1}: not an M = 1 (decode) candidate");
@@ -103,15 +113,13 @@ fn resolve(req: &CertifyRequest) -> Result<Resolved> {
             invalid!("--m1 {m1}: a {} candidate cannot run on the CUDA backend", c.backend);
         }
     }
-    for &f in &formats {
-        for &(n, k) in &shapes {
-            if k % f.block_elems() != 0 {
-                invalid!("shape {n}x{k}: K is not a multiple of {}'s block ({})", f.name(), f.block_elems());
-            }
+    for &(f, n, k, _) in &points {
+        if k % f.block_elems() != 0 {
+            invalid!("shape {n}x{k}: K is not a multiple of {}'s block ({})", f.name(), f.block_elems());
         }
     }
     let batched = candidates(req.backend, req.surface);
-    Ok(Resolved { formats, shapes, ms, batched })
+    Ok(Resolved { points, ms, batched })
 }
 
 /// Run the certification and write `req.out`; mismatches are reported in the summary (the
@@ -132,56 +140,55 @@ pub fn certify_all(req: &CertifyRequest) -> Result<(CertifySummary, Vec<Certific
     }
     let mut certs: Vec<Certificate> = Vec::new();
     let mut failed = 0usize;
-    let progress = crate::progress::Progress::new((r.formats.len() * r.shapes.len()) as u64, "certify");
-    for &f in &r.formats {
-        for &(n, k) in &r.shapes {
-            let src = fixture::source_blocks(f, n * k / f.block_elems(), 0x5EED ^ (n * 31 + k) as u64);
-            let w = repack(f, n, k, &src).with_context(|| format!("repacking {f} {n}x{k}"))?;
-            drop(src);
-            let max_m = *r.ms.iter().max().expect("at least one M");
-            let x_all = fixture::activations(max_m, k, 0xA11CE);
-            let mut sides = Sides {
-                #[cfg(feature = "cuda")]
-                cuda: gpu.as_ref().map(|g| crate::invariance_sides::CudaSides::new(g, &w)).transpose()?,
-                cpu: None,
-                w: &w,
-                sms: req.sms,
-            };
+    let progress = crate::progress::Progress::new(r.points.len() as u64, "certify");
+    for (f, n, k, m1s) in &r.points {
+        let (f, n, k) = (*f, *n, *k);
+        let src = fixture::source_blocks(f, n * k / f.block_elems(), 0x5EED ^ (n * 31 + k) as u64);
+        let w = repack(f, n, k, &src).with_context(|| format!("repacking {f} {n}x{k}"))?;
+        drop(src);
+        let max_m = *r.ms.iter().max().expect("at least one M");
+        let x_all = fixture::activations(max_m, k, 0xA11CE);
+        let mut sides = Sides {
             #[cfg(feature = "cuda")]
-            let sms = gpu.as_ref().map_or(req.sms, |g| g.info.sms);
-            #[cfg(not(feature = "cuda"))]
-            let sms = req.sms;
-            let started = std::time::Instant::now();
-            let mut count = 0;
-            let ids: Vec<&CandidateId> = r.batched.iter().filter(|c| c.supports(f.codebook())).map(|c| &c.id).collect();
-            for m1 in &req.m1 {
-                let Some(plan) = find(m1).expect("checked").plan(n, k, sms) else { continue };
-                // Rows are quantized independently, so the M-row fixtures are prefixes of the
-                // largest: its serial M = 1 rows serve every M.
-                let serial_all = serial_rows(sides.with_rows(&x_all, max_m)?, m1, max_m)?;
-                for &m in &r.ms {
-                    let backend = sides.with_rows(&x_all[..m * k], m)?;
-                    let serial = Serial::new(&serial_all[..m * n]);
-                    for cand in &ids {
-                        let subject = Subject { source_format: f, n, k, m };
-                        let cert = certify(backend, &subject, cand, m1, plan.bpp, &serial)?;
-                        count += 1;
-                        if cert.mismatches > 0 || cert.repeat_mismatches > 0 {
-                            eprintln!(
-                                "MISMATCH {f} {n}x{k} M={m} {cand} <- {m1} (bpp {}): {} differ, {} differ on repeat; {}",
-                                plan.bpp,
-                                cert.mismatches,
-                                cert.repeat_mismatches,
-                                cert.first_mismatch.as_deref().unwrap_or("-")
-                            );
-                            failed += 1;
-                        }
-                        certs.push(cert);
+            cuda: gpu.as_ref().map(|g| crate::invariance_sides::CudaSides::new(g, &w)).transpose()?,
+            cpu: None,
+            w: &w,
+            sms: req.sms,
+        };
+        #[cfg(feature = "cuda")]
+        let sms = gpu.as_ref().map_or(req.sms, |g| g.info.sms);
+        #[cfg(not(feature = "cuda"))]
+        let sms = req.sms;
+        let started = std::time::Instant::now();
+        let mut count = 0;
+        let ids: Vec<&CandidateId> = r.batched.iter().filter(|c| c.supports(f.codebook())).map(|c| &c.id).collect();
+        for m1 in m1s {
+            let Some(plan) = find(m1).expect("checked").plan(n, k, sms) else { continue };
+            // Rows are quantized independently, so the M-row fixtures are prefixes of the
+            // largest: its serial M = 1 rows serve every M.
+            let serial_all = serial_rows(sides.with_rows(&x_all, max_m)?, m1, max_m)?;
+            for &m in &r.ms {
+                let backend = sides.with_rows(&x_all[..m * k], m)?;
+                let serial = Serial::new(&serial_all[..m * n]);
+                for cand in &ids {
+                    let subject = Subject { source_format: f, n, k, m };
+                    let cert = certify(backend, &subject, cand, m1, plan.bpp, &serial)?;
+                    count += 1;
+                    if cert.mismatches > 0 || cert.repeat_mismatches > 0 {
+                        eprintln!(
+                            "MISMATCH {f} {n}x{k} M={m} {cand} <- {m1} (bpp {}): {} differ, {} differ on repeat; {}",
+                            plan.bpp,
+                            cert.mismatches,
+                            cert.repeat_mismatches,
+                            cert.first_mismatch.as_deref().unwrap_or("-")
+                        );
+                        failed += 1;
                     }
+                    certs.push(cert);
                 }
             }
-            progress.step(format!("{f:<7} {n}x{k}: {count} certificates in {:.1}s", started.elapsed().as_secs_f64()));
         }
+        progress.step(format!("{f:<7} {n}x{k}: {count} certificates in {:.1}s", started.elapsed().as_secs_f64()));
     }
     progress.finish();
     let mut text = Vec::new();

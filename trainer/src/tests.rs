@@ -95,6 +95,9 @@ fn every_subcommand() -> Vec<Command> {
             device: 1,
             cache: Some(p("c")),
             out: p("o.jsonl"),
+            policy: Some(p("p.json")),
+            profile: Some("core".into()),
+            inventory: p("inv"),
         }),
         Command::Sweep(sweep::Args {
             backend: BackendChoice::Cuda,
@@ -130,6 +133,7 @@ fn every_subcommand() -> Vec<Command> {
             inventory: p("inv"),
             require_rust: true,
             profile: "core".into(),
+            certificates: Some(p("certs.jsonl")),
         }),
         Command::Report(report::Args { corpus: p("c"), policy: Some(p("p")), out: p("o") }),
         Command::Explain(explain::Args {
@@ -226,6 +230,9 @@ fn oversized_requests_are_refused_before_any_work() {
         device: 0,
         cache: None,
         out: std::env::temp_dir().join(format!("vnni-oversized-{}.jsonl", std::process::id())),
+        policy: None,
+        profile: None,
+        inventory: PathBuf::from("corpus/inventory"),
     };
     let e = vnni_measure::invariance_plan::certify_all(&args.request()).unwrap_err().to_string();
     assert!(e.contains("M = 99999999"), "{e}");

@@ -31,6 +31,34 @@ fn passing(mut p: Policy) -> Policy {
     p
 }
 
+/// The example policy as if fitted on the committed family-smoke profile (whose plan the
+/// batch-invariance matrix of an install is read from).
+fn on_family_smoke(mut p: Policy) -> Policy {
+    let plan =
+        vnni_corpus::inventory::Inventory::load(Path::new(&inventory())).unwrap().resolve("family-smoke").unwrap();
+    p.provenance.profile = "family-smoke".into();
+    p.provenance.inventory_digest = plan.digest();
+    p
+}
+
+/// `certify --policy` on the CPU: the policy's whole matrix, into `dir/certificates.jsonl`.
+fn certify_policy(dir: &Path, policy: &str) -> String {
+    let certs = dir.join("certificates.jsonl");
+    let (ok, stdout, err) = vnni(&[
+        "certify",
+        "--backend",
+        "cpu",
+        "--policy",
+        policy,
+        "--inventory",
+        &inventory(),
+        "--out",
+        certs.to_str().unwrap(),
+    ]);
+    assert!(ok && stdout.contains("0 failed"), "{stdout}{err}");
+    certs.to_str().unwrap().to_string()
+}
+
 fn inventory() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/inventory").to_str().unwrap().to_string()
 }
@@ -69,7 +97,8 @@ fn compiler_missing(stderr: &str) -> bool {
 #[test]
 fn install_validates_then_replaces_every_target_atomically() {
     let dir = scratch("install");
-    let policy = write_policy(&dir, &passing(example_policy(Backend::Cpu)));
+    let policy = write_policy(&dir, &passing(on_family_smoke(example_policy(Backend::Cpu))));
+    let certs = certify_policy(&dir, &policy);
     let target = dir.join("installed");
     std::fs::create_dir_all(&target).unwrap();
     for name in FILES {
@@ -91,12 +120,15 @@ fn install_validates_then_replaces_every_target_atomically() {
         &t(FILES[1]),
         "--install-rust",
         &t(FILES[2]),
+        "--certificates",
+        &certs,
     ]);
     if !ok && compiler_missing(&err) {
         return;
     }
     assert!(ok, "{err}");
     assert!(stdout.contains("validated") && stdout.contains("1000000 random"), "{stdout}");
+    assert!(stdout.contains("certified: every planned grouped point of profile family-smoke"), "{stdout}");
     assert_eq!(stdout.matches("installed ").count(), 3, "{stdout}");
     for name in FILES {
         assert_eq!(std::fs::read(target.join(name)).unwrap(), std::fs::read(out.join(name)).unwrap(), "{name}");
@@ -202,7 +234,8 @@ fn a_node_without_rustc_validates_the_cpp_tables_and_says_so() {
         "{stdout}"
     );
     // Installing there: the validated C++ tables and header, never the unchecked Rust module.
-    let passing_policy = write_policy(&dir, &passing(example_policy(Backend::Cuda)));
+    let passing_policy = write_policy(&dir, &passing(on_family_smoke(example_policy(Backend::Cpu))));
+    let certs = certify_policy(&dir, &passing_policy);
     let (inc, rs) = (dir.join("inst/t.inc"), dir.join("inst/t.rs"));
     let install = [
         "generate",
@@ -216,6 +249,8 @@ fn a_node_without_rustc_validates_the_cpp_tables_and_says_so() {
         inc.to_str().unwrap(),
         "--install-rust",
         rs.to_str().unwrap(),
+        "--certificates",
+        &certs,
     ];
     let (ok, stdout, err) = vnni_env(&install, &no_rustc);
     assert!(ok, "{err}");
@@ -225,5 +260,59 @@ fn a_node_without_rustc_validates_the_cpp_tables_and_says_so() {
     strict.push("--require-rust");
     let (ok, _, err) = vnni_env(&strict, &no_rustc);
     assert!(!ok && err.contains("/nonexistent/rustc is missing"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_install_needs_the_policy_matrix_certified() {
+    let dir = scratch("matrix");
+    let policy = write_policy(&dir, &passing(on_family_smoke(example_policy(Backend::Cpu))));
+    let target = dir.join("vnni_dispatch.inc");
+    std::fs::write(&target, "previous tables\n").unwrap();
+    let out = dir.join("out");
+    let inv = inventory();
+    let install = |extra: &[&str]| {
+        let mut args = vec![
+            "generate",
+            "--policy",
+            &policy,
+            "--out",
+            out.to_str().unwrap(),
+            "--install",
+            target.to_str().unwrap(),
+            "--inventory",
+            &inv,
+        ];
+        args.extend_from_slice(extra);
+        vnni(&args)
+    };
+    // No certificates at all.
+    let (ok, _, err) = install(&[]);
+    if !ok && compiler_missing(&err) {
+        return;
+    }
+    assert!(
+        !ok && err.contains("no certificates of that matrix") && err.contains("certify --backend cpu --policy"),
+        "{err}"
+    );
+    // Certificates of the matrix minus one point: the refusal names a (format, N x K, M).
+    let certs = certify_policy(&dir, &policy);
+    let text = std::fs::read_to_string(&certs).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() > 10, "{} certificates", lines.len());
+    let partial = dir.join("partial.jsonl");
+    std::fs::write(&partial, lines[1..].join("\n") + "\n").unwrap();
+    let (ok, _, err) = install(&["--certificates", partial.to_str().unwrap()]);
+    assert!(!ok && err.contains("are not certified") && err.contains(" M="), "{err}");
+    // A mismatch is not a certificate.
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, text.replacen("\"mismatches\":0", "\"mismatches\":3", 1)).unwrap();
+    let (ok, _, err) = install(&["--certificates", bad.to_str().unwrap()]);
+    assert!(!ok && err.contains("differs from single-row decodes"), "{err}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "previous tables\n");
+    // The complete matrix installs.
+    let (ok, stdout, err) = install(&["--certificates", &certs]);
+    assert!(ok, "{err}");
+    assert!(stdout.contains("installed "), "{stdout}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,13 +1,17 @@
 //! `vnni-dispatch certify`: batch-invariance certificates for the grouped (M = 2..16, 31) or
-//! prefill (M = 32..4096) surface (`vnni_measure::invariance_plan`). Writes
+//! prefill (M = 32..4096) surface (`vnni_measure::invariance_plan`), or with `--policy` the
+//! matrix a policy's install needs (`vnni_generator::certified`). Writes
 //! `certificates.jsonl`; any mismatch fails the command (it blocks install).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
+use vnni_corpus::inventory::{Inventory, InventoryPlan};
+use vnni_generator::certified;
 use vnni_kernels::{Backend, CandidateId, SourceFormat, Surface};
 use vnni_measure::invariance_plan::{certify_all, default_m1, CertifyRequest};
 use vnni_measure::shapes::Shapes;
+use vnni_policy::Policy;
 
 use crate::argv::{Argv, ToArgv};
 
@@ -40,6 +44,17 @@ pub struct Args {
     pub cache: Option<PathBuf>,
     #[arg(long, default_value = "certificates.jsonl")]
     pub out: PathBuf,
+    /// Certify a policy's matrix instead: every planned (format, N, K) of its profile, at the
+    /// bpp of the policy's own M = 1 pick in each of its modes, at the plan's grouped M (what
+    /// `generate --install` requires). Replaces --formats, --shapes, --m1 and --sms.
+    #[arg(long)]
+    pub policy: Option<PathBuf>,
+    /// The profile whose plan the policy was fitted on (default: the policy's own).
+    #[arg(long, requires = "policy")]
+    pub profile: Option<String>,
+    /// The inventory directory the profile is resolved in.
+    #[arg(long, default_value = "corpus/inventory")]
+    pub inventory: PathBuf,
 }
 
 impl ToArgv for Args {
@@ -55,11 +70,58 @@ impl ToArgv for Args {
             .val("device", self.device)
             .opt_path("cache", self.cache.as_deref())
             .path("out", &self.out)
+            .opt_path("policy", self.policy.as_deref())
+            .opt("profile", self.profile.as_ref())
+            .path("inventory", &self.inventory)
             .done()
     }
 }
 
+/// The plan a policy was fitted on: `profile` (default: the policy's) resolved in
+/// `inventory`, refused when its digest is not the one the policy records.
+pub fn policy_plan(policy: &Policy, profile: Option<&str>, inventory: &Path) -> Result<InventoryPlan> {
+    let name = profile.unwrap_or(&policy.provenance.profile);
+    let plan = Inventory::load(inventory)
+        .with_context(|| format!("loading the inventory {}", inventory.display()))?
+        .resolve(name)?;
+    if plan.digest() != policy.provenance.inventory_digest {
+        bail!(
+            "profile {name} in {} resolves to inventory digest {} but the policy was fitted on {}: the inventory changed since, or this is another profile",
+            inventory.display(),
+            plan.digest(),
+            policy.provenance.inventory_digest
+        );
+    }
+    Ok(plan)
+}
+
 impl Args {
+    /// The request; with `--policy`, its matrix (see [`Args::policy`]).
+    pub fn resolve(&self) -> Result<CertifyRequest> {
+        let mut req = self.request();
+        let Some(path) = &self.policy else { return Ok(req) };
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let policy = Policy::from_bytes(&bytes).with_context(|| format!("{} is not a policy", path.display()))?;
+        if policy.provenance.backend != self.backend.name() {
+            bail!(
+                "{} is a {} policy: certify it with --backend {}",
+                path.display(),
+                policy.provenance.backend,
+                policy.provenance.backend
+            );
+        }
+        let plan = policy_plan(&policy, self.profile.as_deref(), &self.inventory)?;
+        req.m1_by_shape = certified::m1_identities(&policy, &plan)?;
+        if req.m.is_empty() {
+            req.m = certified::grouped_m(&plan);
+        }
+        if req.m.is_empty() {
+            bail!("profile {} plans no grouped M (2..31): there is no matrix to certify", plan.profile);
+        }
+        req.sms = policy.units as u32;
+        Ok(req)
+    }
+
     pub fn request(&self) -> CertifyRequest {
         CertifyRequest {
             backend: self.backend,
@@ -72,12 +134,13 @@ impl Args {
             device: self.device,
             cache: self.cache.clone(),
             out: self.out.clone(),
+            m1_by_shape: Default::default(),
         }
     }
 }
 
 pub fn run(args: &Args) -> Result<()> {
-    let (summary, _) = certify_all(&args.request())?;
+    let (summary, _) = certify_all(&args.resolve()?)?;
     println!("{} certificates, {} failed -> {}", summary.total, summary.failed, args.out.display());
     if summary.failed > 0 {
         bail!(

@@ -1,16 +1,20 @@
 //! `vnni-dispatch generate --policy policy.json --out DIR [--validate] [--install PATH]`:
 //! render the policy into `vnni_dispatch.inc`, `vnni_dispatch.h` and `vnni_dispatch.rs`,
 //! validate them (compiled C++ and Rust harnesses against the evaluator) when asked and
-//! always before an install, then install atomically.
+//! always before an install, then install atomically. An install of a policy with grouped
+//! buckets also needs `--certificates` covering its whole matrix (`certify --policy`).
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use vnni_corpus::inventory::Inventory;
+use vnni_corpus::read::read_certificates;
 use vnni_generator::{
-    install, render, validate, write_outputs, InstallTargets, InventoryPoints, ValidateOptions, MIN_RANDOM,
+    certified, install, render, validate, write_outputs, InstallTargets, InventoryPoints, ValidateOptions, MIN_RANDOM,
 };
-use vnni_policy::Policy;
+use vnni_policy::{Policy, Surface};
+
+use super::certify;
 
 use crate::argv::{Argv, ToArgv};
 
@@ -50,6 +54,11 @@ pub struct Args {
     /// The inventory profile whose shapes and M values are validated.
     #[arg(long, default_value = "all")]
     pub profile: String,
+    /// Batch-invariance certificates of the policy's matrix (`certify --policy`): an install of
+    /// a policy with grouped buckets needs every planned format x shape x grouped M certified
+    /// at the bpp of the policy's own M = 1 pick, with zero mismatches.
+    #[arg(long)]
+    pub certificates: Option<PathBuf>,
 }
 
 impl ToArgv for Args {
@@ -66,6 +75,7 @@ impl ToArgv for Args {
             .path("inventory", &self.inventory)
             .flag("require-rust", self.require_rust)
             .val("profile", &self.profile)
+            .opt_path("certificates", self.certificates.as_deref())
             .done()
     }
 }
@@ -80,6 +90,36 @@ fn load_policy(path: &PathBuf) -> Result<Policy> {
         format!("{}: the policy fails its totality check; refit it, nothing was generated", path.display())
     })?;
     Ok(policy)
+}
+
+/// An install needs the complete batch-invariance matrix of the policy's profile (see
+/// `vnni_generator::certified`); the refusal names what is missing.
+fn refuse_uncertified(policy: &Policy, a: &Args) -> Result<()> {
+    if !policy.m_buckets.iter().any(|b| b.surface == Surface::Grouped) {
+        return Ok(());
+    }
+    let fix = format!(
+        "run `vnni-dispatch certify --backend {} --policy {} --out CERTS` and pass --certificates CERTS",
+        policy.provenance.backend,
+        a.policy.display()
+    );
+    let Some(path) = &a.certificates else {
+        bail!("{}: refusing to install: grouped rows inherit this policy's M = 1 bpp, and no certificates of that matrix were given; {fix}", a.policy.display());
+    };
+    let plan = certify::policy_plan(policy, None, &a.inventory)?;
+    let certs = read_certificates(path)?;
+    let gaps = certified::gaps(policy, &plan, &certs)?;
+    if let Some(first) = gaps.first() {
+        bail!(
+            "{}: refusing to install: {} of the planned format x shape x M x mode points of profile {} are not certified in {} (first: {first}); {fix}",
+            a.policy.display(),
+            gaps.len(),
+            plan.profile,
+            path.display()
+        );
+    }
+    println!("certified: every planned grouped point of profile {} ({})", plan.profile, path.display());
+    Ok(())
 }
 
 pub fn run(a: &Args) -> Result<()> {
@@ -119,6 +159,9 @@ pub fn run(a: &Args) -> Result<()> {
         format!("{}: the generated tables failed validation; nothing was installed", a.policy.display())
     })?;
     println!("{}", validated.report());
+    if installing {
+        refuse_uncertified(&policy, a)?;
+    }
     for path in install(&validated, &targets)? {
         println!("installed {}", path.display());
     }

@@ -109,6 +109,9 @@ fn certify_args(plan: &CollectionPlan, out: &Path, cache: Option<&Path>) -> cert
         device: 0,
         cache: cache.map(Path::to_path_buf),
         out: out.join("certificates.jsonl"),
+        policy: None,
+        profile: None,
+        inventory: PathBuf::from("corpus/inventory"),
     }
 }
 
@@ -169,7 +172,27 @@ pub fn run(a: &Args) -> Result<()> {
         })
     })?;
 
-    // 4. Generate and validate (and install only a policy that passed its gates).
+    // 4. Batch invariance of what the policy dispatches: every planned format x shape x
+    // grouped M at the bpp of the policy's own M = 1 pick (an install requires all of it).
+    let policy_certs = out.join("policy-certificates.jsonl");
+    if plan.inventory.m.iter().any(|&m| Surface::of_m(m) == Surface::Grouped) {
+        step("certify policy", &mut steps, || {
+            let args = certify::Args {
+                policy: Some(policy_path.clone()),
+                profile: Some(a.profile.clone()),
+                inventory: a.inventory.clone(),
+                m: Vec::new(),
+                out: policy_certs.clone(),
+                ..certify_args(&plan, &out, a.cache.as_deref())
+            };
+            certify::run(&args).context(
+                "certification at the policy's bpp failed: grouped rows differ from single-row decodes of the policy's M = 1 picks",
+            )?;
+            Ok(format!("{} (the policy's matrix)", s(&policy_certs)))
+        })?;
+    }
+
+    // 5. Generate and validate (and install only a policy that passed its gates).
     if let Some(p) = &a.install {
         if !gates_passed {
             bail!("the policy failed its gates (see the fit report): refusing to install it at {}", p.display());
@@ -188,12 +211,13 @@ pub fn run(a: &Args) -> Result<()> {
             inventory: a.inventory.clone(),
             require_rust: false,
             profile: "all".into(),
+            certificates: policy_certs.is_file().then(|| policy_certs.clone()),
         };
         generate::run(&args)?;
         Ok(format!("{} (validated)", args.out.display()))
     })?;
 
-    // 5. The corpus report (bandwidth vs roofline, regret CDFs, decision maps).
+    // 6. The corpus report (bandwidth vs roofline, regret CDFs, decision maps).
     step("report", &mut steps, || {
         let args = report::Args { corpus: corpus.clone(), policy: Some(policy_path.clone()), out: out.join("report") };
         report::run(&args)?;
