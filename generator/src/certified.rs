@@ -1,16 +1,28 @@
 //! The batch-invariance matrix an install needs. At run time a grouped launch inherits the bpp
 //! of the policy's own M = 1 pick for its (codebook, N, K), not of the fastest candidate a
 //! sweep happened to measure, so what must be certified is every planned (source format,
-//! N, K) x grouped M x mode of the policy's profile: the policy's grouped pick, at the bpp of
-//! its M = 1 pick, byte-identical to M single-row decodes of that pick (zero mismatches, also
-//! on repeat). `vnni-dispatch certify --policy` produces exactly that set.
+//! N, K) of the policy's profile x every M the grouped surface serves (2..16 and 31, not only
+//! the plan's) x mode: the policy's grouped pick, at the bpp of its M = 1 pick, byte-identical
+//! to M single-row decodes of that pick (zero mismatches, also on repeat), on the policy's
+//! backend. `vnni-dispatch certify --policy` produces exactly that set; a plan with no
+//! shapes is an empty matrix, which [`gaps`] refuses.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use vnni_corpus::inventory::InventoryPlan;
 use vnni_corpus::Certificate;
-use vnni_kernels::{CandidateId, SourceFormat, Surface};
+use vnni_kernels::registry::GROUPED_M;
+use vnni_kernels::{CandidateId, SourceFormat};
 use vnni_policy::{Policy, PolicyError};
+
+/// Why a policy's matrix cannot be checked.
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixError {
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    #[error("profile {profile} plans no (format, shape) for this policy: its batch-invariance matrix is empty")]
+    Empty { profile: String },
+}
 
 /// One planned (format, N, K, M, mode) the certificates do not cover, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,9 +47,10 @@ pub type Identities = BTreeMap<(SourceFormat, usize, usize), Vec<CandidateId>>;
 /// A certificate's coordinates: (format, N, K, M, M = 1 identity, batched candidate).
 type CertKey<'a> = (SourceFormat, usize, usize, usize, &'a str, &'a str);
 
-/// The grouped row counts of a plan (2..31).
-pub fn grouped_m(plan: &InventoryPlan) -> Vec<usize> {
-    plan.m.iter().copied().filter(|&m| Surface::of_m(m) == Surface::Grouped).collect()
+/// The row counts the matrix covers: every M the grouped surface serves (2..16 and 31), not
+/// only those a plan timed (its buckets dispatch the others too).
+pub fn grouped_m() -> Vec<usize> {
+    GROUPED_M.to_vec()
 }
 
 /// Per planned (format, N, K): the M = 1 candidates the policy picks in its modes (sorted,
@@ -60,22 +73,25 @@ pub fn m1_identities(policy: &Policy, plan: &InventoryPlan) -> Result<Identities
 
 /// Every planned (format, N, K, grouped M, mode) whose policy pick is not certified at the
 /// bpp of the policy's M = 1 pick with zero mismatches; empty when the matrix is complete.
-pub fn gaps(policy: &Policy, plan: &InventoryPlan, certs: &[Certificate]) -> Result<Vec<Gap>, PolicyError> {
-    // (format, n, k, m, m1, candidate) -> (bpp, clean)
+pub fn gaps(policy: &Policy, plan: &InventoryPlan, certs: &[Certificate]) -> Result<Vec<Gap>, MatrixError> {
+    // (format, n, k, m, m1, candidate) -> (bpp, clean), of the policy's backend only
     let mut have: BTreeMap<CertKey, Vec<(usize, bool)>> = BTreeMap::new();
-    for c in certs {
+    for c in certs.iter().filter(|c| c.backend.name() == policy.provenance.backend) {
         let clean = c.mismatches == 0 && c.repeat_mismatches == 0;
         have.entry((c.source_format, c.n, c.k, c.m, c.m1_candidate.as_str(), c.candidate.as_str()))
             .or_default()
             .push((c.bpp, clean));
     }
     let mut out = Vec::new();
+    if plan.shapes.iter().all(|s| s.formats.is_empty()) || policy.modes.is_empty() {
+        return Err(MatrixError::Empty { profile: plan.profile.clone() });
+    }
     for s in &plan.shapes {
         for &f in &s.formats {
             for mode in &policy.modes {
                 let cb = f.codebook().name();
                 let one = policy.select(cb, mode, 1, s.n as u64, s.k as u64)?;
-                for m in grouped_m(plan) {
+                for m in grouped_m() {
                     let sel = policy.select(cb, mode, m as u64, s.n as u64, s.k as u64)?;
                     let key = (f, s.n, s.k, m, one.candidate.id.as_str(), sel.candidate.id.as_str());
                     let found =

@@ -855,7 +855,8 @@ mod tests {
 
     #[test]
     fn ids_are_unique_and_stable() {
-        let c = decode_candidates();
+        // Across every generation: a new generation may not reuse a retired id.
+        let c = all_candidates();
         let mut ids: Vec<&str> = c.iter().map(|c| c.id.as_str()).collect();
         ids.sort();
         ids.dedup();

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use crate::corpus::Corpus;
 use crate::cost_model::{CandidateModel, KernelResources, Launch};
 use crate::domains::{domain_of, DomainKey, Sample};
+use crate::regret::REGRET_CAP;
 use crate::tree::Trainer;
 
 /// Regrets above this count as this much: one hopeless candidate must not outweigh many
@@ -79,7 +80,7 @@ pub fn labelled(t: &Trainer, samples: &[&Sample]) -> Option<Labelled> {
         for s in samples {
             for &i in &s.cells {
                 let cell = &t.corpus.cells[i];
-                if cell.regret[c] >= crate::regret::REGRET_CAP {
+                if cell.regret[c] >= REGRET_CAP {
                     continue;
                 }
                 if let Some(l) = Launch::of(cand, cell.codebook, s.n, s.k, units, r) {
@@ -113,7 +114,7 @@ pub fn labelled(t: &Trainer, samples: &[&Sample]) -> Option<Labelled> {
         out.points.push((n, k));
         out.regret.push(
             pred.iter()
-                .map(|&p| if p.is_finite() { (p / best - 1.0).clamp(0.0, REGRET_CLIP) } else { REGRET_CLIP })
+                .map(|&p| if p.is_finite() && p > 0.0 { (p / best - 1.0).clamp(0.0, REGRET_CLIP) } else { REGRET_CLIP })
                 .collect(),
         );
         out.weights.push(1.0);
@@ -122,7 +123,11 @@ pub fn labelled(t: &Trainer, samples: &[&Sample]) -> Option<Labelled> {
         let mut r = vec![0.0; cands.len()];
         for &i in &s.cells {
             for (c, v) in r.iter_mut().enumerate() {
-                *v += t.corpus.cells[i].regret[c].min(REGRET_CLIP) / s.cells.len() as f64;
+                // A candidate that gave wrong bits (or was never measured) at a measured key
+                // keeps its prohibitive regret: no leaf those rows reach may pick it.
+                let regret = t.corpus.cells[i].regret[c];
+                let cost = if regret >= REGRET_CAP { REGRET_CAP } else { regret.min(REGRET_CLIP) };
+                *v += cost / s.cells.len() as f64;
             }
         }
         out.points.push((s.n, s.k));

@@ -40,13 +40,13 @@ pub struct Trainer<'a> {
     pub skeleton: &'a Policy,
     pub surface: Surface,
     pub widths: Vec<u64>,
-    /// Distillation data per training set (keyed by its (M, N, K) keys): cross-validation
+    /// Distillation data per training set (keyed by its alias cells): cross-validation
     /// grows several trees on one set, the cost models are fitted once.
     distilled: DistillCache,
 }
 
-/// Labelled distillation data by training set ((M, N, K) keys); `None`: the model does not apply.
-type DistillCache = RefCell<BTreeMap<Vec<(u64, u64, u64)>, Option<Rc<Labelled>>>>;
+/// Labelled distillation data by training set (its alias cells); `None`: the model does not apply.
+type DistillCache = RefCell<BTreeMap<Vec<usize>, Option<Rc<Labelled>>>>;
 
 /// A tree in training-side form: feature indices into the set, leaves unlabelled.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,7 +92,8 @@ impl<'a> Trainer<'a> {
     }
 
     fn labelled(&self, samples: &[&Sample]) -> Option<Rc<Labelled>> {
-        let key: Vec<(u64, u64, u64)> = samples.iter().map(|s| (s.m, s.n, s.k)).collect();
+        // The alias cells identify the training set whatever domain the samples are of.
+        let key: Vec<usize> = samples.iter().flat_map(|s| s.cells.iter().copied()).collect();
         self.distilled.borrow_mut().entry(key).or_insert_with(|| distill::labelled(self, samples).map(Rc::new)).clone()
     }
 

@@ -32,6 +32,8 @@ pub struct CertifyRequest {
     /// The matrix of a policy: per (source format, N, K), the M = 1 identities its policy
     /// picks (one per mode). When not empty it replaces `formats` x `shapes` x `m1`.
     pub m1_by_shape: BTreeMap<(SourceFormat, usize, usize), Vec<CandidateId>>,
+    /// Refuse a GPU whose SM count is not `sms` (a policy's bpp formulas are for its units).
+    pub units_must_match: bool,
     /// Units for the geometry formulas on the CPU backend (the GPU uses its own SM count).
     pub sms: u32,
     pub device: usize,
@@ -137,6 +139,14 @@ pub fn certify_all(req: &CertifyRequest) -> Result<(CertifySummary, Vec<Certific
     #[cfg(not(feature = "cuda"))]
     if req.backend == Backend::Cuda {
         return Err(crate::error::MeasureError::NoCuda);
+    }
+    #[cfg(feature = "cuda")]
+    if let Some(g) = gpu.as_ref().filter(|g| req.units_must_match && g.info.sms != req.sms) {
+        invalid!(
+            "the policy's bpp formulas are for {} SMs but this GPU has {}: certify it on the device it was fitted for",
+            req.sms,
+            g.info.sms
+        );
     }
     let mut certs: Vec<Certificate> = Vec::new();
     let mut failed = 0usize;

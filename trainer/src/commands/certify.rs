@@ -45,8 +45,9 @@ pub struct Args {
     #[arg(long, default_value = "certificates.jsonl")]
     pub out: PathBuf,
     /// Certify a policy's matrix instead: every planned (format, N, K) of its profile, at the
-    /// bpp of the policy's own M = 1 pick in each of its modes, at the plan's grouped M (what
-    /// `generate --install` requires). Replaces --formats, --shapes, --m1 and --sms.
+    /// bpp of the policy's own M = 1 pick in each of its modes, at every grouped M (2..16, 31;
+    /// --m narrows it: what `generate --install` requires is all of them). Replaces --formats,
+    /// --shapes, --m1 and --sms.
     #[arg(long)]
     pub policy: Option<PathBuf>,
     /// The profile whose plan the policy was fitted on (default: the policy's own).
@@ -112,13 +113,16 @@ impl Args {
         }
         let plan = policy_plan(&policy, self.profile.as_deref(), &self.inventory)?;
         req.m1_by_shape = certified::m1_identities(&policy, &plan)?;
-        if req.m.is_empty() {
-            req.m = certified::grouped_m(&plan);
+        if req.m1_by_shape.is_empty() {
+            bail!("profile {} plans no (format, shape): there is no matrix to certify", plan.profile);
         }
         if req.m.is_empty() {
-            bail!("profile {} plans no grouped M (2..31): there is no matrix to certify", plan.profile);
+            req.m = certified::grouped_m();
         }
+        // The bpp the policy computes is for its units; the CUDA side refuses a device with
+        // another SM count (`CertifyRequest::units_must_match`).
         req.sms = policy.units as u32;
+        req.units_must_match = true;
         Ok(req)
     }
 
@@ -135,6 +139,7 @@ impl Args {
             cache: self.cache.clone(),
             out: self.out.clone(),
             m1_by_shape: Default::default(),
+            units_must_match: false,
         }
     }
 }

@@ -175,7 +175,7 @@ pub fn run(a: &Args) -> Result<()> {
     // 4. Batch invariance of what the policy dispatches: every planned format x shape x
     // grouped M at the bpp of the policy's own M = 1 pick (an install requires all of it).
     let policy_certs = out.join("policy-certificates.jsonl");
-    if plan.inventory.m.iter().any(|&m| Surface::of_m(m) == Surface::Grouped) {
+    {
         step("certify policy", &mut steps, || {
             let args = certify::Args {
                 policy: Some(policy_path.clone()),
