@@ -33,9 +33,14 @@ fn refresh_on_the_cpu_runs_end_to_end_and_leaves_every_output() {
     assert!(ok, "{stdout}\n{stderr}");
     eprintln!("refresh family-smoke on the CPU: {seconds:.1} s");
     assert!(stdout.lines().any(|l| l.starts_with("verdict     PROXY PASS")), "no proxy pass verdict:\n{stdout}");
-    for key in ["backend", "domains", "worst p95", "invariance", "corpus", "policy", "tables", "report", "verdict"] {
+    for key in
+        ["backend", "domains", "worst p95", "invariance", "matrix", "corpus", "policy", "tables", "report", "verdict"]
+    {
         assert!(stdout.lines().any(|l| l.starts_with(key)), "summary lacks {key}:\n{stdout}");
     }
+    // The policy's own matrix is certified completely (what an install would need).
+    let matrix = stdout.lines().find(|l| l.starts_with("matrix")).unwrap();
+    assert!(matrix.ends_with(", 0 planned points uncertified") && !matrix.contains(" 0 certificates"), "{matrix}");
     for file in [
         "corpus/corpus.manifest.json",
         "policy.json",

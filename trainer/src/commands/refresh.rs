@@ -225,7 +225,7 @@ pub fn run(a: &Args) -> Result<()> {
     })?;
 
     let finished = Finished { out: &out, corpus: &corpus, plan: &plan, policy_path: &policy_path, certs: &certs };
-    let verdict = summary(&finished, &steps, gates_passed, a.install.as_deref())?;
+    let verdict = summary(&finished, &steps, gates_passed, a.install.as_deref(), &a.inventory)?;
     if let Verdict::ProxyFail(why) = verdict {
         bail!("proxy verdict FAIL: {why}");
     }
@@ -311,8 +311,25 @@ fn certify_steps(a: &Args, plan: &CollectionPlan, out: &Path, steps: &mut Vec<St
     Ok(certs)
 }
 
+/// The certificates of the policy's own matrix and the gaps left in it (what an install needs).
+fn policy_matrix(path: &Path, policy: &Policy, inventory: &Path) -> Result<String> {
+    if !path.is_file() {
+        return Ok("not certified".into());
+    }
+    let certs = read_certificates(path)?;
+    let plan = certify::policy_plan(policy, None, inventory)?;
+    let gaps = vnni_generator::certified::gaps(policy, &plan, &certs)?;
+    Ok(format!("{} certificates at the policy's own bpp, {} planned points uncertified", certs.len(), gaps.len()))
+}
+
 /// Print the summary table and the verdict line.
-fn summary(f: &Finished, steps: &[Step], gates_passed: bool, installed: Option<&Path>) -> Result<Verdict> {
+fn summary(
+    f: &Finished,
+    steps: &[Step],
+    gates_passed: bool,
+    installed: Option<&Path>,
+    inventory: &Path,
+) -> Result<Verdict> {
     let Finished { out, corpus, plan, policy_path, certs } = *f;
     let bytes = std::fs::read(policy_path).with_context(|| format!("reading {}", policy_path.display()))?;
     let policy = Policy::from_bytes(&bytes).with_context(|| format!("{} is not a policy", policy_path.display()))?;
@@ -378,6 +395,7 @@ fn summary(f: &Finished, steps: &[Step], gates_passed: bool, installed: Option<&
             }),
         ),
         ("invariance", format!("{} certificates, {bad} with mismatches", certificates.len())),
+        ("matrix", policy_matrix(&out.join("policy-certificates.jsonl"), &policy, inventory)?),
         ("corpus", s(corpus)),
         ("policy", format!("{} (sha256 {})", s(policy_path), &policy.digest()[..16])),
         ("tables", s(&out.join("tables"))),

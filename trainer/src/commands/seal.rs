@@ -10,7 +10,7 @@ use vnni_corpus::provenance::{git_state, toolchain};
 use vnni_corpus::seal::{seal, BuildIdentity, SealInputs};
 use vnni_kernels::cuda::source::kernel_source_digest;
 use vnni_kernels::digest::sha256_hex;
-use vnni_kernels::registry::registry_digest;
+use vnni_kernels::registry::registry_digest_for;
 use vnni_kernels::Backend;
 
 use crate::argv::{Argv, ToArgv};
@@ -99,7 +99,9 @@ pub fn run(a: &Args) -> Result<()> {
             profile,
             inventory_digest: plan.digest(),
             inventory_sources: inventory_sources(&a.inventory)?,
-            registry_digest: registry_digest(),
+            // The digest of the profile's surfaces: a profile with prefill M binds the prefill
+            // candidates too, as a sweep's plan does (the learner checks it at load).
+            registry_digest: registry_digest_for(&plan.m),
             arguments_digest: sha256_hex(args_text.as_bytes()),
             build: BuildIdentity {
                 kernel_source_digest: kernel_source_digest(),
