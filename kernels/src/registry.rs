@@ -679,13 +679,13 @@ pub fn candidates(backend: Backend, surface: Surface) -> Vec<Candidate> {
 /// The candidates of one backend and surface in `generation`, registry order: what a corpus
 /// of that generation holds.
 pub fn candidates_in(backend: Backend, surface: Surface, generation: u32) -> Vec<Candidate> {
+    in_generation(generation).filter(|c| c.backend == backend && c.surface == surface).cloned().collect()
+}
+
+/// Every candidate of `generation`, registry order.
+fn in_generation(generation: u32) -> impl Iterator<Item = &'static Candidate> {
     let r = registry();
-    r.all
-        .iter()
-        .zip(&r.life)
-        .filter(|(c, l)| c.backend == backend && c.surface == surface && l.covers(generation))
-        .map(|(c, _)| c.clone())
-        .collect()
+    r.all.iter().zip(&r.life).filter(move |(_, l)| l.covers(generation)).map(|(c, _)| c)
 }
 
 /// Whether the current generation still sweeps this candidate (false for retired ones).
@@ -790,14 +790,8 @@ pub fn descriptor(c: &Candidate) -> String {
 /// sha256 of `[descriptor,descriptor,…]` over the candidates of `surfaces` in `generation`,
 /// registry order.
 fn digest_of(surfaces: &[Surface], generation: u32) -> String {
-    let r = registry();
-    let descriptors: Vec<String> = r
-        .all
-        .iter()
-        .zip(&r.life)
-        .filter(|(c, l)| surfaces.contains(&c.surface) && l.covers(generation))
-        .map(|(c, _)| descriptor(c))
-        .collect();
+    let descriptors: Vec<String> =
+        in_generation(generation).filter(|c| surfaces.contains(&c.surface)).map(descriptor).collect();
     sha256_hex(format!("[{}]", descriptors.join(",")).as_bytes())
 }
 

@@ -14,7 +14,7 @@ use vnni_kernels::{CandidateId, Codebook, Mode, SourceFormat};
 
 use crate::cost_model::KernelResources;
 use crate::error::{FitError, Result};
-use crate::regret::{regrets, Measured};
+use crate::regret::{best_median, regrets, Measured};
 use crate::ucb::{cell_ucb, ALPHA};
 
 #[derive(Debug, Clone)]
@@ -159,12 +159,7 @@ pub fn load(dir: &Path) -> Result<Corpus> {
                 n: n as u64,
                 k: k as u64,
                 sealed,
-                best_us: entries
-                    .iter()
-                    .flatten()
-                    .filter(|e| e.eligible)
-                    .map(|e| e.median_us)
-                    .fold(f64::INFINITY, f64::min),
+                best_us: best_median(&entries),
                 regret: regrets(&entries),
                 ucb: cell_ucb(&cell_samples, ALPHA),
             });

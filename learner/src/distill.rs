@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 
-use crate::corpus::Corpus;
 use crate::cost_model::{CandidateModel, KernelResources, Launch};
 use crate::domains::{domain_of, DomainKey, Sample};
 use crate::regret::REGRET_CAP;
@@ -42,18 +41,10 @@ pub struct Labelled {
 }
 
 /// The kernel resources of every candidate of the surface for `codebook` (from the corpus's
-/// preflight rows); `None` when the corpus has none (the CPU backend).
-fn resources(corpus: &Corpus, t: &Trainer, codebook: vnni_kernels::Codebook) -> Option<Vec<Option<KernelResources>>> {
-    if corpus.resources.is_empty() {
-        return None;
-    }
-    Some(
-        corpus
-            .candidates(t.surface)
-            .iter()
-            .map(|c| corpus.resources.get(&c.kernel(codebook).symbol()).copied())
-            .collect(),
-    )
+/// preflight rows; `None` for a kernel without any, which then gets no model).
+fn resources(t: &Trainer, codebook: vnni_kernels::Codebook) -> Vec<Option<KernelResources>> {
+    let corpus = t.corpus;
+    corpus.candidates(t.surface).iter().map(|c| corpus.resources.get(&c.kernel(codebook).symbol()).copied()).collect()
 }
 
 /// Label the grid and the training keys of one decode domain, the cost models fitted on
@@ -65,7 +56,7 @@ pub fn labelled(t: &Trainer, samples: &[&Sample]) -> Option<Labelled> {
     let cell = &t.corpus.cells[*first.cells.first()?];
     let (codebook, mode) = (cell.codebook, cell.mode);
     let key: DomainKey = domain_of(t.skeleton, codebook.name(), mode.name(), 1, first.n, first.k)?;
-    let res = resources(t.corpus, t, codebook)?;
+    let res = resources(t, codebook);
     let units = t.skeleton.units as u32;
     let cands = t.corpus.candidates(t.surface);
 

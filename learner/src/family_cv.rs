@@ -19,16 +19,14 @@ pub fn source_of(names: &[String]) -> String {
     name.rsplit_once('.').map_or(name, |(family, _)| family).to_string()
 }
 
-/// The family of each planned shape ([`source_of`]); grid points belong to no family.
+/// Where each planned shape comes from ([`source_of`]: a model family, or `grid`).
+pub fn sources(corpus: &Corpus) -> BTreeMap<(u64, u64), String> {
+    corpus.plan.inventory.shapes.iter().map(|s| ((s.n as u64, s.k as u64), source_of(&s.names))).collect()
+}
+
+/// The family of each planned shape; grid points belong to no family.
 pub fn families(corpus: &Corpus) -> BTreeMap<(u64, u64), String> {
-    corpus
-        .plan
-        .inventory
-        .shapes
-        .iter()
-        .map(|s| ((s.n as u64, s.k as u64), source_of(&s.names)))
-        .filter(|(_, f)| f != "grid")
-        .collect()
+    sources(corpus).into_iter().filter(|(_, f)| f != "grid").collect()
 }
 
 /// Per family of the domain's samples, the regret of every alias cell of its keys when the

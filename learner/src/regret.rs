@@ -17,9 +17,14 @@ pub struct Measured {
     pub eligible: bool,
 }
 
+/// The least eligible median of a cell (us); infinite when nothing is eligible.
+pub fn best_median(entries: &[Option<Measured>]) -> f64 {
+    entries.iter().flatten().filter(|e| e.eligible).map(|e| e.median_us).fold(f64::INFINITY, f64::min)
+}
+
 /// Regrets of every candidate of a cell (index = registry order of the surface).
 pub fn regrets(entries: &[Option<Measured>]) -> Vec<f64> {
-    let best = entries.iter().flatten().filter(|e| e.eligible).map(|e| e.median_us).fold(f64::INFINITY, f64::min);
+    let best = best_median(entries);
     entries
         .iter()
         .map(|e| match e {

@@ -59,12 +59,7 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
             );
             if !s.surfaces.is_empty() {
                 let _ = writeln!(md, "| sealed rows | rows | p95 | geomean | max |\n|---|---|---|---|---|");
-                let named = s
-                    .surfaces
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v))
-                    .chain(s.decode_sources.iter().map(|(k, v)| (format!("decode, {k}"), v)));
-                for (name, v) in named {
+                for (name, v) in s.named_scores() {
                     let _ = writeln!(
                         md,
                         "| {name} | {} | {} | {} | {} |",

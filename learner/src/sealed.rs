@@ -10,7 +10,7 @@ use vnni_policy::{Policy, PolicyError, SealedCertification, SealedScore};
 
 use crate::corpus::Corpus;
 use crate::domains::{DomainKey, Sample};
-use crate::family_cv::source_of;
+use crate::family_cv::sources;
 use crate::regret::REGRET_CAP;
 use crate::regret_stats::{geomean, p95};
 
@@ -62,11 +62,6 @@ fn score(r: &[f64]) -> SealedScore {
         geomean_regret: geomean(r),
         max_regret: r.iter().copied().fold(0.0, f64::max),
     }
-}
-
-/// Where each shape of the plan comes from (`family_cv::source_of`: a model family, or `grid`).
-fn sources(corpus: &Corpus) -> BTreeMap<(u64, u64), String> {
-    corpus.plan.inventory.shapes.iter().map(|s| ((s.n as u64, s.k as u64), source_of(&s.names))).collect()
 }
 
 /// `None` when the corpus has no sealed rows (nothing to certify on).

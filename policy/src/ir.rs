@@ -170,6 +170,16 @@ pub struct SealedCertification {
     pub decode_sources: BTreeMap<String, SealedScore>,
 }
 
+impl SealedCertification {
+    /// Every score with its name: the surfaces, then decode per source (`decode, <source>`).
+    pub fn named_scores(&self) -> impl Iterator<Item = (String, &SealedScore)> {
+        self.surfaces
+            .iter()
+            .map(|(k, v)| (k.clone(), v))
+            .chain(self.decode_sources.iter().map(|(k, v)| (format!("decode, {k}"), v)))
+    }
+}
+
 /// Regret of the policy's picks over a set of sealed rows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SealedScore {

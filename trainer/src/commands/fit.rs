@@ -137,12 +137,7 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
                 s.p95_regret * 100.0,
                 if s.passed { "passed" } else { "FAILED (recorded; this corpus is never refit)" }
             );
-            for (name, v) in s
-                .surfaces
-                .iter()
-                .map(|(k, v)| (k.clone(), v))
-                .chain(s.decode_sources.iter().map(|(k, v)| (format!("decode, {k}"), v)))
-            {
+            for (name, v) in s.named_scores() {
                 println!(
                     "  {name:<24} {:>5} rows  p95 {:>6.2}%  geomean {:>5.2}%  max {:>6.2}%",
                     v.rows,
