@@ -9,7 +9,8 @@
 //!   grow their tree on summed regret over a dense shape grid labelled by a per-candidate
 //!   latency model (CTAs in waves at the kernel's occupancy) plus the measured rows.
 //! - [`cv`]: grouped cross-validation over (N, K) geometries; [`baselines`] beside it;
-//!   [`family_cv`] leave-one-family-out regret of the decode trees (reported).
+//!   [`family_cv`] leave-one-family-out regret of the decode trees and of the cost models'
+//!   own argmin (reported: the gap is what distillation into trees loses).
 //! - [`borrow`], [`overlays`]: domains without data, exact-shape overlays.
 //! - [`sealed`], [`ledger`]: the one sealed certification and its ledger.
 //! - [`regret_stats`]: p95, geomean and means of regret over rows (percentiles from `vnni_measure::stats`).
@@ -87,7 +88,7 @@ impl Default for FitOptions {
 pub struct DomainFit {
     pub key: DomainKey,
     /// Decode domains: per model family, the regrets of its cells when left out of the fit.
-    pub family_heldout: BTreeMap<String, Vec<f64>>,
+    pub family_heldout: BTreeMap<String, family_cv::FamilyRegrets>,
     /// Cross-validation outcome (domains with data).
     pub heldout: Option<Heldout>,
     /// The domain whose tree was borrowed, or `None` with `heldout` `None`: the single-leaf fallback.
@@ -138,7 +139,7 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
 
     let families = family_cv::families(&corpus);
     let mut fitted: BTreeMap<DomainKey, (Node, DomainStats, Heldout)> = BTreeMap::new();
-    let mut family_heldout: BTreeMap<DomainKey, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
+    let mut family_heldout: BTreeMap<DomainKey, BTreeMap<String, family_cv::FamilyRegrets>> = BTreeMap::new();
     for (key, samples) in &dev {
         let t = trainer(&corpus, &policy, key.bucket, &widths);
         let tree_err = |message: String| FitError::Tree { domain: key.to_string(), message };

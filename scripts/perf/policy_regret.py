@@ -3,10 +3,16 @@
 
 For every (codebook, N, K) of the bench CSV (graph mode, M = 1), each policy's pick comes from
 `vnni-dispatch explain` (the policy evaluator: overlays, then the tree), and its regret is its
-median over the fastest eligible candidate's median. Prints one summary row per policy and
-writes the per-shape picks as CSV.
+median over the fastest eligible candidate's median. Prints one summary row per policy (all
+cells, then the cells its trees decided, i.e. no exact overlay) and writes the per-shape
+picks as CSV.
 
     python3 scripts/perf/policy_regret.py BIN bench-decode.csv out.csv NAME=policy.json [...]
+        [--replicate other-bench-decode.csv]
+
+With --replicate (a second, independent bench of the same shapes), it also prints the noise
+floor: the first run's fastest candidate per cell scored in the second run. A policy's regret
+below that row is inside the measurement noise.
 """
 import csv
 import math
@@ -22,7 +28,7 @@ def pick(binary, policy, fmt, n, k, root):
         check=True, capture_output=True, text=True).stdout
     for line in out.splitlines():
         if line.startswith("selection"):
-            return line.split()[1]
+            return line.split()[1], line.rsplit("via", 1)[1].strip()
     raise SystemExit(f"no selection for {fmt} {n}x{k} in {policy}:\n{out}")
 
 
@@ -31,7 +37,7 @@ def p95(xs):
     return s[max(0, math.ceil(0.95 * len(s)) - 1)]
 
 
-def main(binary, bench, out_csv, policies):
+def medians(bench):
     cells = {}
     for r in csv.DictReader(open(bench)):
         if r["m"] != "1" or r["mode"] != "graph" or not r["candidate"].startswith("decode."):
@@ -40,33 +46,58 @@ def main(binary, bench, out_csv, policies):
             continue
         key = (r["codebook"], r["source_format"], int(r["n"]), int(r["k"]))
         cells.setdefault(key, {})[r["candidate"]] = float(r["median_us"])
+    return cells
+
+
+def summary(name, r):
+    bad = [x for x in r if math.isnan(x)]
+    r = [x for x in r if not math.isnan(x)]
+    if not r:
+        return
+    geo = math.exp(sum(math.log1p(x) for x in r) / len(r)) - 1
+    over = sum(1 for x in r if x > 0.03) / len(r)
+    print(f"| {name} | {len(r)}{f' ({len(bad)} unmeasured picks)' if bad else ''} | {geo:.2%} | "
+          f"{p95(r):.2%} | {max(r):.2%} | {over:.0%} |")
+
+
+def main(binary, bench, out_csv, policies, replicate=None):
+    cells = medians(bench)
     rows = []
     with tempfile.TemporaryDirectory() as root:
         for (cb, fmt, n, k), med in sorted(cells.items()):
             best = min(med.values())
             for name, path in policies:
-                c = pick(binary, path, fmt, n, k, root)
+                c, via = pick(binary, path, fmt, n, k, root)
                 regret = med[c] / best - 1 if c in med else float("nan")
                 rows.append({"policy": name, "codebook": cb, "format": fmt, "n": n, "k": k, "pick": c,
                              "pick_us": med.get(c, float("nan")), "best": min(med, key=med.get),
-                             "best_us": best, "regret": regret})
+                             "best_us": best, "regret": regret, "via": via})
     with open(out_csv, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
     print("| policy | cells | geomean | p95 | max | > 3% |")
     print("|---|---|---|---|---|---|")
-    for name, _ in policies:
-        r = [x["regret"] for x in rows if x["policy"] == name]
-        bad = [x for x in r if math.isnan(x)]
-        r = [x for x in r if not math.isnan(x)]
-        geo = math.exp(sum(math.log1p(x) for x in r) / len(r)) - 1
-        over = sum(1 for x in r if x > 0.03) / len(r)
-        print(f"| {name} | {len(r)}{f' ({len(bad)} unmeasured picks)' if bad else ''} | {geo:.2%} | "
-              f"{p95(r):.2%} | {max(r):.2%} | {over:.0%} |")
+    for label, keep in (("", lambda x: True), (", trees only", lambda x: x["via"] == "Tree")):
+        for name, _ in policies:
+            summary(name + label, [x["regret"] for x in rows if x["policy"] == name and keep(x)])
+    if replicate:
+        other = medians(replicate)
+        r = []
+        for key, med in sorted(cells.items()):
+            fastest = min(med, key=lambda c: (med[c], c))
+            again = other.get(key, {})
+            r.append(again[fastest] / min(again.values()) - 1 if fastest in again else float("nan"))
+        summary("noise floor (this run's fastest, timed again)", r)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 5:
+    args = sys.argv[1:]
+    replicate = None
+    if "--replicate" in args:
+        i = args.index("--replicate")
+        replicate = args[i + 1]
+        del args[i:i + 2]
+    if len(args) < 4:
         raise SystemExit(__doc__)
-    main(sys.argv[1], sys.argv[2], sys.argv[3], [tuple(a.split("=", 1)) for a in sys.argv[4:]])
+    main(args[0], args[1], args[2], [tuple(a.split("=", 1)) for a in args[3:]], replicate)

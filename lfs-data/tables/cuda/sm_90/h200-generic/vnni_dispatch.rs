@@ -4,9 +4,9 @@
 // corpus id        71939cd6a1f2ec8886db0c6737e29d1ffc7a73f6571b7fe2e658f0723f1fbe18
 // registry digest  88506c8ea1b973c618e2da47a0db4a62fc7cd7116f657188702ad2816fab9358
 // inventory digest 27df0629a5ccd600b74917ba0e9e384ed7cd4a6834ea1b63fee0f5de0c392f69
-// policy digest    b736c9ae1b17020baea1f0fcb7ad5e6a2c67807a54c59f1cb6f0aab427ac08df
+// policy digest    3936d7df5392fb32d6274af2bf7216ca00b013f14911566c27ef3bcaa45a969f
 // backend / arch   cuda / sm_90, profile h200-generic, learner 0.1.0
-// gates NOT passed: 32/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 1092 rows (p95 regret 3.88%, geomean 0.68%; decode 182 rows p95 11.54% geomean 2.78%; grouped 910 rows p95 0.66% geomean 0.26%)
+// gates NOT passed: 32/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 1092 rows (p95 regret 3.67%, geomean 0.64%; decode 182 rows p95 8.71% geomean 2.51%; grouped 910 rows p95 0.66% geomean 0.26%)
 //
 // Rust dispatch tables: the same tables and decisions as the C++ .inc of this generation.
 // Embed as a module file, e.g. `#[path = "vnni_dispatch.rs"] mod vnni_dispatch;`. Integer
@@ -17,8 +17,8 @@ pub mod provenance {
     pub const CORPUS_ID: &str = "71939cd6a1f2ec8886db0c6737e29d1ffc7a73f6571b7fe2e658f0723f1fbe18";
     pub const REGISTRY_DIGEST: &str = "88506c8ea1b973c618e2da47a0db4a62fc7cd7116f657188702ad2816fab9358";
     pub const INVENTORY_DIGEST: &str = "27df0629a5ccd600b74917ba0e9e384ed7cd4a6834ea1b63fee0f5de0c392f69";
-    pub const POLICY_DIGEST: &str = "b736c9ae1b17020baea1f0fcb7ad5e6a2c67807a54c59f1cb6f0aab427ac08df";
-    pub const GATES: &str = "gates NOT passed: 32/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 1092 rows (p95 regret 3.88%, geomean 0.68%; decode 182 rows p95 11.54% geomean 2.78%; grouped 910 rows p95 0.66% geomean 0.26%)";
+    pub const POLICY_DIGEST: &str = "3936d7df5392fb32d6274af2bf7216ca00b013f14911566c27ef3bcaa45a969f";
+    pub const GATES: &str = "gates NOT passed: 32/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 1092 rows (p95 regret 3.67%, geomean 0.64%; decode 182 rows p95 8.71% geomean 2.51%; grouped 910 rows p95 0.66% geomean 0.26%)";
     pub const GENERATOR: &str = "vnni-generator 0.1.0 templates 72942bff8639a3fa";
 }
 
@@ -236,153 +236,425 @@ static DOMAIN_TABLE: &[usize] = &[
 // domain 0: nl4 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_0(n: i64, k: i64) -> usize {
-    if k <= 7039 {
-        if n <= 4991 {
-            if n <= 2983 {
-                if k <= 383 {
-                    return 7; // decode.fused.c16.cap8
-                } else {
-                    if n <= 2495 {
-                        return 9; // decode.fused.c16.waves32
-                    } else {
-                        if k <= 5503 {
-                            return 17; // decode.fused.c32.waves16
+    if k <= 9215 {
+        if n <= 6015 {
+            if n <= 3647 {
+                if n <= 2879 {
+                    if k <= 383 {
+                        if n <= 295 {
+                            return 8; // decode.fused.c16.waves1
                         } else {
-                            return 19; // decode.fused.c32.waves32
+                            return 7; // decode.fused.c16.cap8
                         }
-                    }
-                }
-            } else {
-                if n <= 4479 {
-                    if k <= 1663 {
-                        return 9; // decode.fused.c16.waves32
                     } else {
-                        if n <= 3255 {
-                            return 13; // decode.fused.c32.cap32
-                        } else {
-                            return 19; // decode.fused.c32.waves32
-                        }
+                        return 9; // decode.fused.c16.waves32
                     }
                 } else {
                     if k <= 1919 {
                         return 9; // decode.fused.c16.waves32
                     } else {
-                        return 3; // decode.fused.c16.cap16
+                        return 19; // decode.fused.c32.waves32
+                    }
+                }
+            } else {
+                if n <= 4223 {
+                    if k <= 1663 {
+                        return 9; // decode.fused.c16.waves32
+                    } else {
+                        return 19; // decode.fused.c32.waves32
+                    }
+                } else {
+                    if k <= 1919 {
+                        if n <= 5247 {
+                            return 9; // decode.fused.c16.waves32
+                        } else {
+                            if k <= 895 {
+                                return 9; // decode.fused.c16.waves32
+                            } else {
+                                if k <= 1663 {
+                                    if k <= 1151 {
+                                        return 3; // decode.fused.c16.cap16
+                                    } else {
+                                        if n <= 5759 {
+                                            return 10; // decode.fused.c16.waves64
+                                        } else {
+                                            return 3; // decode.fused.c16.cap16
+                                        }
+                                    }
+                                } else {
+                                    return 10; // decode.fused.c16.waves64
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 5503 {
+                            if n <= 4479 {
+                                if k <= 2815 {
+                                    return 9; // decode.fused.c16.waves32
+                                } else {
+                                    return 17; // decode.fused.c32.waves16
+                                }
+                            } else {
+                                if k <= 2303 {
+                                    return 10; // decode.fused.c16.waves64
+                                } else {
+                                    return 3; // decode.fused.c16.cap16
+                                }
+                            }
+                        } else {
+                            return 10; // decode.fused.c16.waves64
+                        }
                     }
                 }
             }
         } else {
-            if n <= 13031 {
-                if n <= 8959 {
-                    if n <= 6519 {
-                        if n <= 5455 {
-                            return 30; // decode.kpar.tn128.cpt1.waves4
+            if n <= 12543 {
+                if n <= 8447 {
+                    if n <= 6271 {
+                        if k <= 2303 {
+                            if k <= 1663 {
+                                return 3; // decode.fused.c16.cap16
+                            } else {
+                                return 10; // decode.fused.c16.waves64
+                            }
                         } else {
-                            return 10; // decode.fused.c16.waves64
+                            if k <= 3839 {
+                                return 3; // decode.fused.c16.cap16
+                            } else {
+                                return 10; // decode.fused.c16.waves64
+                            }
                         }
                     } else {
-                        if n <= 7543 {
-                            return 12; // decode.fused.c32.cap16
+                        if n <= 7551 {
+                            if k <= 7679 {
+                                return 12; // decode.fused.c32.cap16
+                            } else {
+                                if n <= 7039 {
+                                    return 20; // decode.kpar.tn128.cpt1.cap12
+                                } else {
+                                    return 12; // decode.fused.c32.cap16
+                                }
+                            }
                         } else {
-                            return 19; // decode.fused.c32.waves32
+                            if k <= 1919 {
+                                return 12; // decode.fused.c32.cap16
+                            } else {
+                                return 19; // decode.fused.c32.waves32
+                            }
                         }
                     }
                 } else {
-                    if k <= 4479 {
-                        if k <= 3455 {
+                    if n <= 10495 {
+                        if k <= 1407 {
                             return 11; // decode.fused.c32.cap12
                         } else {
-                            return 10; // decode.fused.c16.waves64
+                            return 2; // decode.fused.c16.cap12
                         }
                     } else {
-                        if n <= 10663 {
-                            return 2; // decode.fused.c16.cap12
-                        } else {
-                            return 11; // decode.fused.c32.cap12
-                        }
+                        return 11; // decode.fused.c32.cap12
                     }
                 }
             } else {
-                if n <= 19215 {
-                    if n <= 18175 {
+                if n <= 19199 {
+                    if n <= 18687 {
                         return 7; // decode.fused.c16.cap8
                     } else {
                         return 10; // decode.fused.c16.waves64
                     }
                 } else {
-                    if n <= 23871 {
-                        if n <= 21327 {
-                            return 15; // decode.fused.c32.cap6
+                    if n <= 25087 {
+                        if k <= 6655 {
+                            if n <= 20991 {
+                                return 15; // decode.fused.c32.cap6
+                            } else {
+                                if n <= 23039 {
+                                    return 6; // decode.fused.c16.cap6
+                                } else {
+                                    return 15; // decode.fused.c32.cap6
+                                }
+                            }
                         } else {
-                            return 6; // decode.fused.c16.cap6
+                            if n <= 20991 {
+                                return 19; // decode.fused.c32.waves32
+                            } else {
+                                return 47; // decode.kpar.tn64.cpt1.cap4
+                            }
                         }
                     } else {
-                        if n <= 42647 {
-                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        if n <= 50175 {
+                            if n <= 28159 {
+                                if n <= 27135 {
+                                    if k <= 4607 {
+                                        return 5; // decode.fused.c16.cap4
+                                    } else {
+                                        if n <= 26111 {
+                                            return 30; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 37; // decode.kpar.tn256.cpt1.cap6
+                                        }
+                                    }
+                                } else {
+                                    if k <= 5631 {
+                                        return 19; // decode.fused.c32.waves32
+                                    } else {
+                                        return 37; // decode.kpar.tn256.cpt1.cap6
+                                    }
+                                }
+                            } else {
+                                if n <= 29183 {
+                                    return 19; // decode.fused.c32.waves32
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
                         } else {
-                            return 47; // decode.kpar.tn64.cpt1.cap4
+                            return 58; // decode.wide.tn512.cpt1
                         }
                     }
                 }
             }
         }
     } else {
-        if n <= 101455 {
-            if n <= 2239 {
-                if n <= 663 {
-                    if k <= 11903 {
-                        return 9; // decode.fused.c16.waves32
+        if n <= 96255 {
+            if n <= 50175 {
+                if n <= 527 {
+                    if k <= 26623 {
+                        if k <= 13311 {
+                            if n <= 311 {
+                                if k <= 11263 {
+                                    return 9; // decode.fused.c16.waves32
+                                } else {
+                                    return 39; // decode.kpar.tn256.cpt1.waves1
+                                }
+                            } else {
+                                return 9; // decode.fused.c16.waves32
+                            }
+                        } else {
+                            if n <= 471 {
+                                if k <= 22527 {
+                                    return 39; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    if n <= 391 {
+                                        return 39; // decode.kpar.tn256.cpt1.waves1
+                                    } else {
+                                        return 40; // decode.kpar.tn256.cpt1.waves2
+                                    }
+                                }
+                            } else {
+                                if k <= 15359 {
+                                    return 9; // decode.fused.c16.waves32
+                                } else {
+                                    if n <= 503 {
+                                        if k <= 16895 {
+                                            return 39; // decode.kpar.tn256.cpt1.waves1
+                                        } else {
+                                            return 40; // decode.kpar.tn256.cpt1.waves2
+                                        }
+                                    } else {
+                                        if k <= 22527 {
+                                            return 40; // decode.kpar.tn256.cpt1.waves2
+                                        } else {
+                                            return 29; // decode.kpar.tn128.cpt1.waves2
+                                        }
+                                    }
+                                }
+                            }
+                        }
                     } else {
-                        if n <= 559 {
-                            return 29; // decode.kpar.tn128.cpt1.waves2
+                        if n <= 391 {
+                            if n <= 375 {
+                                if n <= 279 {
+                                    if k <= 30719 {
+                                        return 39; // decode.kpar.tn256.cpt1.waves1
+                                    } else {
+                                        return 40; // decode.kpar.tn256.cpt1.waves2
+                                    }
+                                } else {
+                                    return 40; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                return 52; // decode.kpar.tn64.cpt1.waves4
+                            }
                         } else {
                             return 40; // decode.kpar.tn256.cpt1.waves2
                         }
                     }
                 } else {
-                    if n <= 1335 {
-                        if k <= 26111 {
-                            return 9; // decode.fused.c16.waves32
+                    if n <= 2111 {
+                        if n <= 1247 {
+                            if k <= 22527 {
+                                return 9; // decode.fused.c16.waves32
+                            } else {
+                                if k <= 26623 {
+                                    if n <= 911 {
+                                        return 40; // decode.kpar.tn256.cpt1.waves2
+                                    } else {
+                                        if n <= 1119 {
+                                            return 9; // decode.fused.c16.waves32
+                                        } else {
+                                            return 10; // decode.fused.c16.waves64
+                                        }
+                                    }
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
                         } else {
-                            return 30; // decode.kpar.tn128.cpt1.waves4
+                            return 10; // decode.fused.c16.waves64
                         }
                     } else {
-                        return 10; // decode.fused.c16.waves64
+                        if n <= 4223 {
+                            if n <= 3135 {
+                                if k <= 15359 {
+                                    if n <= 2367 {
+                                        return 17; // decode.fused.c32.waves16
+                                    } else {
+                                        return 19; // decode.fused.c32.waves32
+                                    }
+                                } else {
+                                    if n <= 2367 {
+                                        return 30; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        if k <= 16895 {
+                                            if n <= 3007 {
+                                                return 35; // decode.kpar.tn256.cpt1.cap32
+                                            } else {
+                                                return 30; // decode.kpar.tn128.cpt1.waves4
+                                            }
+                                        } else {
+                                            if n <= 3007 {
+                                                if n <= 2623 {
+                                                    return 46; // decode.kpar.tn64.cpt1.cap32
+                                                } else {
+                                                    return 35; // decode.kpar.tn256.cpt1.cap32
+                                                }
+                                            } else {
+                                                return 46; // decode.kpar.tn64.cpt1.cap32
+                                            }
+                                        }
+                                    }
+                                }
+                            } else {
+                                return 19; // decode.fused.c32.waves32
+                            }
+                        } else {
+                            if n <= 6271 {
+                                if n <= 4479 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    if n <= 5503 {
+                                        return 21; // decode.kpar.tn128.cpt1.cap16
+                                    } else {
+                                        if k <= 16895 {
+                                            return 10; // decode.fused.c16.waves64
+                                        } else {
+                                            return 21; // decode.kpar.tn128.cpt1.cap16
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n <= 8447 {
+                                    if n <= 7807 {
+                                        if n <= 7039 {
+                                            return 20; // decode.kpar.tn128.cpt1.cap12
+                                        } else {
+                                            return 42; // decode.kpar.tn64.cpt1.cap12
+                                        }
+                                    } else {
+                                        if k <= 26623 {
+                                            return 19; // decode.fused.c32.waves32
+                                        } else {
+                                            return 31; // decode.kpar.tn256.cpt1.cap12
+                                        }
+                                    }
+                                } else {
+                                    if n <= 12543 {
+                                        if n <= 11519 {
+                                            if n <= 10495 {
+                                                if k <= 11263 {
+                                                    return 2; // decode.fused.c16.cap12
+                                                } else {
+                                                    return 27; // decode.kpar.tn128.cpt1.cap8
+                                                }
+                                            } else {
+                                                if n <= 11007 {
+                                                    return 49; // decode.kpar.tn64.cpt1.cap8
+                                                } else {
+                                                    return 37; // decode.kpar.tn256.cpt1.cap6
+                                                }
+                                            }
+                                        } else {
+                                            return 38; // decode.kpar.tn256.cpt1.cap8
+                                        }
+                                    } else {
+                                        if n <= 16895 {
+                                            if n <= 15615 {
+                                                if n <= 14079 {
+                                                    return 26; // decode.kpar.tn128.cpt1.cap6
+                                                } else {
+                                                    return 48; // decode.kpar.tn64.cpt1.cap6
+                                                }
+                                            } else {
+                                                if k <= 13311 {
+                                                    return 19; // decode.fused.c32.waves32
+                                                } else {
+                                                    return 37; // decode.kpar.tn256.cpt1.cap6
+                                                }
+                                            }
+                                        } else {
+                                            if n <= 25087 {
+                                                if n <= 18687 {
+                                                    return 7; // decode.fused.c16.cap8
+                                                } else {
+                                                    return 47; // decode.kpar.tn64.cpt1.cap4
+                                                }
+                                            } else {
+                                                if n <= 33791 {
+                                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 47; // decode.kpar.tn64.cpt1.cap4
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
                     }
                 }
             } else {
-                if n <= 4479 {
-                    if n <= 2983 {
-                        if k <= 11903 {
-                            return 19; // decode.fused.c32.waves32
+                if n <= 67583 {
+                    if n <= 56319 {
+                        if k <= 13311 {
+                            if n <= 54271 {
+                                return 41; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                return 58; // decode.wide.tn512.cpt1
+                            }
                         } else {
-                            return 35; // decode.kpar.tn256.cpt1.cap32
+                            return 34; // decode.kpar.tn256.cpt1.cap3
                         }
                     } else {
-                        if n <= 3255 {
-                            return 46; // decode.kpar.tn64.cpt1.cap32
-                        } else {
-                            return 19; // decode.fused.c32.waves32
-                        }
+                        return 58; // decode.wide.tn512.cpt1
                     }
                 } else {
-                    if n <= 52127 {
-                        if n <= 6519 {
-                            return 21; // decode.kpar.tn128.cpt1.cap16
-                        } else {
-                            return 30; // decode.kpar.tn128.cpt1.waves4
-                        }
+                    if n <= 75775 {
+                        return 47; // decode.kpar.tn64.cpt1.cap4
                     } else {
-                        if n <= 71735 {
-                            return 58; // decode.wide.tn512.cpt1
-                        } else {
+                        if n <= 92159 {
                             return 52; // decode.kpar.tn64.cpt1.waves4
+                        } else {
+                            return 39; // decode.kpar.tn256.cpt1.waves1
                         }
                     }
                 }
             }
         } else {
-            return 59; // decode.wide.tn512.cpt2
+            if n <= 100351 {
+                return 39; // decode.kpar.tn256.cpt1.waves1
+            } else {
+                return 59; // decode.wide.tn512.cpt2
+            }
         }
     }
 }
@@ -390,47 +662,107 @@ fn tree_0(n: i64, k: i64) -> usize {
 // domain 1: nl4 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_1(n: i64, k: i64) -> usize {
-    if n <= 95495 {
-        if n <= 52127 {
-            if k <= 2303 {
-                if n <= 30159 {
-                    if n <= 3167 {
-                        return 17; // decode.fused.c32.waves16
+    if n <= 100351 {
+        if n <= 50175 {
+            if k <= 1663 {
+                if n <= 25087 {
+                    if k <= 1151 {
+                        if n <= 3135 {
+                            return 17; // decode.fused.c32.waves16
+                        } else {
+                            return 19; // decode.fused.c32.waves32
+                        }
+                    } else {
+                        if n <= 18943 {
+                            if n <= 12543 {
+                                if n <= 11007 {
+                                    return 10; // decode.fused.c16.waves64
+                                } else {
+                                    return 19; // decode.fused.c32.waves32
+                                }
+                            } else {
+                                return 10; // decode.fused.c16.waves64
+                            }
+                        } else {
+                            if n <= 20991 {
+                                return 19; // decode.fused.c32.waves32
+                            } else {
+                                if n <= 22015 {
+                                    return 15; // decode.fused.c32.cap6
+                                } else {
+                                    return 19; // decode.fused.c32.waves32
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    if n <= 44031 {
+                        if n <= 37887 {
+                            if k <= 383 {
+                                return 19; // decode.fused.c32.waves32
+                            } else {
+                                if n <= 35839 {
+                                    return 14; // decode.fused.c32.cap4
+                                } else {
+                                    return 19; // decode.fused.c32.waves32
+                                }
+                            }
+                        } else {
+                            if k <= 383 {
+                                return 17; // decode.fused.c32.waves16
+                            } else {
+                                if k <= 1151 {
+                                    return 15; // decode.fused.c32.cap6
+                                } else {
+                                    return 44; // decode.kpar.tn64.cpt1.cap2
+                                }
+                            }
+                        }
                     } else {
                         return 19; // decode.fused.c32.waves32
                     }
-                } else {
-                    if n <= 42647 {
-                        if n <= 35863 {
-                            return 14; // decode.fused.c32.cap4
-                        } else {
-                            return 15; // decode.fused.c32.cap6
-                        }
-                    } else {
-                        if k <= 1663 {
-                            return 19; // decode.fused.c32.waves32
-                        } else {
-                            return 44; // decode.kpar.tn64.cpt1.cap2
-                        }
-                    }
                 }
             } else {
-                if n <= 30159 {
-                    if n <= 26063 {
-                        return 10; // decode.fused.c16.waves64
-                    } else {
-                        return 23; // decode.kpar.tn128.cpt1.cap3
-                    }
-                } else {
-                    if n <= 35863 {
-                        if k <= 3199 {
-                            return 14; // decode.fused.c32.cap4
+                if n <= 25087 {
+                    if n <= 18943 {
+                        if n <= 15103 {
+                            return 7; // decode.fused.c16.cap8
                         } else {
-                            return 40; // decode.kpar.tn256.cpt1.waves2
+                            if n <= 16895 {
+                                return 19; // decode.fused.c32.waves32
+                            } else {
+                                return 10; // decode.fused.c16.waves64
+                            }
                         }
                     } else {
-                        if n <= 47743 {
-                            return 44; // decode.kpar.tn64.cpt1.cap2
+                        if n <= 22015 {
+                            if n <= 20991 {
+                                return 19; // decode.fused.c32.waves32
+                            } else {
+                                return 15; // decode.fused.c32.cap6
+                            }
+                        } else {
+                            if n <= 23039 {
+                                return 10; // decode.fused.c16.waves64
+                            } else {
+                                if k <= 2815 {
+                                    return 19; // decode.fused.c32.waves32
+                                } else {
+                                    return 10; // decode.fused.c16.waves64
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    if n <= 37887 {
+                        return 14; // decode.fused.c32.cap4
+                    } else {
+                        if n <= 46079 {
+                            if n <= 41983 {
+                                return 22; // decode.kpar.tn128.cpt1.cap2
+                            } else {
+                                return 44; // decode.kpar.tn64.cpt1.cap2
+                            }
                         } else {
                             return 33; // decode.kpar.tn256.cpt1.cap2
                         }
@@ -438,79 +770,159 @@ fn tree_1(n: i64, k: i64) -> usize {
                 }
             }
         } else {
-            if n <= 71735 {
+            if n <= 67583 {
                 if k <= 1919 {
-                    return 17; // decode.fused.c32.waves16
+                    if n <= 52223 {
+                        if k <= 639 {
+                            return 17; // decode.fused.c32.waves16
+                        } else {
+                            return 7; // decode.fused.c16.cap8
+                        }
+                    } else {
+                        return 17; // decode.fused.c32.waves16
+                    }
                 } else {
-                    if n <= 60319 {
+                    if n <= 62463 {
                         return 23; // decode.kpar.tn128.cpt1.cap3
                     } else {
-                        if k <= 3199 {
-                            return 58; // decode.wide.tn512.cpt1
+                        if k <= 3327 {
+                            if n <= 64511 {
+                                return 45; // decode.kpar.tn64.cpt1.cap3
+                            } else {
+                                return 58; // decode.wide.tn512.cpt1
+                            }
                         } else {
-                            return 45; // decode.kpar.tn64.cpt1.cap3
+                            if n <= 64511 {
+                                return 41; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                return 45; // decode.kpar.tn64.cpt1.cap3
+                            }
                         }
                     }
                 }
             } else {
-                if n <= 85311 {
-                    if k <= 6015 {
-                        if k <= 1151 {
-                            return 1; // decode.direct.tn64.cpt1
+                if n <= 92159 {
+                    if k <= 6655 {
+                        if n <= 83967 {
+                            if k <= 4607 {
+                                if k <= 1151 {
+                                    return 1; // decode.direct.tn64.cpt1
+                                } else {
+                                    return 28; // decode.kpar.tn128.cpt1.waves1
+                                }
+                            } else {
+                                if n <= 75775 {
+                                    return 47; // decode.kpar.tn64.cpt1.cap4
+                                } else {
+                                    return 28; // decode.kpar.tn128.cpt1.waves1
+                                }
+                            }
                         } else {
-                            return 28; // decode.kpar.tn128.cpt1.waves1
+                            return 1; // decode.direct.tn64.cpt1
                         }
                     } else {
-                        return 26; // decode.kpar.tn128.cpt1.cap6
+                        if n <= 75775 {
+                            return 47; // decode.kpar.tn64.cpt1.cap4
+                        } else {
+                            if n <= 79871 {
+                                return 26; // decode.kpar.tn128.cpt1.cap6
+                            } else {
+                                if n <= 83967 {
+                                    return 28; // decode.kpar.tn128.cpt1.waves1
+                                } else {
+                                    return 1; // decode.direct.tn64.cpt1
+                                }
+                            }
+                        }
                     }
                 } else {
-                    if k <= 8959 {
-                        return 1; // decode.direct.tn64.cpt1
+                    if k <= 3839 {
+                        if n <= 96255 {
+                            return 0; // decode.direct.tn32.cpt1
+                        } else {
+                            if k <= 1919 {
+                                if k <= 1407 {
+                                    return 53; // decode.wide.tn128.cpt1
+                                } else {
+                                    return 51; // decode.kpar.tn64.cpt1.waves2
+                                }
+                            } else {
+                                if k <= 2303 {
+                                    return 56; // decode.wide.tn256.cpt1
+                                } else {
+                                    return 28; // decode.kpar.tn128.cpt1.waves1
+                                }
+                            }
+                        }
                     } else {
-                        return 25; // decode.kpar.tn128.cpt1.cap4
+                        if k <= 4607 {
+                            return 1; // decode.direct.tn64.cpt1
+                        } else {
+                            return 40; // decode.kpar.tn256.cpt1.waves2
+                        }
                     }
                 }
             }
         }
     } else {
-        if n <= 153967 {
-            if n <= 104263 {
-                if k <= 2303 {
-                    if k <= 1663 {
+        if n <= 153855 {
+            if k <= 5631 {
+                if n <= 127615 {
+                    if k <= 4607 {
                         if k <= 639 {
-                            return 0; // decode.direct.tn32.cpt1
+                            return 54; // decode.wide.tn128.cpt2
                         } else {
-                            return 40; // decode.kpar.tn256.cpt1.waves2
+                            if n <= 104447 {
+                                if k <= 2815 {
+                                    return 54; // decode.wide.tn128.cpt2
+                                } else {
+                                    return 47; // decode.kpar.tn64.cpt1.cap4
+                                }
+                            } else {
+                                return 57; // decode.wide.tn256.cpt2
+                            }
                         }
                     } else {
-                        return 56; // decode.wide.tn256.cpt1
+                        if n <= 120831 {
+                            if n <= 108543 {
+                                return 47; // decode.kpar.tn64.cpt1.cap4
+                            } else {
+                                return 25; // decode.kpar.tn128.cpt1.cap4
+                            }
+                        } else {
+                            return 57; // decode.wide.tn256.cpt2
+                        }
                     }
                 } else {
-                    return 1; // decode.direct.tn64.cpt1
+                    if n <= 129663 {
+                        return 23; // decode.kpar.tn128.cpt1.cap3
+                    } else {
+                        return 54; // decode.wide.tn128.cpt2
+                    }
                 }
             } else {
-                if k <= 7551 {
-                    if k <= 6015 {
-                        if n <= 119239 {
-                            return 57; // decode.wide.tn256.cpt2
-                        } else {
-                            return 54; // decode.wide.tn128.cpt2
-                        }
-                    } else {
-                        if k <= 6527 {
-                            return 33; // decode.kpar.tn256.cpt1.cap2
-                        } else {
-                            return 57; // decode.wide.tn256.cpt2
-                        }
-                    }
+                if n <= 124927 {
+                    return 47; // decode.kpar.tn64.cpt1.cap4
                 } else {
-                    if n <= 119239 {
-                        return 25; // decode.kpar.tn128.cpt1.cap4
-                    } else {
-                        if k <= 8959 {
-                            return 45; // decode.kpar.tn64.cpt1.cap3
-                        } else {
+                    if n <= 135167 {
+                        if n <= 127615 {
                             return 57; // decode.wide.tn256.cpt2
+                        } else {
+                            if k <= 9215 {
+                                if k <= 6655 {
+                                    return 33; // decode.kpar.tn256.cpt1.cap2
+                                } else {
+                                    return 45; // decode.kpar.tn64.cpt1.cap3
+                                }
+                            } else {
+                                return 57; // decode.wide.tn256.cpt2
+                            }
+                        }
+                    } else {
+                        if n <= 143359 {
+                            return 25; // decode.kpar.tn128.cpt1.cap4
+                        } else {
+                            return 44; // decode.kpar.tn64.cpt1.cap2
                         }
                     }
                 }
@@ -558,115 +970,151 @@ fn tree_6(n: i64, k: i64) -> usize {
 // domain 7: s4 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_7(n: i64, k: i64) -> usize {
-    if n <= 15359 {
-        if n <= 3839 {
-            if n <= 2239 {
-                if n <= 1335 {
-                    if k <= 639 {
-                        if n <= 279 {
-                            return 8; // decode.fused.c16.waves1
-                        } else {
-                            return 16; // decode.fused.c32.cap8
-                        }
+    if n <= 4223 {
+        if n <= 2239 {
+            if n <= 1311 {
+                if k <= 639 {
+                    if n <= 295 {
+                        return 8; // decode.fused.c16.waves1
                     } else {
-                        if k <= 26111 {
-                            if k <= 1151 {
-                                return 17; // decode.fused.c32.waves16
-                            } else {
-                                if k <= 21375 {
-                                    return 9; // decode.fused.c16.waves32
-                                } else {
-                                    return 29; // decode.kpar.tn128.cpt1.waves2
-                                }
-                            }
-                        } else {
-                            if n <= 407 {
-                                if n <= 375 {
-                                    return 29; // decode.kpar.tn128.cpt1.waves2
-                                } else {
-                                    return 39; // decode.kpar.tn256.cpt1.waves1
-                                }
-                            } else {
-                                if n <= 943 {
-                                    return 40; // decode.kpar.tn256.cpt1.waves2
-                                } else {
-                                    return 9; // decode.fused.c16.waves32
-                                }
-                            }
-                        }
+                        return 16; // decode.fused.c32.cap8
                     }
                 } else {
-                    if k <= 895 {
-                        if k <= 639 {
-                            return 16; // decode.fused.c32.cap8
-                        } else {
+                    if k <= 26623 {
+                        if k <= 1151 {
                             return 17; // decode.fused.c32.waves16
-                        }
-                    } else {
-                        if k <= 2943 {
-                            if k <= 2303 {
-                                if k <= 1151 {
-                                    return 17; // decode.fused.c32.waves16
+                        } else {
+                            if k <= 22527 {
+                                if n <= 1247 {
+                                    return 9; // decode.fused.c16.waves32
                                 } else {
                                     return 10; // decode.fused.c16.waves64
                                 }
                             } else {
-                                if n <= 1887 {
-                                    return 9; // decode.fused.c16.waves32
+                                if n <= 503 {
+                                    return 29; // decode.kpar.tn128.cpt1.waves2
                                 } else {
-                                    return 17; // decode.fused.c32.waves16
+                                    return 9; // decode.fused.c16.waves32
                                 }
                             }
+                        }
+                    } else {
+                        if n <= 391 {
+                            return 39; // decode.kpar.tn256.cpt1.waves1
                         } else {
-                            return 10; // decode.fused.c16.waves64
+                            if n <= 943 {
+                                return 40; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                if n <= 1183 {
+                                    return 9; // decode.fused.c16.waves32
+                                } else {
+                                    return 10; // decode.fused.c16.waves64
+                                }
+                            }
                         }
                     }
                 }
             } else {
-                if k <= 26111 {
+                if k <= 3327 {
                     if k <= 639 {
                         return 16; // decode.fused.c32.cap8
                     } else {
-                        if n <= 3511 {
-                            if n <= 2495 {
-                                if k <= 14079 {
-                                    return 17; // decode.fused.c32.waves16
-                                } else {
-                                    return 35; // decode.kpar.tn256.cpt1.cap32
-                                }
+                        if n <= 1439 {
+                            if k <= 1151 {
+                                return 17; // decode.fused.c32.waves16
                             } else {
-                                if n <= 2727 {
-                                    return 13; // decode.fused.c32.cap32
-                                } else {
-                                    return 19; // decode.fused.c32.waves32
-                                }
+                                return 9; // decode.fused.c16.waves32
                             }
                         } else {
-                            if k <= 3839 {
-                                return 19; // decode.fused.c32.waves32
-                            } else {
-                                return 13; // decode.fused.c32.cap32
-                            }
+                            return 17; // decode.fused.c32.waves16
                         }
                     }
                 } else {
-                    if n <= 2983 {
-                        return 35; // decode.kpar.tn256.cpt1.cap32
+                    if n <= 2111 {
+                        return 10; // decode.fused.c16.waves64
                     } else {
-                        return 30; // decode.kpar.tn128.cpt1.waves4
+                        if k <= 16895 {
+                            return 17; // decode.fused.c32.waves16
+                        } else {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        }
                     }
                 }
             }
         } else {
-            if k <= 15359 {
-                if k <= 1919 {
-                    if n <= 10663 {
-                        if n <= 4479 {
-                            return 19; // decode.fused.c32.waves32
+            if k <= 639 {
+                return 16; // decode.fused.c32.cap8
+            } else {
+                if k <= 26623 {
+                    if n <= 2367 {
+                        if k <= 16895 {
+                            if k <= 1151 {
+                                return 19; // decode.fused.c32.waves32
+                            } else {
+                                return 17; // decode.fused.c32.waves16
+                            }
                         } else {
-                            if n <= 8959 {
-                                if k <= 895 {
-                                    return 16; // decode.fused.c32.cap8
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    } else {
+                        return 19; // decode.fused.c32.waves32
+                    }
+                } else {
+                    if n <= 3775 {
+                        if n <= 3135 {
+                            if n <= 2623 {
+                                if n <= 2495 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 46; // decode.kpar.tn64.cpt1.cap32
+                                }
+                            } else {
+                                return 35; // decode.kpar.tn256.cpt1.cap32
+                            }
+                        } else {
+                            if n <= 3519 {
+                                return 30; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                if k <= 30719 {
+                                    return 19; // decode.fused.c32.waves32
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
+                        }
+                    } else {
+                        return 10; // decode.fused.c16.waves64
+                    }
+                }
+            }
+        }
+    } else {
+        if k <= 6655 {
+            if n <= 8447 {
+                if k <= 2815 {
+                    if k <= 895 {
+                        return 16; // decode.fused.c32.cap8
+                    } else {
+                        return 12; // decode.fused.c32.cap16
+                    }
+                } else {
+                    if n <= 4479 {
+                        return 17; // decode.fused.c32.waves16
+                    } else {
+                        if n <= 8063 {
+                            if n <= 4991 {
+                                if k <= 3327 {
+                                    return 10; // decode.fused.c16.waves64
+                                } else {
+                                    return 12; // decode.fused.c32.cap16
+                                }
+                            } else {
+                                return 3; // decode.fused.c16.cap16
+                            }
+                        } else {
+                            if k <= 4607 {
+                                if k <= 3839 {
+                                    return 3; // decode.fused.c16.cap16
                                 } else {
                                     return 12; // decode.fused.c32.cap16
                                 }
@@ -674,176 +1122,120 @@ fn tree_7(n: i64, k: i64) -> usize {
                                 return 3; // decode.fused.c16.cap16
                             }
                         }
-                    } else {
-                        return 16; // decode.fused.c32.cap8
                     }
-                } else {
-                    if n <= 5455 {
-                        if n <= 4479 {
-                            if k <= 7039 {
-                                if k <= 2303 {
-                                    return 10; // decode.fused.c16.waves64
-                                } else {
-                                    return 19; // decode.fused.c32.waves32
-                                }
-                            } else {
-                                if k <= 11903 {
-                                    return 10; // decode.fused.c16.waves64
-                                } else {
-                                    return 19; // decode.fused.c32.waves32
-                                }
-                            }
-                        } else {
-                            if k <= 7039 {
-                                if k <= 4991 {
-                                    return 12; // decode.fused.c32.cap16
-                                } else {
-                                    return 3; // decode.fused.c16.cap16
-                                }
-                            } else {
-                                if n <= 4991 {
-                                    return 21; // decode.kpar.tn128.cpt1.cap16
-                                } else {
-                                    return 3; // decode.fused.c16.cap16
-                                }
-                            }
-                        }
+                }
+            } else {
+                if n <= 12543 {
+                    if k <= 1407 {
+                        return 3; // decode.fused.c16.cap16
                     } else {
-                        if n <= 8959 {
-                            if n <= 6519 {
-                                return 10; // decode.fused.c16.waves64
-                            } else {
-                                if k <= 8959 {
-                                    return 12; // decode.fused.c32.cap16
-                                } else {
-                                    return 3; // decode.fused.c16.cap16
-                                }
-                            }
-                        } else {
-                            if k <= 2303 {
-                                if n <= 11935 {
+                        if n <= 10495 {
+                            if n <= 9471 {
+                                if k <= 2303 {
                                     return 11; // decode.fused.c32.cap12
                                 } else {
-                                    return 16; // decode.fused.c32.cap8
-                                }
-                            } else {
-                                if n <= 14055 {
-                                    return 10; // decode.fused.c16.waves64
-                                } else {
-                                    return 7; // decode.fused.c16.cap8
-                                }
-                            }
-                        }
-                    }
-                }
-            } else {
-                if n <= 4479 {
-                    return 10; // decode.fused.c16.waves64
-                } else {
-                    if n <= 6519 {
-                        if n <= 5967 {
-                            return 21; // decode.kpar.tn128.cpt1.cap16
-                        } else {
-                            return 10; // decode.fused.c16.waves64
-                        }
-                    } else {
-                        if n <= 7543 {
-                            return 30; // decode.kpar.tn128.cpt1.waves4
-                        } else {
-                            if n <= 11935 {
-                                if n <= 8959 {
-                                    return 10; // decode.fused.c16.waves64
-                                } else {
-                                    return 49; // decode.kpar.tn64.cpt1.cap8
-                                }
-                            } else {
-                                if n <= 13031 {
                                     return 2; // decode.fused.c16.cap12
+                                }
+                            } else {
+                                if k <= 1919 {
+                                    return 11; // decode.fused.c32.cap12
                                 } else {
-                                    return 26; // decode.kpar.tn128.cpt1.cap6
+                                    return 10; // decode.fused.c16.waves64
                                 }
                             }
+                        } else {
+                            return 11; // decode.fused.c32.cap12
                         }
                     }
-                }
-            }
-        }
-    } else {
-        if n <= 85311 {
-            if n <= 52127 {
-                if n <= 19215 {
-                    if k <= 11903 {
+                } else {
+                    if n <= 19199 {
                         return 7; // decode.fused.c16.cap8
                     } else {
-                        if k <= 16895 {
-                            if k <= 13055 {
-                                return 37; // decode.kpar.tn256.cpt1.cap6
-                            } else {
-                                return 19; // decode.fused.c32.waves32
-                            }
+                        if n <= 25087 {
+                            return 6; // decode.fused.c16.cap6
                         } else {
-                            if k <= 28159 {
-                                return 25; // decode.kpar.tn128.cpt1.cap4
+                            if n <= 37887 {
+                                return 5; // decode.fused.c16.cap4
                             } else {
-                                return 37; // decode.kpar.tn256.cpt1.cap6
-                            }
-                        }
-                    }
-                } else {
-                    if n <= 26063 {
-                        if k <= 11903 {
-                            if n <= 23871 {
-                                return 6; // decode.fused.c16.cap6
-                            } else {
-                                return 10; // decode.fused.c16.waves64
-                            }
-                        } else {
-                            if n <= 21327 {
-                                if k <= 16895 {
-                                    return 25; // decode.kpar.tn128.cpt1.cap4
-                                } else {
-                                    return 30; // decode.kpar.tn128.cpt1.waves4
-                                }
-                            } else {
-                                if n <= 23871 {
-                                    return 27; // decode.kpar.tn128.cpt1.cap8
-                                } else {
-                                    return 36; // decode.kpar.tn256.cpt1.cap4
-                                }
-                            }
-                        }
-                    } else {
-                        if k <= 4991 {
-                            return 5; // decode.fused.c16.cap4
-                        } else {
-                            if n <= 42647 {
-                                if n <= 28111 {
-                                    return 23; // decode.kpar.tn128.cpt1.cap3
-                                } else {
-                                    return 30; // decode.kpar.tn128.cpt1.waves4
-                                }
-                            } else {
-                                if n <= 47743 {
+                                if n <= 41983 {
                                     return 44; // decode.kpar.tn64.cpt1.cap2
                                 } else {
-                                    return 33; // decode.kpar.tn256.cpt1.cap2
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
                                 }
                             }
                         }
                     }
-                }
-            } else {
-                if n <= 71735 {
-                    return 58; // decode.wide.tn512.cpt1
-                } else {
-                    return 29; // decode.kpar.tn128.cpt1.waves2
                 }
             }
         } else {
-            if n <= 101455 {
-                return 29; // decode.kpar.tn128.cpt1.waves2
+            if n <= 88063 {
+                if n <= 50175 {
+                    if n <= 6271 {
+                        if n <= 5503 {
+                            if k <= 7679 {
+                                if n <= 4735 {
+                                    return 17; // decode.fused.c32.waves16
+                                } else {
+                                    return 3; // decode.fused.c16.cap16
+                                }
+                            } else {
+                                if k <= 11263 {
+                                    return 43; // decode.kpar.tn64.cpt1.cap16
+                                } else {
+                                    return 21; // decode.kpar.tn128.cpt1.cap16
+                                }
+                            }
+                        } else {
+                            if k <= 26623 {
+                                return 10; // decode.fused.c16.waves64
+                            } else {
+                                return 21; // decode.kpar.tn128.cpt1.cap16
+                            }
+                        }
+                    } else {
+                        if n <= 8447 {
+                            if k <= 16895 {
+                                if n <= 7551 {
+                                    return 3; // decode.fused.c16.cap16
+                                } else {
+                                    return 19; // decode.fused.c32.waves32
+                                }
+                            } else {
+                                if n <= 7551 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 19; // decode.fused.c32.waves32
+                                }
+                            }
+                        } else {
+                            if n <= 12543 {
+                                if k <= 9215 {
+                                    return 2; // decode.fused.c16.cap12
+                                } else {
+                                    return 27; // decode.kpar.tn128.cpt1.cap8
+                                }
+                            } else {
+                                if n <= 33791 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 44; // decode.kpar.tn64.cpt1.cap2
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    if n <= 67583 {
+                        return 58; // decode.wide.tn512.cpt1
+                    } else {
+                        return 29; // decode.kpar.tn128.cpt1.waves2
+                    }
+                }
             } else {
-                return 59; // decode.wide.tn512.cpt2
+                if n <= 100351 {
+                    return 29; // decode.kpar.tn128.cpt1.waves2
+                } else {
+                    return 59; // decode.wide.tn512.cpt2
+                }
             }
         }
     }
@@ -852,171 +1244,191 @@ fn tree_7(n: i64, k: i64) -> usize {
 // domain 8: s4 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_8(n: i64, k: i64) -> usize {
-    if n <= 52127 {
+    if n <= 50175 {
         if k <= 2303 {
-            if n <= 30159 {
-                if n <= 4479 {
-                    if n <= 2663 {
-                        return 18; // decode.fused.c32.waves2
+            if n <= 37887 {
+                if n <= 25087 {
+                    if k <= 1151 {
+                        if n <= 4479 {
+                            return 17; // decode.fused.c32.waves16
+                        } else {
+                            return 19; // decode.fused.c32.waves32
+                        }
                     } else {
-                        return 17; // decode.fused.c32.waves16
+                        if n <= 18943 {
+                            return 10; // decode.fused.c16.waves64
+                        } else {
+                            return 19; // decode.fused.c32.waves32
+                        }
                     }
                 } else {
-                    return 19; // decode.fused.c32.waves32
-                }
-            } else {
-                if n <= 35863 {
                     if k <= 383 {
                         return 50; // decode.kpar.tn64.cpt1.waves1
                     } else {
-                        if k <= 639 {
-                            return 19; // decode.fused.c32.waves32
-                        } else {
+                        if n <= 33791 {
                             return 14; // decode.fused.c32.cap4
+                        } else {
+                            return 19; // decode.fused.c32.waves32
+                        }
+                    }
+                }
+            } else {
+                if n <= 44031 {
+                    if k <= 1151 {
+                        return 1; // decode.direct.tn64.cpt1
+                    } else {
+                        if n <= 41983 {
+                            return 22; // decode.kpar.tn128.cpt1.cap2
+                        } else {
+                            return 44; // decode.kpar.tn64.cpt1.cap2
                         }
                     }
                 } else {
-                    if n <= 42647 {
-                        if k <= 1151 {
-                            return 1; // decode.direct.tn64.cpt1
-                        } else {
-                            return 22; // decode.kpar.tn128.cpt1.cap2
-                        }
+                    if k <= 639 {
+                        return 1; // decode.direct.tn64.cpt1
                     } else {
-                        if k <= 639 {
-                            return 1; // decode.direct.tn64.cpt1
-                        } else {
-                            return 19; // decode.fused.c32.waves32
-                        }
+                        return 19; // decode.fused.c32.waves32
                     }
                 }
             }
         } else {
-            if n <= 30159 {
-                if n <= 26063 {
-                    if n <= 23871 {
+            if n <= 25087 {
+                if n <= 22015 {
+                    return 34; // decode.kpar.tn256.cpt1.cap3
+                } else {
+                    if k <= 2815 {
                         return 19; // decode.fused.c32.waves32
                     } else {
                         return 10; // decode.fused.c16.waves64
                     }
-                } else {
-                    return 19; // decode.fused.c32.waves32
                 }
             } else {
-                if n <= 42647 {
-                    if n <= 35863 {
-                        if k <= 3199 {
-                            return 5; // decode.fused.c16.cap4
-                        } else {
+                if n <= 33791 {
+                    if k <= 3327 {
+                        if n <= 32255 {
                             return 30; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 5; // decode.fused.c16.cap4
                         }
                     } else {
-                        return 22; // decode.kpar.tn128.cpt1.cap2
+                        return 30; // decode.kpar.tn128.cpt1.waves4
                     }
                 } else {
-                    if k <= 4991 {
-                        if k <= 3455 {
-                            return 19; // decode.fused.c32.waves32
+                    if n <= 37887 {
+                        if n <= 35839 {
+                            return 10; // decode.fused.c16.waves64
                         } else {
-                            return 44; // decode.kpar.tn64.cpt1.cap2
+                            return 19; // decode.fused.c32.waves32
                         }
                     } else {
-                        return 33; // decode.kpar.tn256.cpt1.cap2
+                        if n <= 46079 {
+                            return 44; // decode.kpar.tn64.cpt1.cap2
+                        } else {
+                            return 33; // decode.kpar.tn256.cpt1.cap2
+                        }
                     }
                 }
             }
         }
     } else {
-        if n <= 104263 {
-            if n <= 85311 {
+        if n <= 100351 {
+            if n <= 79871 {
                 if k <= 2303 {
-                    if n <= 60319 {
+                    if n <= 64511 {
                         if k <= 1663 {
                             return 1; // decode.direct.tn64.cpt1
                         } else {
                             return 28; // decode.kpar.tn128.cpt1.waves1
                         }
                     } else {
-                        if k <= 383 {
-                            return 50; // decode.kpar.tn64.cpt1.waves1
+                        return 0; // decode.direct.tn32.cpt1
+                    }
+                } else {
+                    if n <= 56319 {
+                        if k <= 3327 {
+                            return 52; // decode.kpar.tn64.cpt1.waves4
+                        } else {
+                            return 34; // decode.kpar.tn256.cpt1.cap3
+                        }
+                    } else {
+                        if n <= 75775 {
+                            return 52; // decode.kpar.tn64.cpt1.waves4
                         } else {
                             return 0; // decode.direct.tn32.cpt1
                         }
                     }
-                } else {
-                    if n <= 71735 {
-                        if n <= 60319 {
-                            return 34; // decode.kpar.tn256.cpt1.cap3
-                        } else {
-                            return 58; // decode.wide.tn512.cpt1
-                        }
-                    } else {
-                        return 0; // decode.direct.tn32.cpt1
-                    }
                 }
             } else {
-                if n <= 95495 {
-                    if k <= 7551 {
-                        return 50; // decode.kpar.tn64.cpt1.waves1
-                    } else {
-                        return 30; // decode.kpar.tn128.cpt1.waves4
-                    }
+                if k <= 4607 {
+                    return 50; // decode.kpar.tn64.cpt1.waves1
                 } else {
-                    if k <= 639 {
-                        return 28; // decode.kpar.tn128.cpt1.waves1
-                    } else {
-                        if k <= 2303 {
-                            return 56; // decode.wide.tn256.cpt1
+                    if n <= 83967 {
+                        if k <= 6655 {
+                            return 52; // decode.kpar.tn64.cpt1.waves4
                         } else {
-                            return 40; // decode.kpar.tn256.cpt1.waves2
+                            return 29; // decode.kpar.tn128.cpt1.waves2
+                        }
+                    } else {
+                        if n <= 92159 {
+                            return 50; // decode.kpar.tn64.cpt1.waves1
+                        } else {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
                         }
                     }
                 }
             }
         } else {
-            if n <= 208519 {
-                if k <= 6015 {
-                    if n <= 141503 {
-                        if k <= 1151 {
+            if k <= 5631 {
+                if n <= 200703 {
+                    if n <= 135167 {
+                        if k <= 895 {
                             return 54; // decode.wide.tn128.cpt2
                         } else {
                             return 59; // decode.wide.tn512.cpt2
                         }
                     } else {
-                        if k <= 5503 {
+                        if n <= 167935 {
                             return 54; // decode.wide.tn128.cpt2
                         } else {
-                            return 30; // decode.kpar.tn128.cpt1.waves4
+                            return 50; // decode.kpar.tn64.cpt1.waves1
                         }
                     }
                 } else {
-                    if n <= 170615 {
-                        if n <= 119239 {
-                            return 47; // decode.kpar.tn64.cpt1.cap4
+                    if n <= 258047 {
+                        if k <= 383 {
+                            return 54; // decode.wide.tn128.cpt2
                         } else {
-                            return 34; // decode.kpar.tn256.cpt1.cap3
+                            return 55; // decode.wide.tn128.cpt4
                         }
                     } else {
-                        if k <= 15103 {
-                            return 41; // decode.kpar.tn256.cpt1.waves4
+                        if k <= 895 {
+                            return 59; // decode.wide.tn512.cpt2
                         } else {
-                            return 48; // decode.kpar.tn64.cpt1.cap6
+                            return 55; // decode.wide.tn128.cpt4
                         }
                     }
                 }
             } else {
-                if k <= 8959 {
-                    if k <= 639 {
-                        if n <= 234375 {
-                            return 55; // decode.wide.tn128.cpt4
+                if n <= 258047 {
+                    if n <= 247039 {
+                        if n <= 225279 {
+                            return 47; // decode.kpar.tn64.cpt1.cap4
                         } else {
-                            return 57; // decode.wide.tn256.cpt2
+                            return 22; // decode.kpar.tn128.cpt1.cap2
                         }
                     } else {
-                        return 55; // decode.wide.tn128.cpt4
+                        if k <= 9215 {
+                            return 55; // decode.wide.tn128.cpt4
+                        } else {
+                            return 34; // decode.kpar.tn256.cpt1.cap3
+                        }
                     }
                 } else {
-                    return 47; // decode.kpar.tn64.cpt1.cap4
+                    if k <= 13311 {
+                        return 55; // decode.wide.tn128.cpt4
+                    } else {
+                        return 47; // decode.kpar.tn64.cpt1.cap4
+                    }
                 }
             }
         }
@@ -1072,123 +1484,563 @@ fn tree_13(n: i64, k: i64) -> usize {
 // domain 14: s5 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_14(n: i64, k: i64) -> usize {
-    if n <= 26063 {
-        if n * 1024 / k <= 46 {
-            if n * k <= 12713983 {
-                if n * k <= 9537535 {
-                    if k <= 7039 {
+    if n * k <= 68026367 {
+        if n * k <= 6750207 {
+            if n * 1024 / k <= 46 {
+                if k <= 6655 {
+                    return 9; // decode.fused.c16.waves32
+                } else {
+                    if n * k <= 2080767 {
                         return 28; // decode.kpar.tn128.cpt1.waves1
                     } else {
-                        if k <= 26111 {
-                            return 39; // decode.kpar.tn256.cpt1.waves1
-                        } else {
-                            return 29; // decode.kpar.tn128.cpt1.waves2
-                        }
-                    }
-                } else {
-                    if n * k <= 12208127 {
-                        if n * k <= 10276863 {
-                            return 29; // decode.kpar.tn128.cpt1.waves2
-                        } else {
-                            return 40; // decode.kpar.tn256.cpt1.waves2
-                        }
-                    } else {
-                        return 29; // decode.kpar.tn128.cpt1.waves2
+                        return 39; // decode.kpar.tn256.cpt1.waves1
                     }
                 }
             } else {
-                if n * k <= 33769471 {
-                    return 40; // decode.kpar.tn256.cpt1.waves2
-                } else {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
-                }
-            }
-        } else {
-            if n * k <= 7024639 {
                 if k <= 383 {
-                    if n <= 335 {
+                    if n <= 295 {
                         return 8; // decode.fused.c16.waves1
                     } else {
                         return 7; // decode.fused.c16.cap8
                     }
                 } else {
-                    if n <= 2983 {
+                    if n <= 2879 {
                         if k <= 639 {
-                            return 12; // decode.fused.c32.cap16
+                            if n <= 295 {
+                                return 8; // decode.fused.c16.waves1
+                            } else {
+                                if n <= 2495 {
+                                    return 12; // decode.fused.c32.cap16
+                                } else {
+                                    return 9; // decode.fused.c16.waves32
+                                }
+                            }
                         } else {
                             return 9; // decode.fused.c16.waves32
                         }
                     } else {
-                        if n * 1024 / k <= 5485 {
-                            return 19; // decode.fused.c32.waves32
+                        if n * 1024 / k <= 5494 {
+                            if n <= 4223 {
+                                return 19; // decode.fused.c32.waves32
+                            } else {
+                                if n * 1024 / k <= 4369 {
+                                    if n <= 4479 {
+                                        return 9; // decode.fused.c16.waves32
+                                    } else {
+                                        return 19; // decode.fused.c32.waves32
+                                    }
+                                } else {
+                                    return 3; // decode.fused.c16.cap16
+                                }
+                            }
                         } else {
-                            return 3; // decode.fused.c16.cap16
+                            if k <= 895 {
+                                if n <= 4031 {
+                                    return 9; // decode.fused.c16.waves32
+                                } else {
+                                    return 4; // decode.fused.c16.cap32
+                                }
+                            } else {
+                                return 3; // decode.fused.c16.cap16
+                            }
                         }
                     }
                 }
-            } else {
-                if k <= 19199 {
-                    if n <= 10663 {
-                        if n <= 6519 {
-                            return 10; // decode.fused.c16.waves64
+            }
+        } else {
+            if n * 1024 / k <= 51 {
+                if n * k <= 12713983 {
+                    if n * k <= 9469951 {
+                        if k <= 30719 {
+                            return 39; // decode.kpar.tn256.cpt1.waves1
                         } else {
-                            return 3; // decode.fused.c16.cap16
+                            return 29; // decode.kpar.tn128.cpt1.waves2
                         }
                     } else {
-                        if n <= 21327 {
-                            return 19; // decode.fused.c32.waves32
+                        if n * k <= 12517375 {
+                            if n * 1024 / k <= 46 {
+                                if n * k <= 10027007 {
+                                    if n * k <= 9732095 {
+                                        return 39; // decode.kpar.tn256.cpt1.waves1
+                                    } else {
+                                        return 29; // decode.kpar.tn128.cpt1.waves2
+                                    }
+                                } else {
+                                    return 40; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                return 9; // decode.fused.c16.waves32
+                            }
                         } else {
-                            return 6; // decode.fused.c16.cap6
+                            return 29; // decode.kpar.tn128.cpt1.waves2
                         }
                     }
                 } else {
-                    if n <= 2239 {
-                        if n * 1024 / k <= 53 {
+                    if n * 1024 / k <= 49 {
+                        return 40; // decode.kpar.tn256.cpt1.waves2
+                    } else {
+                        if n <= 1247 {
                             return 40; // decode.kpar.tn256.cpt1.waves2
                         } else {
                             return 10; // decode.fused.c16.waves64
                         }
-                    } else {
-                        if n <= 13031 {
-                            return 46; // decode.kpar.tn64.cpt1.cap32
+                    }
+                }
+            } else {
+                if n <= 10495 {
+                    if n <= 4223 {
+                        if n <= 2111 {
+                            if n <= 1183 {
+                                if k <= 16895 {
+                                    if n * k <= 16908287 {
+                                        return 9; // decode.fused.c16.waves32
+                                    } else {
+                                        return 10; // decode.fused.c16.waves64
+                                    }
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                return 10; // decode.fused.c16.waves64
+                            }
                         } else {
-                            return 31; // decode.kpar.tn256.cpt1.cap12
+                            if n * 1024 / k <= 192 {
+                                if n <= 3007 {
+                                    if n <= 2367 {
+                                        if n <= 2239 {
+                                            return 35; // decode.kpar.tn256.cpt1.cap32
+                                        } else {
+                                            return 24; // decode.kpar.tn128.cpt1.cap32
+                                        }
+                                    } else {
+                                        return 35; // decode.kpar.tn256.cpt1.cap32
+                                    }
+                                } else {
+                                    if k <= 16895 {
+                                        return 40; // decode.kpar.tn256.cpt1.waves2
+                                    } else {
+                                        return 30; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                }
+                            } else {
+                                if n <= 2367 {
+                                    if k <= 4607 {
+                                        if n <= 2239 {
+                                            return 9; // decode.fused.c16.waves32
+                                        } else {
+                                            return 19; // decode.fused.c32.waves32
+                                        }
+                                    } else {
+                                        return 17; // decode.fused.c32.waves16
+                                    }
+                                } else {
+                                    if n * k <= 52822015 {
+                                        if n * 1024 / k <= 225 {
+                                            if n <= 3007 {
+                                                return 35; // decode.kpar.tn256.cpt1.cap32
+                                            } else {
+                                                return 19; // decode.fused.c32.waves32
+                                            }
+                                        } else {
+                                            if n <= 4031 {
+                                                if n * k <= 47972351 {
+                                                    return 19; // decode.fused.c32.waves32
+                                                } else {
+                                                    return 10; // decode.fused.c16.waves64
+                                                }
+                                            } else {
+                                                if k <= 5631 {
+                                                    return 19; // decode.fused.c32.waves32
+                                                } else {
+                                                    return 10; // decode.fused.c16.waves64
+                                                }
+                                            }
+                                        }
+                                    } else {
+                                        return 10; // decode.fused.c16.waves64
+                                    }
+                                }
+                            }
+                        }
+                    } else {
+                        if n * 1024 / k <= 738 {
+                            if n * 1024 / k <= 727 {
+                                if n <= 6015 {
+                                    if n <= 5247 {
+                                        return 21; // decode.kpar.tn128.cpt1.cap16
+                                    } else {
+                                        if n * 1024 / k <= 540 {
+                                            return 31; // decode.kpar.tn256.cpt1.cap12
+                                        } else {
+                                            return 10; // decode.fused.c16.waves64
+                                        }
+                                    }
+                                } else {
+                                    return 42; // decode.kpar.tn64.cpt1.cap12
+                                }
+                            } else {
+                                return 10; // decode.fused.c16.waves64
+                            }
+                        } else {
+                            if n <= 6271 {
+                                if n <= 5247 {
+                                    if n <= 4479 {
+                                        if k <= 2303 {
+                                            return 9; // decode.fused.c16.waves32
+                                        } else {
+                                            return 17; // decode.fused.c32.waves16
+                                        }
+                                    } else {
+                                        if n * 1024 / k <= 858 {
+                                            return 21; // decode.kpar.tn128.cpt1.cap16
+                                        } else {
+                                            if n * 1024 / k <= 2797 {
+                                                if n * 1024 / k <= 2596 {
+                                                    return 3; // decode.fused.c16.cap16
+                                                } else {
+                                                    return 9; // decode.fused.c16.waves32
+                                                }
+                                            } else {
+                                                return 10; // decode.fused.c16.waves64
+                                            }
+                                        }
+                                    }
+                                } else {
+                                    if n * 1024 / k <= 3778 {
+                                        return 10; // decode.fused.c16.waves64
+                                    } else {
+                                        if k <= 1407 {
+                                            return 19; // decode.fused.c32.waves32
+                                        } else {
+                                            return 3; // decode.fused.c16.cap16
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n * k <= 66584575 {
+                                    return 3; // decode.fused.c16.cap16
+                                } else {
+                                    return 12; // decode.fused.c32.cap16
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    if n <= 12543 {
+                        if n * 1024 / k <= 2162 {
+                            return 19; // decode.fused.c32.waves32
+                        } else {
+                            return 11; // decode.fused.c32.cap12
+                        }
+                    } else {
+                        if n <= 19967 {
+                            if n <= 16895 {
+                                if n * k <= 65798143 {
+                                    return 16; // decode.fused.c32.cap8
+                                } else {
+                                    return 19; // decode.fused.c32.waves32
+                                }
+                            } else {
+                                if n <= 18687 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 16; // decode.fused.c32.cap8
+                                }
+                            }
+                        } else {
+                            return 6; // decode.fused.c16.cap6
                         }
                     }
                 }
             }
         }
     } else {
-        if n <= 101455 {
-            if n <= 28111 {
-                if k <= 11903 {
-                    return 37; // decode.kpar.tn256.cpt1.cap6
-                } else {
-                    return 23; // decode.kpar.tn128.cpt1.cap3
-                }
-            } else {
-                if n * k <= 380231679 {
-                    if n <= 42647 {
-                        if n * 1024 / k <= 3452 {
-                            return 34; // decode.kpar.tn256.cpt1.cap3
+        if n <= 100351 {
+            if n <= 22015 {
+                if n <= 13055 {
+                    if n <= 7551 {
+                        if n <= 6271 {
+                            if n <= 3135 {
+                                if n <= 2367 {
+                                    return 46; // decode.kpar.tn64.cpt1.cap32
+                                } else {
+                                    return 35; // decode.kpar.tn256.cpt1.cap32
+                                }
+                            } else {
+                                if n <= 4223 {
+                                    if n <= 3391 {
+                                        return 30; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        return 10; // decode.fused.c16.waves64
+                                    }
+                                } else {
+                                    if n * 1024 / k <= 403 {
+                                        if k <= 15359 {
+                                            if n <= 5247 {
+                                                return 21; // decode.kpar.tn128.cpt1.cap16
+                                            } else {
+                                                return 31; // decode.kpar.tn256.cpt1.cap12
+                                            }
+                                        } else {
+                                            return 21; // decode.kpar.tn128.cpt1.cap16
+                                        }
+                                    } else {
+                                        return 10; // decode.fused.c16.waves64
+                                    }
+                                }
+                            }
                         } else {
-                            return 19; // decode.fused.c32.waves32
+                            if n * 1024 / k <= 558 {
+                                if n <= 6783 {
+                                    return 42; // decode.kpar.tn64.cpt1.cap12
+                                } else {
+                                    if n * k <= 173015039 {
+                                        return 19; // decode.fused.c32.waves32
+                                    } else {
+                                        return 42; // decode.kpar.tn64.cpt1.cap12
+                                    }
+                                }
+                            } else {
+                                return 19; // decode.fused.c32.waves32
+                            }
                         }
                     } else {
-                        return 44; // decode.kpar.tn64.cpt1.cap2
+                        if n <= 8447 {
+                            if k <= 16895 {
+                                return 19; // decode.fused.c32.waves32
+                            } else {
+                                if n <= 8063 {
+                                    return 42; // decode.kpar.tn64.cpt1.cap12
+                                } else {
+                                    if k <= 26623 {
+                                        return 42; // decode.kpar.tn64.cpt1.cap12
+                                    } else {
+                                        return 31; // decode.kpar.tn256.cpt1.cap12
+                                    }
+                                }
+                            }
+                        } else {
+                            if n <= 12543 {
+                                if n * 1024 / k <= 1466 {
+                                    if n * k <= 84148223 {
+                                        return 3; // decode.fused.c16.cap16
+                                    } else {
+                                        if n <= 9471 {
+                                            return 49; // decode.kpar.tn64.cpt1.cap8
+                                        } else {
+                                            if n * 1024 / k <= 1232 {
+                                                if n * k <= 105644031 {
+                                                    return 3; // decode.fused.c16.cap16
+                                                } else {
+                                                    return 27; // decode.kpar.tn128.cpt1.cap8
+                                                }
+                                            } else {
+                                                return 37; // decode.kpar.tn256.cpt1.cap6
+                                            }
+                                        }
+                                    }
+                                } else {
+                                    if n <= 12031 {
+                                        return 19; // decode.fused.c32.waves32
+                                    } else {
+                                        return 11; // decode.fused.c32.cap12
+                                    }
+                                }
+                            } else {
+                                return 26; // decode.kpar.tn128.cpt1.cap6
+                            }
+                        }
                     }
                 } else {
-                    if n <= 52127 {
-                        if n <= 35863 {
-                            return 34; // decode.kpar.tn256.cpt1.cap3
+                    if n * k <= 130547711 {
+                        if n <= 20991 {
+                            if n <= 16895 {
+                                if n <= 13567 {
+                                    if k <= 6655 {
+                                        return 16; // decode.fused.c32.cap8
+                                    } else {
+                                        return 26; // decode.kpar.tn128.cpt1.cap6
+                                    }
+                                } else {
+                                    if n <= 15103 {
+                                        return 19; // decode.fused.c32.waves32
+                                    } else {
+                                        return 16; // decode.fused.c32.cap8
+                                    }
+                                }
+                            } else {
+                                if n <= 18687 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 16; // decode.fused.c32.cap8
+                                }
+                            }
                         } else {
-                            return 44; // decode.kpar.tn64.cpt1.cap2
+                            return 6; // decode.fused.c16.cap6
                         }
                     } else {
-                        if n <= 71735 {
+                        if n <= 16895 {
+                            if n <= 15615 {
+                                if n <= 14079 {
+                                    return 26; // decode.kpar.tn128.cpt1.cap6
+                                } else {
+                                    if n * k <= 182976511 {
+                                        return 19; // decode.fused.c32.waves32
+                                    } else {
+                                        return 48; // decode.kpar.tn64.cpt1.cap6
+                                    }
+                                }
+                            } else {
+                                if n * k <= 196607999 {
+                                    return 16; // decode.fused.c32.cap8
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.cap6
+                                }
+                            }
+                        } else {
+                            if n <= 19967 {
+                                if k <= 11263 {
+                                    if n <= 18687 {
+                                        return 7; // decode.fused.c16.cap8
+                                    } else {
+                                        return 16; // decode.fused.c32.cap8
+                                    }
+                                } else {
+                                    return 47; // decode.kpar.tn64.cpt1.cap4
+                                }
+                            } else {
+                                return 34; // decode.kpar.tn256.cpt1.cap3
+                            }
+                        }
+                    }
+                }
+            } else {
+                if n <= 31231 {
+                    if n * k <= 96993279 {
+                        if n * k <= 88604671 {
+                            if n <= 23039 {
+                                return 6; // decode.fused.c16.cap6
+                            } else {
+                                return 15; // decode.fused.c32.cap6
+                            }
+                        } else {
+                            return 6; // decode.fused.c16.cap6
+                        }
+                    } else {
+                        if n <= 23039 {
+                            return 34; // decode.kpar.tn256.cpt1.cap3
+                        } else {
+                            if n <= 25087 {
+                                if n * 1024 / k <= 2371 {
+                                    return 27; // decode.kpar.tn128.cpt1.cap8
+                                } else {
+                                    return 15; // decode.fused.c32.cap6
+                                }
+                            } else {
+                                if n <= 27135 {
+                                    if n * k <= 211288063 {
+                                        return 6; // decode.fused.c16.cap6
+                                    } else {
+                                        if n <= 26111 {
+                                            if k <= 16895 {
+                                                return 41; // decode.kpar.tn256.cpt1.waves4
+                                            } else {
+                                                return 23; // decode.kpar.tn128.cpt1.cap3
+                                            }
+                                        } else {
+                                            return 41; // decode.kpar.tn256.cpt1.waves4
+                                        }
+                                    }
+                                } else {
+                                    if n * 1024 / k <= 3468 {
+                                        if n <= 28159 {
+                                            if k <= 13311 {
+                                                return 37; // decode.kpar.tn256.cpt1.cap6
+                                            } else {
+                                                return 23; // decode.kpar.tn128.cpt1.cap3
+                                            }
+                                        } else {
+                                            if n <= 29183 {
+                                                return 48; // decode.kpar.tn64.cpt1.cap6
+                                            } else {
+                                                return 45; // decode.kpar.tn64.cpt1.cap3
+                                            }
+                                        }
+                                    } else {
+                                        if n <= 28159 {
+                                            return 37; // decode.kpar.tn256.cpt1.cap6
+                                        } else {
+                                            return 19; // decode.fused.c32.waves32
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    if n <= 50175 {
+                        if n <= 33791 {
+                            if n * k <= 326107135 {
+                                return 19; // decode.fused.c32.waves32
+                            } else {
+                                return 34; // decode.kpar.tn256.cpt1.cap3
+                            }
+                        } else {
+                            if n <= 46079 {
+                                if n <= 41983 {
+                                    if n <= 37887 {
+                                        if n * 1024 / k <= 2522 {
+                                            return 27; // decode.kpar.tn128.cpt1.cap8
+                                        } else {
+                                            if n * 1024 / k <= 5826 {
+                                                return 44; // decode.kpar.tn64.cpt1.cap2
+                                            } else {
+                                                return 16; // decode.fused.c32.cap8
+                                            }
+                                        }
+                                    } else {
+                                        if n * k <= 400556031 {
+                                            return 19; // decode.fused.c32.waves32
+                                        } else {
+                                            return 41; // decode.kpar.tn256.cpt1.waves4
+                                        }
+                                    }
+                                } else {
+                                    if n <= 44031 {
+                                        return 41; // decode.kpar.tn256.cpt1.waves4
+                                    } else {
+                                        return 37; // decode.kpar.tn256.cpt1.cap6
+                                    }
+                                }
+                            } else {
+                                if n * 1024 / k <= 1967 {
+                                    return 27; // decode.kpar.tn128.cpt1.cap8
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 67583 {
                             return 58; // decode.wide.tn512.cpt1
                         } else {
-                            return 39; // decode.kpar.tn256.cpt1.waves1
+                            if n <= 79871 {
+                                if n * 1024 / k <= 2321 {
+                                    return 27; // decode.kpar.tn128.cpt1.cap8
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.waves2
+                                }
+                            } else {
+                                if n <= 92159 {
+                                    return 39; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    if n * k <= 1354760191 {
+                                        return 39; // decode.kpar.tn256.cpt1.waves1
+                                    } else {
+                                        return 41; // decode.kpar.tn256.cpt1.waves4
+                                    }
+                                }
+                            }
                         }
                     }
                 }
@@ -1202,147 +2054,243 @@ fn tree_14(n: i64, k: i64) -> usize {
 // domain 15: s5 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_15(n: i64, k: i64) -> usize {
-    if n <= 52127 {
-        if n <= 4479 {
+    if n <= 54271 {
+        if n * k <= 2293759 {
             return 17; // decode.fused.c32.waves16
         } else {
-            if k <= 4991 {
-                if k <= 4479 {
-                    return 19; // decode.fused.c32.waves32
-                } else {
-                    return 47; // decode.kpar.tn64.cpt1.cap4
-                }
+            if n * k <= 219152383 {
+                return 19; // decode.fused.c32.waves32
             } else {
-                return 40; // decode.kpar.tn256.cpt1.waves2
+                if n <= 50175 {
+                    if k <= 5631 {
+                        return 44; // decode.kpar.tn64.cpt1.cap2
+                    } else {
+                        return 33; // decode.kpar.tn256.cpt1.cap2
+                    }
+                } else {
+                    return 19; // decode.fused.c32.waves32
+                }
             }
         }
     } else {
-        if n <= 104263 {
-            if n <= 71735 {
-                if k <= 895 {
-                    return 17; // decode.fused.c32.waves16
-                } else {
-                    if n <= 60319 {
-                        if k <= 1407 {
+        if n <= 100351 {
+            if n <= 67583 {
+                if n * k <= 61603839 {
+                    if n * 1024 / k <= 77140 {
+                        if n <= 56319 {
                             return 7; // decode.fused.c16.cap8
                         } else {
-                            return 34; // decode.kpar.tn256.cpt1.cap3
+                            return 16; // decode.fused.c32.cap8
+                        }
+                    } else {
+                        return 17; // decode.fused.c32.waves16
+                    }
+                } else {
+                    if n <= 62463 {
+                        if n * 1024 / k <= 31670 {
+                            if n <= 56319 {
+                                return 34; // decode.kpar.tn256.cpt1.cap3
+                            } else {
+                                if n <= 58367 {
+                                    if k <= 3327 {
+                                        return 16; // decode.fused.c32.cap8
+                                    } else {
+                                        if k <= 4607 {
+                                            return 45; // decode.kpar.tn64.cpt1.cap3
+                                        } else {
+                                            return 49; // decode.kpar.tn64.cpt1.cap8
+                                        }
+                                    }
+                                } else {
+                                    if k <= 2303 {
+                                        return 58; // decode.wide.tn512.cpt1
+                                    } else {
+                                        return 23; // decode.kpar.tn128.cpt1.cap3
+                                    }
+                                }
+                            }
+                        } else {
+                            if n <= 58367 {
+                                if n <= 56319 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 16; // decode.fused.c32.cap8
+                                }
+                            } else {
+                                return 58; // decode.wide.tn512.cpt1
+                            }
                         }
                     } else {
                         return 58; // decode.wide.tn512.cpt1
                     }
                 }
             } else {
-                if n <= 85311 {
-                    if k <= 4991 {
-                        return 19; // decode.fused.c32.waves32
+                if n <= 83967 {
+                    if n * 1024 / k <= 14796 {
+                        if n <= 75775 {
+                            return 47; // decode.kpar.tn64.cpt1.cap4
+                        } else {
+                            if n <= 79871 {
+                                return 26; // decode.kpar.tn128.cpt1.cap6
+                            } else {
+                                return 33; // decode.kpar.tn256.cpt1.cap2
+                            }
+                        }
                     } else {
-                        return 26; // decode.kpar.tn128.cpt1.cap6
+                        return 19; // decode.fused.c32.waves32
                     }
                 } else {
-                    if n <= 95495 {
-                        if k <= 8959 {
-                            if k <= 3455 {
-                                if k <= 639 {
+                    if n <= 92159 {
+                        if n * k <= 619446271 {
+                            if n * 1024 / k <= 34610 {
+                                return 51; // decode.kpar.tn64.cpt1.waves2
+                            } else {
+                                if k <= 383 {
                                     return 0; // decode.direct.tn32.cpt1
                                 } else {
                                     return 1; // decode.direct.tn64.cpt1
                                 }
-                            } else {
-                                return 51; // decode.kpar.tn64.cpt1.waves2
                             }
                         } else {
-                            return 25; // decode.kpar.tn128.cpt1.cap4
+                            if n <= 88063 {
+                                return 47; // decode.kpar.tn64.cpt1.cap4
+                            } else {
+                                return 34; // decode.kpar.tn256.cpt1.cap3
+                            }
                         }
                     } else {
-                        if k <= 639 {
-                            return 40; // decode.kpar.tn256.cpt1.waves2
+                        if n * k <= 48496639 {
+                            return 0; // decode.direct.tn32.cpt1
                         } else {
-                            if k <= 2303 {
-                                return 56; // decode.wide.tn256.cpt1
-                            } else {
+                            if k <= 639 {
                                 return 40; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                return 56; // decode.wide.tn256.cpt1
                             }
                         }
                     }
                 }
             }
         } else {
-            if k <= 3839 {
-                if n <= 234375 {
-                    if n <= 119239 {
-                        if k <= 2303 {
-                            if k <= 639 {
-                                return 54; // decode.wide.tn128.cpt2
-                            } else {
-                                return 14; // decode.fused.c32.cap4
-                            }
+            if n * 1024 / k <= 41544 {
+                if n <= 108543 {
+                    if n * 1024 / k <= 25672 {
+                        return 49; // decode.kpar.tn64.cpt1.cap8
+                    } else {
+                        if n * k <= 316669951 {
+                            return 7; // decode.fused.c16.cap8
                         } else {
                             return 47; // decode.kpar.tn64.cpt1.cap4
                         }
-                    } else {
-                        if n <= 141503 {
-                            if k <= 2943 {
-                                return 59; // decode.wide.tn512.cpt2
+                    }
+                } else {
+                    if n <= 247039 {
+                        if n <= 225279 {
+                            if n * 1024 / k <= 40374 {
+                                if n * 1024 / k <= 8337 {
+                                    if n <= 135167 {
+                                        return 26; // decode.kpar.tn128.cpt1.cap6
+                                    } else {
+                                        return 25; // decode.kpar.tn128.cpt1.cap4
+                                    }
+                                } else {
+                                    return 47; // decode.kpar.tn64.cpt1.cap4
+                                }
                             } else {
-                                return 58; // decode.wide.tn512.cpt1
+                                return 54; // decode.wide.tn128.cpt2
                             }
                         } else {
-                            if k <= 3455 {
-                                return 54; // decode.wide.tn128.cpt2
+                            if n <= 233471 {
+                                if k <= 22527 {
+                                    return 45; // decode.kpar.tn64.cpt1.cap3
+                                } else {
+                                    return 26; // decode.kpar.tn128.cpt1.cap6
+                                }
                             } else {
-                                return 45; // decode.kpar.tn64.cpt1.cap3
+                                return 44; // decode.kpar.tn64.cpt1.cap2
+                            }
+                        }
+                    } else {
+                        if n <= 258047 {
+                            return 34; // decode.kpar.tn256.cpt1.cap3
+                        } else {
+                            if k <= 9215 {
+                                return 59; // decode.wide.tn512.cpt2
+                            } else {
+                                return 47; // decode.kpar.tn64.cpt1.cap4
+                            }
+                        }
+                    }
+                }
+            } else {
+                if n <= 116735 {
+                    if k <= 383 {
+                        return 54; // decode.wide.tn128.cpt2
+                    } else {
+                        if n <= 104447 {
+                            if k <= 895 {
+                                return 14; // decode.fused.c32.cap4
+                            } else {
+                                return 7; // decode.fused.c16.cap8
+                            }
+                        } else {
+                            if n * 1024 / k <= 44352 {
+                                return 47; // decode.kpar.tn64.cpt1.cap4
+                            } else {
+                                return 14; // decode.fused.c32.cap4
                             }
                         }
                     }
                 } else {
-                    return 59; // decode.wide.tn512.cpt2
-                }
-            } else {
-                if n <= 119239 {
-                    return 47; // decode.kpar.tn64.cpt1.cap4
-                } else {
-                    if n <= 141503 {
-                        if k <= 8959 {
-                            if n <= 129663 {
-                                if k <= 4479 {
+                    if n <= 251135 {
+                        if n * k <= 876609535 {
+                            if n * 1024 / k <= 43962 {
+                                if n <= 135167 {
                                     return 58; // decode.wide.tn512.cpt1
                                 } else {
-                                    return 45; // decode.kpar.tn64.cpt1.cap3
+                                    if n * 1024 / k <= 43226 {
+                                        return 44; // decode.kpar.tn64.cpt1.cap2
+                                    } else {
+                                        return 45; // decode.kpar.tn64.cpt1.cap3
+                                    }
                                 }
                             } else {
-                                if k <= 6015 {
-                                    return 59; // decode.wide.tn512.cpt2
+                                if n * k <= 33816575 {
+                                    if n <= 127615 {
+                                        return 54; // decode.wide.tn128.cpt2
+                                    } else {
+                                        return 59; // decode.wide.tn512.cpt2
+                                    }
                                 } else {
-                                    return 58; // decode.wide.tn512.cpt1
+                                    return 54; // decode.wide.tn128.cpt2
                                 }
                             }
                         } else {
-                            if k <= 12671 {
-                                return 59; // decode.wide.tn512.cpt2
+                            if n <= 247039 {
+                                if n <= 225279 {
+                                    return 47; // decode.kpar.tn64.cpt1.cap4
+                                } else {
+                                    if n <= 233471 {
+                                        return 57; // decode.wide.tn256.cpt2
+                                    } else {
+                                        return 44; // decode.kpar.tn64.cpt1.cap2
+                                    }
+                                }
                             } else {
                                 return 45; // decode.kpar.tn64.cpt1.cap3
                             }
                         }
                     } else {
-                        if n <= 170615 {
-                            if n <= 151999 {
-                                if k <= 4479 {
-                                    return 45; // decode.kpar.tn64.cpt1.cap3
-                                } else {
-                                    return 33; // decode.kpar.tn256.cpt1.cap2
-                                }
-                            } else {
-                                return 34; // decode.kpar.tn256.cpt1.cap3
-                            }
+                        if n * k <= 130547711 {
+                            return 54; // decode.wide.tn128.cpt2
                         } else {
-                            if n <= 190983 {
-                                return 33; // decode.kpar.tn256.cpt1.cap2
+                            if n * 1024 / k <= 50994 {
+                                return 34; // decode.kpar.tn256.cpt1.cap3
                             } else {
-                                if n <= 208519 {
-                                    return 59; // decode.wide.tn512.cpt2
+                                if k <= 639 {
+                                    return 55; // decode.wide.tn128.cpt4
                                 } else {
-                                    return 47; // decode.kpar.tn64.cpt1.cap4
+                                    return 59; // decode.wide.tn512.cpt2
                                 }
                             }
                         }
@@ -1402,155 +2350,219 @@ fn tree_20(n: i64, k: i64) -> usize {
 // domain 21: s6d graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_21(n: i64, k: i64) -> usize {
-    if k <= 6015 {
-        if n * k <= 6096895 {
-            if n * k <= 169983 {
-                return 8; // decode.fused.c16.waves1
-            } else {
-                if k <= 383 {
-                    return 16; // decode.fused.c32.cap8
+    if k <= 4607 {
+        if n <= 4223 {
+            if n <= 2879 {
+                if n * k <= 176127 {
+                    return 8; // decode.fused.c16.waves1
                 } else {
-                    if n * 1024 / k <= 4591 {
-                        if n <= 2983 {
-                            if n * 1024 / k <= 52 {
-                                return 28; // decode.kpar.tn128.cpt1.waves1
-                            } else {
+                    if k <= 383 {
+                        return 16; // decode.fused.c32.cap8
+                    } else {
+                        if n * k <= 5292031 {
+                            if n * 1024 / k <= 3778 {
                                 return 9; // decode.fused.c16.waves32
+                            } else {
+                                return 3; // decode.fused.c16.cap16
                             }
                         } else {
-                            if n * 1024 / k <= 2754 {
+                            if n <= 2111 {
+                                return 10; // decode.fused.c16.waves64
+                            } else {
+                                if n <= 2495 {
+                                    return 17; // decode.fused.c32.waves16
+                                } else {
+                                    return 4; // decode.fused.c16.cap32
+                                }
+                            }
+                        }
+                    }
+                }
+            } else {
+                if k <= 639 {
+                    return 3; // decode.fused.c16.cap16
+                } else {
+                    if n * k <= 5537791 {
+                        if n * 1024 / k <= 2771 {
+                            if k <= 1407 {
                                 return 9; // decode.fused.c16.waves32
                             } else {
-                                return 19; // decode.fused.c32.waves32
+                                return 4; // decode.fused.c16.cap32
+                            }
+                        } else {
+                            if n * k <= 3071999 {
+                                return 4; // decode.fused.c16.cap32
+                            } else {
+                                if k <= 1151 {
+                                    return 19; // decode.fused.c32.waves32
+                                } else {
+                                    return 4; // decode.fused.c16.cap32
+                                }
                             }
                         }
                     } else {
-                        return 3; // decode.fused.c16.cap16
+                        if n * k <= 16318463 {
+                            return 19; // decode.fused.c32.waves32
+                        } else {
+                            return 4; // decode.fused.c16.cap32
+                        }
                     }
                 }
             }
         } else {
-            if n * k <= 78272511 {
-                if k <= 1663 {
-                    if n * k <= 12713983 {
-                        if n * k <= 6553599 {
-                            return 4; // decode.fused.c16.cap32
-                        } else {
-                            if n * k <= 12527615 {
-                                return 3; // decode.fused.c16.cap16
-                            } else {
-                                return 12; // decode.fused.c32.cap16
-                            }
-                        }
-                    } else {
-                        return 2; // decode.fused.c16.cap12
-                    }
+            if n <= 10495 {
+                if k <= 895 {
+                    return 4; // decode.fused.c16.cap32
                 } else {
-                    if n <= 15359 {
-                        if n <= 10663 {
-                            if n <= 4479 {
-                                if n <= 2239 {
-                                    return 10; // decode.fused.c16.waves64
-                                } else {
-                                    return 19; // decode.fused.c32.waves32
-                                }
-                            } else {
-                                if n * 1024 / k <= 1024 {
-                                    return 21; // decode.kpar.tn128.cpt1.cap16
-                                } else {
-                                    return 3; // decode.fused.c16.cap16
-                                }
-                            }
-                        } else {
-                            if n <= 13031 {
-                                return 11; // decode.fused.c32.cap12
-                            } else {
-                                if n <= 14055 {
-                                    return 16; // decode.fused.c32.cap8
-                                } else {
-                                    return 10; // decode.fused.c16.waves64
-                                }
-                            }
-                        }
+                    if n * 1024 / k <= 1221 {
+                        return 10; // decode.fused.c16.waves64
                     } else {
-                        if n * k <= 67174399 {
-                            if k <= 3455 {
-                                return 16; // decode.fused.c32.cap8
-                            } else {
-                                return 37; // decode.kpar.tn256.cpt1.cap6
-                            }
-                        } else {
-                            return 10; // decode.fused.c16.waves64
-                        }
+                        return 3; // decode.fused.c16.cap16
                     }
                 }
             } else {
-                if n <= 23871 {
-                    if n <= 21327 {
-                        if n * 1024 / k <= 3452 {
-                            if n * 1024 / k <= 2864 {
+                if n <= 12543 {
+                    return 11; // decode.fused.c32.cap12
+                } else {
+                    if n <= 20991 {
+                        if n * 1024 / k <= 3620 {
+                            if n <= 14079 {
                                 return 26; // decode.kpar.tn128.cpt1.cap6
                             } else {
-                                return 16; // decode.fused.c32.cap8
+                                return 10; // decode.fused.c16.waves64
                             }
                         } else {
-                            if n <= 18175 {
-                                return 43; // decode.kpar.tn64.cpt1.cap16
+                            if n <= 16895 {
+                                if n * k <= 65273855 {
+                                    return 16; // decode.fused.c32.cap8
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.cap6
+                                }
                             } else {
-                                return 16; // decode.fused.c32.cap8
+                                if n <= 19199 {
+                                    return 3; // decode.fused.c16.cap16
+                                } else {
+                                    return 16; // decode.fused.c32.cap8
+                                }
                             }
                         }
                     } else {
-                        return 6; // decode.fused.c16.cap6
-                    }
-                } else {
-                    if n <= 35863 {
-                        return 37; // decode.kpar.tn256.cpt1.cap6
-                    } else {
-                        return 31; // decode.kpar.tn256.cpt1.cap12
+                        if n <= 27135 {
+                            return 6; // decode.fused.c16.cap6
+                        } else {
+                            if n * 1024 / k <= 7730 {
+                                if n <= 29183 {
+                                    return 3; // decode.fused.c16.cap16
+                                } else {
+                                    return 31; // decode.kpar.tn256.cpt1.cap12
+                                }
+                            } else {
+                                return 37; // decode.kpar.tn256.cpt1.cap6
+                            }
+                        }
                     }
                 }
             }
         }
     } else {
-        if n <= 3839 {
-            if n * k <= 7249919 {
-                if n * 1024 / k <= 90 {
-                    if n * k <= 6096895 {
-                        return 39; // decode.kpar.tn256.cpt1.waves1
+        if n <= 3391 {
+            if k <= 9215 {
+                if n * 1024 / k <= 102 {
+                    if k <= 5631 {
+                        if n <= 311 {
+                            return 28; // decode.kpar.tn128.cpt1.waves1
+                        } else {
+                            return 9; // decode.fused.c16.waves32
+                        }
                     } else {
-                        return 52; // decode.kpar.tn64.cpt1.waves4
-                    }
-                } else {
-                    return 9; // decode.fused.c16.waves32
-                }
-            } else {
-                if k <= 13055 {
-                    if n <= 2239 {
-                        if n * 1024 / k <= 91 {
-                            if n * k <= 8488959 {
-                                return 29; // decode.kpar.tn128.cpt1.waves2
+                        if n * 1024 / k <= 88 {
+                            if n * k <= 1687551 {
+                                return 28; // decode.kpar.tn128.cpt1.waves1
                             } else {
-                                return 40; // decode.kpar.tn256.cpt1.waves2
+                                return 39; // decode.kpar.tn256.cpt1.waves1
                             }
                         } else {
-                            if n * k <= 8488959 {
+                            if n <= 719 {
                                 return 9; // decode.fused.c16.waves32
                             } else {
                                 return 10; // decode.fused.c16.waves64
                             }
                         }
-                    } else {
-                        if n <= 2983 {
-                            if n * k <= 28094463 {
-                                return 24; // decode.kpar.tn128.cpt1.cap32
+                    }
+                } else {
+                    if n <= 2111 {
+                        if n * k <= 7831551 {
+                            if k <= 7679 {
+                                return 9; // decode.fused.c16.waves32
                             } else {
-                                return 46; // decode.kpar.tn64.cpt1.cap32
+                                return 10; // decode.fused.c16.waves64
                             }
                         } else {
-                            if n * 1024 / k <= 509 {
-                                if k <= 8959 {
-                                    return 19; // decode.fused.c32.waves32
+                            return 10; // decode.fused.c16.waves64
+                        }
+                    } else {
+                        if n * 1024 / k <= 389 {
+                            if n * k <= 15663103 {
+                                return 17; // decode.fused.c32.waves16
+                            } else {
+                                if n <= 2623 {
+                                    return 24; // decode.kpar.tn128.cpt1.cap32
+                                } else {
+                                    return 46; // decode.kpar.tn64.cpt1.cap32
+                                }
+                            }
+                        } else {
+                            if n <= 2623 {
+                                if n <= 2367 {
+                                    return 17; // decode.fused.c32.waves16
+                                } else {
+                                    return 4; // decode.fused.c16.cap32
+                                }
+                            } else {
+                                return 19; // decode.fused.c32.waves32
+                            }
+                        }
+                    }
+                }
+            } else {
+                if n * k <= 8323071 {
+                    if n <= 655 {
+                        if n * k <= 7995391 {
+                            return 39; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            if n <= 343 {
+                                return 40; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                return 29; // decode.kpar.tn128.cpt1.waves2
+                            }
+                        }
+                    } else {
+                        if n <= 719 {
+                            return 52; // decode.kpar.tn64.cpt1.waves4
+                        } else {
+                            return 29; // decode.kpar.tn128.cpt1.waves2
+                        }
+                    }
+                } else {
+                    if n <= 2111 {
+                        if n * 1024 / k <= 78 {
+                            if n <= 1631 {
+                                if n <= 391 {
+                                    return 29; // decode.kpar.tn128.cpt1.waves2
+                                } else {
+                                    return 40; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                if n * 1024 / k <= 60 {
+                                    return 35; // decode.kpar.tn256.cpt1.cap32
+                                } else {
+                                    return 10; // decode.fused.c16.waves64
+                                }
+                            }
+                        } else {
+                            if n <= 1055 {
+                                if n * 1024 / k <= 86 {
+                                    return 40; // decode.kpar.tn256.cpt1.waves2
                                 } else {
                                     return 10; // decode.fused.c16.waves64
                                 }
@@ -1558,120 +2570,112 @@ fn tree_21(n: i64, k: i64) -> usize {
                                 return 10; // decode.fused.c16.waves64
                             }
                         }
-                    }
-                } else {
-                    if n <= 407 {
-                        if n <= 375 {
-                            if n * k <= 8488959 {
-                                return 29; // decode.kpar.tn128.cpt1.waves2
-                            } else {
-                                return 40; // decode.kpar.tn256.cpt1.waves2
-                            }
-                        } else {
-                            return 29; // decode.kpar.tn128.cpt1.waves2
-                        }
                     } else {
-                        if n <= 3255 {
-                            if n <= 2239 {
-                                if n <= 1631 {
-                                    return 40; // decode.kpar.tn256.cpt1.waves2
-                                } else {
-                                    return 10; // decode.fused.c16.waves64
-                                }
+                        if n <= 3135 {
+                            if n <= 2623 {
+                                return 24; // decode.kpar.tn128.cpt1.cap32
                             } else {
-                                if n <= 2983 {
-                                    return 24; // decode.kpar.tn128.cpt1.cap32
+                                if n * 1024 / k <= 184 {
+                                    return 46; // decode.kpar.tn64.cpt1.cap32
                                 } else {
-                                    return 40; // decode.kpar.tn256.cpt1.waves2
+                                    return 24; // decode.kpar.tn128.cpt1.cap32
                                 }
                             }
                         } else {
-                            if k <= 19199 {
-                                if n <= 3511 {
-                                    return 30; // decode.kpar.tn128.cpt1.waves4
-                                } else {
-                                    return 40; // decode.kpar.tn256.cpt1.waves2
-                                }
-                            } else {
-                                if k <= 23935 {
+                            if n * 1024 / k <= 266 {
+                                if k <= 22527 {
                                     return 30; // decode.kpar.tn128.cpt1.waves4
                                 } else {
                                     return 41; // decode.kpar.tn256.cpt1.waves4
                                 }
+                            } else {
+                                return 19; // decode.fused.c32.waves32
                             }
                         }
                     }
                 }
             }
         } else {
-            if n <= 85311 {
-                if n <= 4479 {
-                    if k <= 15359 {
-                        if k <= 6527 {
-                            return 4; // decode.fused.c16.cap32
-                        } else {
-                            if k <= 9983 {
+            if n <= 92159 {
+                if n <= 4223 {
+                    if k <= 19711 {
+                        if k <= 16895 {
+                            if n <= 4031 {
                                 return 19; // decode.fused.c32.waves32
                             } else {
-                                return 10; // decode.fused.c16.waves64
+                                if k <= 11263 {
+                                    return 19; // decode.fused.c32.waves32
+                                } else {
+                                    return 10; // decode.fused.c16.waves64
+                                }
                             }
+                        } else {
+                            return 40; // decode.kpar.tn256.cpt1.waves2
                         }
                     } else {
-                        if k <= 21375 {
-                            return 19; // decode.fused.c32.waves32
+                        if n <= 3647 {
+                            return 41; // decode.kpar.tn256.cpt1.waves4
                         } else {
                             return 32; // decode.kpar.tn256.cpt1.cap16
                         }
                     }
                 } else {
-                    if n <= 6519 {
-                        if n <= 5967 {
-                            if n * k <= 53477375 {
-                                if k <= 9983 {
-                                    return 21; // decode.kpar.tn128.cpt1.cap16
+                    if n <= 8447 {
+                        if n <= 6271 {
+                            if n * 1024 / k <= 1041 {
+                                if n * k <= 52822015 {
+                                    return 43; // decode.kpar.tn64.cpt1.cap16
                                 } else {
-                                    return 35; // decode.kpar.tn256.cpt1.cap32
+                                    return 21; // decode.kpar.tn128.cpt1.cap16
                                 }
                             } else {
-                                return 21; // decode.kpar.tn128.cpt1.cap16
+                                return 10; // decode.fused.c16.waves64
                             }
                         } else {
-                            if k <= 8959 {
-                                return 32; // decode.kpar.tn256.cpt1.cap16
+                            if n * 1024 / k <= 989 {
+                                if n <= 8063 {
+                                    return 42; // decode.kpar.tn64.cpt1.cap12
+                                } else {
+                                    return 31; // decode.kpar.tn256.cpt1.cap12
+                                }
                             } else {
-                                return 40; // decode.kpar.tn256.cpt1.waves2
+                                if n * k <= 65273855 {
+                                    return 3; // decode.fused.c16.cap16
+                                } else {
+                                    return 12; // decode.fused.c32.cap16
+                                }
                             }
                         }
                     } else {
-                        if n <= 8959 {
-                            if n <= 7543 {
-                                return 20; // decode.kpar.tn128.cpt1.cap12
-                            } else {
-                                if k <= 14079 {
+                        if n <= 16895 {
+                            if n <= 12543 {
+                                if n * k <= 54001663 {
                                     return 3; // decode.fused.c16.cap16
                                 } else {
-                                    return 31; // decode.kpar.tn256.cpt1.cap12
+                                    return 49; // decode.kpar.tn64.cpt1.cap8
+                                }
+                            } else {
+                                if n <= 15615 {
+                                    return 48; // decode.kpar.tn64.cpt1.cap6
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.cap6
                                 }
                             }
                         } else {
-                            if n <= 13031 {
-                                if n <= 11935 {
-                                    return 49; // decode.kpar.tn64.cpt1.cap8
-                                } else {
-                                    return 38; // decode.kpar.tn256.cpt1.cap8
-                                }
-                            } else {
-                                if n <= 16895 {
-                                    return 31; // decode.kpar.tn256.cpt1.cap12
+                            if n <= 75775 {
+                                if n <= 18687 {
+                                    return 21; // decode.kpar.tn128.cpt1.cap16
                                 } else {
                                     return 27; // decode.kpar.tn128.cpt1.cap8
                                 }
+                            } else {
+                                return 29; // decode.kpar.tn128.cpt1.waves2
                             }
                         }
                     }
                 }
             } else {
-                if n <= 101455 {
+                if n <= 100351 {
                     return 29; // decode.kpar.tn128.cpt1.waves2
                 } else {
                     return 59; // decode.wide.tn512.cpt2
@@ -1684,145 +2688,357 @@ fn tree_21(n: i64, k: i64) -> usize {
 // domain 22: s6d graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_22(n: i64, k: i64) -> usize {
-    if n <= 52127 {
-        if k <= 2303 {
-            if n <= 6343 {
+    if n <= 54271 {
+        if k <= 1919 {
+            if n <= 6015 {
                 if k <= 383 {
                     return 17; // decode.fused.c32.waves16
                 } else {
-                    return 19; // decode.fused.c32.waves32
-                }
-            } else {
-                return 19; // decode.fused.c32.waves32
-            }
-        } else {
-            if n <= 35863 {
-                if n <= 26063 {
-                    if n <= 23871 {
-                        return 47; // decode.kpar.tn64.cpt1.cap4
+                    if n <= 4479 {
+                        return 9; // decode.fused.c16.waves32
                     } else {
                         return 19; // decode.fused.c32.waves32
                     }
+                }
+            } else {
+                if k <= 1663 {
+                    return 19; // decode.fused.c32.waves32
                 } else {
-                    if n <= 30159 {
-                        return 26; // decode.kpar.tn128.cpt1.cap6
+                    if n <= 27135 {
+                        if n <= 20991 {
+                            if n <= 16895 {
+                                if n <= 15103 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 19; // decode.fused.c32.waves32
+                                }
+                            } else {
+                                if n <= 18943 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 19; // decode.fused.c32.waves32
+                                }
+                            }
+                        } else {
+                            if n <= 23039 {
+                                return 34; // decode.kpar.tn256.cpt1.cap3
+                            } else {
+                                if n <= 25087 {
+                                    return 19; // decode.fused.c32.waves32
+                                } else {
+                                    return 6; // decode.fused.c16.cap6
+                                }
+                            }
+                        }
                     } else {
-                        if k <= 2943 {
+                        if n <= 41983 {
+                            if n <= 33791 {
+                                if n <= 29183 {
+                                    return 48; // decode.kpar.tn64.cpt1.cap6
+                                } else {
+                                    return 45; // decode.kpar.tn64.cpt1.cap3
+                                }
+                            } else {
+                                return 14; // decode.fused.c32.cap4
+                            }
+                        } else {
+                            if n <= 50175 {
+                                return 33; // decode.kpar.tn256.cpt1.cap2
+                            } else {
+                                return 34; // decode.kpar.tn256.cpt1.cap3
+                            }
+                        }
+                    }
+                }
+            }
+        } else {
+            if n <= 33791 {
+                if n <= 25087 {
+                    if n <= 20991 {
+                        if n <= 18943 {
+                            return 7; // decode.fused.c16.cap8
+                        } else {
+                            return 16; // decode.fused.c32.cap8
+                        }
+                    } else {
+                        if n <= 23039 {
                             return 34; // decode.kpar.tn256.cpt1.cap3
+                        } else {
+                            if n <= 24063 {
+                                return 47; // decode.kpar.tn64.cpt1.cap4
+                            } else {
+                                return 19; // decode.fused.c32.waves32
+                            }
+                        }
+                    }
+                } else {
+                    if n <= 32255 {
+                        if n <= 26111 {
+                            return 45; // decode.kpar.tn64.cpt1.cap3
+                        } else {
+                            if n <= 28159 {
+                                return 26; // decode.kpar.tn128.cpt1.cap6
+                            } else {
+                                if k <= 2303 {
+                                    return 45; // decode.kpar.tn64.cpt1.cap3
+                                } else {
+                                    return 48; // decode.kpar.tn64.cpt1.cap6
+                                }
+                            }
+                        }
+                    } else {
+                        return 34; // decode.kpar.tn256.cpt1.cap3
+                    }
+                }
+            } else {
+                if n <= 50175 {
+                    if n <= 41983 {
+                        if n <= 35839 {
+                            if k <= 2815 {
+                                return 14; // decode.fused.c32.cap4
+                            } else {
+                                return 49; // decode.kpar.tn64.cpt1.cap8
+                            }
+                        } else {
+                            return 14; // decode.fused.c32.cap4
+                        }
+                    } else {
+                        if k <= 5631 {
+                            return 33; // decode.kpar.tn256.cpt1.cap2
                         } else {
                             return 40; // decode.kpar.tn256.cpt1.waves2
                         }
                     }
-                }
-            } else {
-                if n <= 42647 {
-                    if k <= 2943 {
-                        return 14; // decode.fused.c32.cap4
-                    } else {
-                        return 37; // decode.kpar.tn256.cpt1.cap6
-                    }
                 } else {
-                    if k <= 4991 {
-                        return 33; // decode.kpar.tn256.cpt1.cap2
+                    if n <= 52223 {
+                        if k <= 3327 {
+                            return 45; // decode.kpar.tn64.cpt1.cap3
+                        } else {
+                            return 27; // decode.kpar.tn128.cpt1.cap8
+                        }
                     } else {
-                        return 40; // decode.kpar.tn256.cpt1.waves2
+                        return 34; // decode.kpar.tn256.cpt1.cap3
                     }
                 }
             }
         }
     } else {
-        if k <= 1663 {
-            if n <= 71735 {
-                if n <= 60319 {
-                    if k <= 1151 {
-                        return 0; // decode.direct.tn32.cpt1
-                    } else {
-                        return 34; // decode.kpar.tn256.cpt1.cap3
-                    }
-                } else {
-                    if k <= 383 {
+        if k <= 2303 {
+            if n <= 79871 {
+                if k <= 383 {
+                    if n <= 67583 {
                         return 17; // decode.fused.c32.waves16
                     } else {
-                        return 56; // decode.wide.tn256.cpt1
+                        return 14; // decode.fused.c32.cap4
                     }
+                } else {
+                    return 0; // decode.direct.tn32.cpt1
                 }
             } else {
                 if k <= 383 {
-                    if n <= 95495 {
+                    if n <= 100351 {
                         return 1; // decode.direct.tn64.cpt1
                     } else {
-                        if n <= 141503 {
-                            return 59; // decode.wide.tn512.cpt2
+                        if n <= 135167 {
+                            if n <= 127615 {
+                                if n <= 112639 {
+                                    return 14; // decode.fused.c32.cap4
+                                } else {
+                                    return 57; // decode.wide.tn256.cpt2
+                                }
+                            } else {
+                                return 59; // decode.wide.tn512.cpt2
+                            }
                         } else {
-                            return 54; // decode.wide.tn128.cpt2
+                            if n <= 247039 {
+                                if n <= 233471 {
+                                    return 54; // decode.wide.tn128.cpt2
+                                } else {
+                                    return 14; // decode.fused.c32.cap4
+                                }
+                            } else {
+                                return 53; // decode.wide.tn128.cpt1
+                            }
                         }
                     }
                 } else {
-                    if k <= 1151 {
-                        if n <= 234375 {
-                            return 1; // decode.direct.tn64.cpt1
+                    if n <= 100351 {
+                        if n <= 96255 {
+                            if n <= 92159 {
+                                if n <= 83967 {
+                                    return 53; // decode.wide.tn128.cpt1
+                                } else {
+                                    return 1; // decode.direct.tn64.cpt1
+                                }
+                            } else {
+                                return 53; // decode.wide.tn128.cpt1
+                            }
                         } else {
-                            return 59; // decode.wide.tn512.cpt2
+                            if k <= 1407 {
+                                if k <= 639 {
+                                    return 56; // decode.wide.tn256.cpt1
+                                } else {
+                                    return 53; // decode.wide.tn128.cpt1
+                                }
+                            } else {
+                                if k <= 1663 {
+                                    return 56; // decode.wide.tn256.cpt1
+                                } else {
+                                    return 40; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
                         }
                     } else {
-                        if n <= 190983 {
-                            return 50; // decode.kpar.tn64.cpt1.waves1
+                        if n <= 124927 {
+                            if k <= 1663 {
+                                if n <= 104447 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 14; // decode.fused.c32.cap4
+                                }
+                            } else {
+                                if n <= 104447 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 23; // decode.kpar.tn128.cpt1.cap3
+                                }
+                            }
                         } else {
-                            return 40; // decode.kpar.tn256.cpt1.waves2
+                            if n <= 135167 {
+                                if k <= 895 {
+                                    return 59; // decode.wide.tn512.cpt2
+                                } else {
+                                    return 39; // decode.kpar.tn256.cpt1.waves1
+                                }
+                            } else {
+                                if n <= 149695 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 53; // decode.wide.tn128.cpt1
+                                }
+                            }
                         }
                     }
                 }
             }
         } else {
-            if k <= 5503 {
-                if n <= 71735 {
-                    if n <= 60319 {
-                        return 34; // decode.kpar.tn256.cpt1.cap3
-                    } else {
-                        if k <= 2943 {
-                            return 56; // decode.wide.tn256.cpt1
+            if k <= 4607 {
+                if n <= 71679 {
+                    if n <= 67583 {
+                        if n <= 56319 {
+                            return 34; // decode.kpar.tn256.cpt1.cap3
                         } else {
-                            return 58; // decode.wide.tn512.cpt1
+                            if n <= 64511 {
+                                if n <= 60415 {
+                                    return 45; // decode.kpar.tn64.cpt1.cap3
+                                } else {
+                                    return 26; // decode.kpar.tn128.cpt1.cap6
+                                }
+                            } else {
+                                if k <= 3839 {
+                                    return 56; // decode.wide.tn256.cpt1
+                                } else {
+                                    return 58; // decode.wide.tn512.cpt1
+                                }
+                            }
                         }
+                    } else {
+                        return 0; // decode.direct.tn32.cpt1
                     }
                 } else {
-                    if n <= 95495 {
-                        if n <= 85311 {
-                            return 0; // decode.direct.tn32.cpt1
+                    if n <= 100351 {
+                        if n <= 96255 {
+                            if n <= 79871 {
+                                if n <= 75775 {
+                                    return 0; // decode.direct.tn32.cpt1
+                                } else {
+                                    return 23; // decode.kpar.tn128.cpt1.cap3
+                                }
+                            } else {
+                                if n <= 92159 {
+                                    return 1; // decode.direct.tn64.cpt1
+                                } else {
+                                    return 53; // decode.wide.tn128.cpt1
+                                }
+                            }
                         } else {
-                            return 1; // decode.direct.tn64.cpt1
+                            if k <= 3839 {
+                                return 53; // decode.wide.tn128.cpt1
+                            } else {
+                                return 40; // decode.kpar.tn256.cpt1.waves2
+                            }
                         }
                     } else {
-                        if n <= 104263 {
-                            return 40; // decode.kpar.tn256.cpt1.waves2
+                        if n <= 108543 {
+                            if n <= 104447 {
+                                return 27; // decode.kpar.tn128.cpt1.cap8
+                            } else {
+                                return 37; // decode.kpar.tn256.cpt1.cap6
+                            }
                         } else {
-                            return 23; // decode.kpar.tn128.cpt1.cap3
+                            if n <= 251135 {
+                                if n <= 233471 {
+                                    return 23; // decode.kpar.tn128.cpt1.cap3
+                                } else {
+                                    return 33; // decode.kpar.tn256.cpt1.cap2
+                                }
+                            } else {
+                                if n <= 258047 {
+                                    return 34; // decode.kpar.tn256.cpt1.cap3
+                                } else {
+                                    return 40; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
                         }
                     }
                 }
             } else {
-                if n <= 141503 {
-                    if n <= 71735 {
-                        if k <= 7551 {
-                            return 34; // decode.kpar.tn256.cpt1.cap3
-                        } else {
-                            return 42; // decode.kpar.tn64.cpt1.cap12
-                        }
+                if n <= 67583 {
+                    if n <= 56319 {
+                        return 34; // decode.kpar.tn256.cpt1.cap3
                     } else {
-                        return 26; // decode.kpar.tn128.cpt1.cap6
+                        if n <= 58367 {
+                            return 20; // decode.kpar.tn128.cpt1.cap12
+                        } else {
+                            if n <= 64511 {
+                                return 26; // decode.kpar.tn128.cpt1.cap6
+                            } else {
+                                if k <= 7679 {
+                                    return 48; // decode.kpar.tn64.cpt1.cap6
+                                } else {
+                                    return 42; // decode.kpar.tn64.cpt1.cap12
+                                }
+                            }
+                        }
                     }
                 } else {
-                    if n <= 170615 {
-                        if k <= 15103 {
-                            return 34; // decode.kpar.tn256.cpt1.cap3
+                    if n <= 75775 {
+                        if n <= 71679 {
+                            return 27; // decode.kpar.tn128.cpt1.cap8
                         } else {
-                            return 37; // decode.kpar.tn256.cpt1.cap6
+                            return 47; // decode.kpar.tn64.cpt1.cap4
                         }
                     } else {
-                        if n <= 234375 {
-                            return 37; // decode.kpar.tn256.cpt1.cap6
+                        if n <= 83967 {
+                            if n <= 79871 {
+                                return 26; // decode.kpar.tn128.cpt1.cap6
+                            } else {
+                                return 48; // decode.kpar.tn64.cpt1.cap6
+                            }
                         } else {
-                            return 26; // decode.kpar.tn128.cpt1.cap6
+                            if n <= 100351 {
+                                if n <= 92159 {
+                                    return 34; // decode.kpar.tn256.cpt1.cap3
+                                } else {
+                                    return 33; // decode.kpar.tn256.cpt1.cap2
+                                }
+                            } else {
+                                if n <= 104447 {
+                                    return 27; // decode.kpar.tn128.cpt1.cap8
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.cap6
+                                }
+                            }
                         }
                     }
                 }
@@ -1896,49 +3112,121 @@ fn tree_27(n: i64, k: i64) -> usize {
 // domain 28: s8 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_28(n: i64, k: i64) -> usize {
-    if n <= 26063 {
-        if k <= 15359 {
+    if n <= 27135 {
+        if k <= 13311 {
             if k <= 1151 {
                 if k <= 639 {
-                    return 12; // decode.fused.c32.cap16
+                    if n * k <= 100351 {
+                        return 58; // decode.wide.tn512.cpt1
+                    } else {
+                        return 12; // decode.fused.c32.cap16
+                    }
                 } else {
-                    return 4; // decode.fused.c16.cap32
+                    if n * k <= 4554751 {
+                        return 4; // decode.fused.c16.cap32
+                    } else {
+                        return 12; // decode.fused.c32.cap16
+                    }
                 }
             } else {
-                if n <= 1335 {
-                    return 9; // decode.fused.c16.waves32
+                if n <= 1247 {
+                    if n * 1024 / k <= 41 {
+                        if k <= 9215 {
+                            return 10; // decode.fused.c16.waves64
+                        } else {
+                            return 29; // decode.kpar.tn128.cpt1.waves2
+                        }
+                    } else {
+                        if n * 1024 / k <= 54 {
+                            return 10; // decode.fused.c16.waves64
+                        } else {
+                            return 9; // decode.fused.c16.waves32
+                        }
+                    }
                 } else {
-                    return 10; // decode.fused.c16.waves64
+                    if n * k <= 76546047 {
+                        if n <= 10495 {
+                            return 10; // decode.fused.c16.waves64
+                        } else {
+                            return 19; // decode.fused.c32.waves32
+                        }
+                    } else {
+                        if n <= 22015 {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 10; // decode.fused.c16.waves64
+                        }
+                    }
                 }
             }
         } else {
-            if n <= 559 {
-                return 29; // decode.kpar.tn128.cpt1.waves2
-            } else {
-                if k <= 28159 {
-                    return 40; // decode.kpar.tn256.cpt1.waves2
+            if n <= 16895 {
+                if n * k <= 12713983 {
+                    if n * 1024 / k <= 45 {
+                        if n <= 527 {
+                            return 29; // decode.kpar.tn128.cpt1.waves2
+                        } else {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    } else {
+                        return 9; // decode.fused.c16.waves32
+                    }
                 } else {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 9471 {
+                        if n <= 6783 {
+                            return 40; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            return 10; // decode.fused.c16.waves64
+                        }
+                    } else {
+                        if n <= 14079 {
+                            return 26; // decode.kpar.tn128.cpt1.cap6
+                        } else {
+                            return 37; // decode.kpar.tn256.cpt1.cap6
+                        }
+                    }
+                }
+            } else {
+                if n <= 23039 {
+                    return 34; // decode.kpar.tn256.cpt1.cap3
+                } else {
+                    if n <= 25087 {
+                        if n * 1024 / k <= 983 {
+                            return 38; // decode.kpar.tn256.cpt1.cap8
+                        } else {
+                            return 36; // decode.kpar.tn256.cpt1.cap4
+                        }
+                    } else {
+                        return 37; // decode.kpar.tn256.cpt1.cap6
+                    }
                 }
             }
         }
     } else {
-        if n <= 35863 {
-            if n <= 28111 {
-                return 37; // decode.kpar.tn256.cpt1.cap6
-            } else {
-                if k <= 8959 {
-                    return 19; // decode.fused.c32.waves32
+        if n <= 108543 {
+            if n <= 33791 {
+                if n * k <= 236978175 {
+                    if n <= 28159 {
+                        if k <= 4607 {
+                            return 19; // decode.fused.c32.waves32
+                        } else {
+                            return 37; // decode.kpar.tn256.cpt1.cap6
+                        }
+                    } else {
+                        return 19; // decode.fused.c32.waves32
+                    }
                 } else {
-                    return 34; // decode.kpar.tn256.cpt1.cap3
+                    if n <= 28159 {
+                        return 37; // decode.kpar.tn256.cpt1.cap6
+                    } else {
+                        return 34; // decode.kpar.tn256.cpt1.cap3
+                    }
                 }
+            } else {
+                return 58; // decode.wide.tn512.cpt1
             }
         } else {
-            if n <= 101455 {
-                return 58; // decode.wide.tn512.cpt1
-            } else {
-                return 59; // decode.wide.tn512.cpt2
-            }
+            return 59; // decode.wide.tn512.cpt2
         }
     }
 }
@@ -1946,56 +3234,60 @@ fn tree_28(n: i64, k: i64) -> usize {
 // domain 29: s8 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_29(n: i64, k: i64) -> usize {
-    if n <= 52127 {
-        if n <= 47743 {
-            if n <= 42647 {
-                if n <= 35863 {
+    if n <= 41983 {
+        if n <= 25087 {
+            if n <= 20991 {
+                if n <= 12543 {
                     return 19; // decode.fused.c32.waves32
                 } else {
-                    return 5; // decode.fused.c16.cap4
+                    return 7; // decode.fused.c16.cap8
                 }
             } else {
-                if k <= 3455 {
-                    return 0; // decode.direct.tn32.cpt1
+                if k <= 383 {
+                    return 19; // decode.fused.c32.waves32
                 } else {
-                    return 44; // decode.kpar.tn64.cpt1.cap2
+                    return 6; // decode.fused.c16.cap6
                 }
             }
         } else {
-            if k <= 383 {
-                return 53; // decode.wide.tn128.cpt1
-            } else {
-                if k <= 3199 {
-                    return 58; // decode.wide.tn512.cpt1
+            if n <= 27135 {
+                if k <= 383 {
+                    return 14; // decode.fused.c32.cap4
                 } else {
-                    return 22; // decode.kpar.tn128.cpt1.cap2
+                    return 6; // decode.fused.c16.cap6
+                }
+            } else {
+                if n <= 29183 {
+                    return 19; // decode.fused.c32.waves32
+                } else {
+                    return 14; // decode.fused.c32.cap4
                 }
             }
         }
     } else {
-        if n <= 104263 {
-            if n <= 71735 {
-                if k <= 383 {
-                    return 56; // decode.wide.tn256.cpt1
+        if n <= 100351 {
+            if n <= 58367 {
+                if n <= 54271 {
+                    return 0; // decode.direct.tn32.cpt1
                 } else {
-                    return 58; // decode.wide.tn512.cpt1
+                    return 51; // decode.kpar.tn64.cpt1.waves2
                 }
             } else {
-                if n <= 95495 {
-                    return 1; // decode.direct.tn64.cpt1
+                if n <= 67583 {
+                    return 58; // decode.wide.tn512.cpt1
                 } else {
-                    return 29; // decode.kpar.tn128.cpt1.waves2
+                    return 1; // decode.direct.tn64.cpt1
                 }
             }
         } else {
-            if n <= 141503 {
-                if k <= 1151 {
-                    return 58; // decode.wide.tn512.cpt1
+            if n <= 135167 {
+                if n <= 108543 {
+                    return 6; // decode.fused.c16.cap6
                 } else {
                     return 59; // decode.wide.tn512.cpt2
                 }
             } else {
-                if n <= 255231 {
+                if n <= 233471 {
                     return 55; // decode.wide.tn128.cpt4
                 } else {
                     return 59; // decode.wide.tn512.cpt2
@@ -2066,244 +3358,292 @@ fn tree_34(n: i64, k: i64) -> usize {
 // domain 35: u4 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_35(n: i64, k: i64) -> usize {
-    if n * k <= 33413119 {
-        if n * 1024 / k <= 1184 {
-            if n * 1024 / k <= 26 {
-                if k <= 28159 {
-                    if n * k <= 12713983 {
-                        if n * k <= 12001279 {
-                            if k <= 11903 {
-                                return 9; // decode.fused.c16.waves32
+    if k <= 9215 {
+        if n <= 3775 {
+            if k <= 1151 {
+                if k <= 639 {
+                    if k <= 383 {
+                        if n <= 391 {
+                            if n <= 279 {
+                                return 58; // decode.wide.tn512.cpt1
                             } else {
-                                if n <= 279 {
-                                    return 39; // decode.kpar.tn256.cpt1.waves1
-                                } else {
-                                    if n * k <= 10276863 {
-                                        if n <= 407 {
-                                            return 29; // decode.kpar.tn128.cpt1.waves2
-                                        } else {
-                                            return 39; // decode.kpar.tn256.cpt1.waves1
-                                        }
-                                    } else {
-                                        return 40; // decode.kpar.tn256.cpt1.waves2
-                                    }
-                                }
+                                return 56; // decode.wide.tn256.cpt1
                             }
                         } else {
-                            return 9; // decode.fused.c16.waves32
+                            if n <= 455 {
+                                return 53; // decode.wide.tn128.cpt1
+                            } else {
+                                if n <= 783 {
+                                    return 58; // decode.wide.tn512.cpt1
+                                } else {
+                                    return 0; // decode.direct.tn32.cpt1
+                                }
+                            }
                         }
                     } else {
-                        return 40; // decode.kpar.tn256.cpt1.waves2
+                        return 12; // decode.fused.c32.cap16
                     }
                 } else {
-                    if n <= 407 {
-                        return 39; // decode.kpar.tn256.cpt1.waves1
+                    if n <= 2879 {
+                        return 17; // decode.fused.c32.waves16
                     } else {
-                        return 40; // decode.kpar.tn256.cpt1.waves2
+                        return 12; // decode.fused.c32.cap16
                     }
                 }
             } else {
                 if n <= 2239 {
-                    if n <= 1495 {
-                        if k <= 1151 {
-                            if k <= 639 {
-                                if n <= 279 {
-                                    return 58; // decode.wide.tn512.cpt1
-                                } else {
-                                    return 12; // decode.fused.c32.cap16
-                                }
-                            } else {
-                                return 17; // decode.fused.c32.waves16
-                            }
-                        } else {
-                            if k <= 23935 {
-                                if n * k <= 23871487 {
-                                    return 9; // decode.fused.c16.waves32
-                                } else {
-                                    return 10; // decode.fused.c16.waves64
-                                }
-                            } else {
-                                return 40; // decode.kpar.tn256.cpt1.waves2
-                            }
-                        }
+                    if n <= 1759 {
+                        return 9; // decode.fused.c16.waves32
                     } else {
-                        if k <= 2943 {
-                            if n * 1024 / k <= 692 {
-                                return 9; // decode.fused.c16.waves32
-                            } else {
-                                return 17; // decode.fused.c32.waves16
-                            }
-                        } else {
-                            return 10; // decode.fused.c16.waves64
-                        }
-                    }
-                } else {
-                    if n <= 4479 {
-                        if n <= 2495 {
+                        if k <= 3839 {
                             return 17; // decode.fused.c32.waves16
                         } else {
-                            if n <= 2727 {
-                                return 13; // decode.fused.c32.cap32
+                            if n <= 2111 {
+                                return 10; // decode.fused.c16.waves64
                             } else {
-                                return 19; // decode.fused.c32.waves32
+                                return 17; // decode.fused.c32.waves16
                             }
                         }
-                    } else {
-                        return 3; // decode.fused.c16.cap16
-                    }
-                }
-            }
-        } else {
-            if n <= 8959 {
-                if k <= 383 {
-                    if n <= 375 {
-                        return 56; // decode.wide.tn256.cpt1
-                    } else {
-                        return 0; // decode.direct.tn32.cpt1
                     }
                 } else {
-                    if n <= 3511 {
-                        if k <= 639 {
-                            return 12; // decode.fused.c32.cap16
+                    if k <= 1919 {
+                        if n <= 3519 {
+                            return 17; // decode.fused.c32.waves16
                         } else {
-                            if n * k <= 4646911 {
-                                if n <= 2983 {
-                                    return 17; // decode.fused.c32.waves16
-                                } else {
-                                    return 12; // decode.fused.c32.cap16
-                                }
-                            } else {
-                                return 19; // decode.fused.c32.waves32
-                            }
-                        }
-                    } else {
-                        if n <= 4479 {
                             if k <= 1663 {
                                 return 12; // decode.fused.c32.cap16
                             } else {
                                 return 19; // decode.fused.c32.waves32
                             }
-                        } else {
-                            if n * 1024 / k <= 1515 {
-                                return 3; // decode.fused.c16.cap16
-                            } else {
-                                return 12; // decode.fused.c32.cap16
-                            }
-                        }
-                    }
-                }
-            } else {
-                if n <= 9735 {
-                    return 2; // decode.fused.c16.cap12
-                } else {
-                    return 7; // decode.fused.c16.cap8
-                }
-            }
-        }
-    } else {
-        if n <= 101455 {
-            if n * k <= 33587199 {
-                if n * k <= 33548287 {
-                    return 4; // decode.fused.c16.cap32
-                } else {
-                    if n <= 1119 {
-                        return 9; // decode.fused.c16.waves32
-                    } else {
-                        return 10; // decode.fused.c16.waves64
-                    }
-                }
-            } else {
-                if n <= 52127 {
-                    if n <= 2239 {
-                        if n * 1024 / k <= 45 {
-                            return 40; // decode.kpar.tn256.cpt1.waves2
-                        } else {
-                            return 10; // decode.fused.c16.waves64
                         }
                     } else {
-                        if n <= 4479 {
-                            if n <= 3255 {
-                                if n * 1024 / k <= 181 {
-                                    if n <= 2495 {
-                                        return 30; // decode.kpar.tn128.cpt1.waves4
-                                    } else {
-                                        return 35; // decode.kpar.tn256.cpt1.cap32
-                                    }
-                                } else {
-                                    return 40; // decode.kpar.tn256.cpt1.waves2
-                                }
+                        if n <= 2495 {
+                            if k <= 2303 {
+                                return 19; // decode.fused.c32.waves32
                             } else {
-                                if n * k <= 112787455 {
-                                    if k <= 23935 {
-                                        return 19; // decode.fused.c32.waves32
-                                    } else {
-                                        return 30; // decode.kpar.tn128.cpt1.waves4
-                                    }
+                                if k <= 7679 {
+                                    return 17; // decode.fused.c32.waves16
                                 } else {
-                                    return 10; // decode.fused.c16.waves64
+                                    return 19; // decode.fused.c32.waves32
                                 }
                             }
                         } else {
-                            if n * k <= 67174399 {
-                                if n <= 8959 {
-                                    if n <= 6519 {
-                                        if n * 1024 / k <= 608 {
-                                            return 43; // decode.kpar.tn64.cpt1.cap16
-                                        } else {
-                                            return 3; // decode.fused.c16.cap16
-                                        }
-                                    } else {
-                                        if n * k <= 67096575 {
-                                            return 12; // decode.fused.c32.cap16
-                                        } else {
-                                            return 10; // decode.fused.c16.waves64
-                                        }
-                                    }
-                                } else {
-                                    if n <= 16895 {
-                                        if n * 1024 / k <= 2054 {
-                                            return 37; // decode.kpar.tn256.cpt1.cap6
-                                        } else {
-                                            return 7; // decode.fused.c16.cap8
-                                        }
-                                    } else {
-                                        return 6; // decode.fused.c16.cap6
-                                    }
-                                }
-                            } else {
-                                if n <= 6519 {
-                                    if n <= 5967 {
-                                        return 43; // decode.kpar.tn64.cpt1.cap16
-                                    } else {
-                                        return 20; // decode.kpar.tn128.cpt1.cap12
-                                    }
-                                } else {
-                                    if k <= 3839 {
-                                        return 15; // decode.fused.c32.cap6
-                                    } else {
-                                        if n <= 13031 {
-                                            return 27; // decode.kpar.tn128.cpt1.cap8
-                                        } else {
-                                            return 30; // decode.kpar.tn128.cpt1.waves4
-                                        }
-                                    }
-                                }
-                            }
+                            return 19; // decode.fused.c32.waves32
                         }
-                    }
-                } else {
-                    if n <= 71735 {
-                        return 58; // decode.wide.tn512.cpt1
-                    } else {
-                        return 39; // decode.kpar.tn256.cpt1.waves1
                     }
                 }
             }
         } else {
-            if n <= 143471 {
+            if n <= 16895 {
+                if n <= 8447 {
+                    if n <= 4223 {
+                        if k <= 1663 {
+                            return 12; // decode.fused.c32.cap16
+                        } else {
+                            if k <= 7679 {
+                                return 19; // decode.fused.c32.waves32
+                            } else {
+                                if n <= 4031 {
+                                    return 19; // decode.fused.c32.waves32
+                                } else {
+                                    return 10; // decode.fused.c16.waves64
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 4479 {
+                            if k <= 2303 {
+                                return 12; // decode.fused.c32.cap16
+                            } else {
+                                if k <= 6655 {
+                                    return 17; // decode.fused.c32.waves16
+                                } else {
+                                    return 43; // decode.kpar.tn64.cpt1.cap16
+                                }
+                            }
+                        } else {
+                            return 12; // decode.fused.c32.cap16
+                        }
+                    }
+                } else {
+                    if k <= 5631 {
+                        if n <= 14591 {
+                            return 7; // decode.fused.c16.cap8
+                        } else {
+                            if n <= 16127 {
+                                if k <= 4607 {
+                                    return 12; // decode.fused.c32.cap16
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.cap4
+                                }
+                            } else {
+                                if k <= 3839 {
+                                    return 12; // decode.fused.c32.cap16
+                                } else {
+                                    return 7; // decode.fused.c16.cap8
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 14079 {
+                            if n <= 11519 {
+                                if n <= 9471 {
+                                    return 49; // decode.kpar.tn64.cpt1.cap8
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.cap6
+                                }
+                            } else {
+                                if n <= 12543 {
+                                    return 38; // decode.kpar.tn256.cpt1.cap8
+                                } else {
+                                    return 26; // decode.kpar.tn128.cpt1.cap6
+                                }
+                            }
+                        } else {
+                            if n <= 16127 {
+                                return 25; // decode.kpar.tn128.cpt1.cap4
+                            } else {
+                                return 36; // decode.kpar.tn256.cpt1.cap4
+                            }
+                        }
+                    }
+                }
+            } else {
+                if n <= 20991 {
+                    if k <= 6655 {
+                        if n <= 19199 {
+                            if k <= 4607 {
+                                return 15; // decode.fused.c32.cap6
+                            } else {
+                                if n <= 17919 {
+                                    return 25; // decode.kpar.tn128.cpt1.cap4
+                                } else {
+                                    return 15; // decode.fused.c32.cap6
+                                }
+                            }
+                        } else {
+                            return 6; // decode.fused.c16.cap6
+                        }
+                    } else {
+                        if n <= 17919 {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            if k <= 7679 {
+                                return 6; // decode.fused.c16.cap6
+                            } else {
+                                return 25; // decode.kpar.tn128.cpt1.cap4
+                            }
+                        }
+                    }
+                } else {
+                    if n <= 44031 {
+                        if n <= 23039 {
+                            if k <= 3327 {
+                                return 5; // decode.fused.c16.cap4
+                            } else {
+                                return 34; // decode.kpar.tn256.cpt1.cap3
+                            }
+                        } else {
+                            if n <= 25087 {
+                                return 36; // decode.kpar.tn256.cpt1.cap4
+                            } else {
+                                if n <= 28159 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 40; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
+                        }
+                    } else {
+                        return 58; // decode.wide.tn512.cpt1
+                    }
+                }
+            }
+        }
+    } else {
+        if n <= 100351 {
+            if n <= 1759 {
+                if k <= 22527 {
+                    if n <= 1247 {
+                        if n <= 343 {
+                            if k <= 13311 {
+                                return 9; // decode.fused.c16.waves32
+                            } else {
+                                return 39; // decode.kpar.tn256.cpt1.waves1
+                            }
+                        } else {
+                            return 9; // decode.fused.c16.waves32
+                        }
+                    } else {
+                        return 10; // decode.fused.c16.waves64
+                    }
+                } else {
+                    if n <= 527 {
+                        if k <= 26623 {
+                            if n <= 503 {
+                                if n <= 375 {
+                                    return 39; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.waves2
+                                }
+                            } else {
+                                return 9; // decode.fused.c16.waves32
+                            }
+                        } else {
+                            if n <= 407 {
+                                return 39; // decode.kpar.tn256.cpt1.waves1
+                            } else {
+                                return 40; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        }
+                    } else {
+                        if n <= 1311 {
+                            return 40; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            return 10; // decode.fused.c16.waves64
+                        }
+                    }
+                }
+            } else {
+                if n <= 2111 {
+                    return 10; // decode.fused.c16.waves64
+                } else {
+                    if n <= 58367 {
+                        if n <= 46079 {
+                            if n <= 4223 {
+                                if k <= 16895 {
+                                    return 19; // decode.fused.c32.waves32
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                if n <= 6271 {
+                                    return 43; // decode.kpar.tn64.cpt1.cap16
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
+                        } else {
+                            return 58; // decode.wide.tn512.cpt1
+                        }
+                    } else {
+                        if n <= 67583 {
+                            return 58; // decode.wide.tn512.cpt1
+                        } else {
+                            if n <= 75775 {
+                                return 29; // decode.kpar.tn128.cpt1.waves2
+                            } else {
+                                return 39; // decode.kpar.tn256.cpt1.waves1
+                            }
+                        }
+                    }
+                }
+            }
+        } else {
+            if n <= 135167 {
                 return 58; // decode.wide.tn512.cpt1
             } else {
-                if n <= 170615 {
+                if n <= 159743 {
                     return 60; // decode.wide.tn512.cpt4
                 } else {
                     return 59; // decode.wide.tn512.cpt2
@@ -2316,64 +3656,56 @@ fn tree_35(n: i64, k: i64) -> usize {
 // domain 36: u4 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_36(n: i64, k: i64) -> usize {
-    if n <= 21327 {
-        if k <= 383 {
-            if n <= 3167 {
-                return 50; // decode.kpar.tn64.cpt1.waves1
-            } else {
-                if n <= 8967 {
-                    return 0; // decode.direct.tn32.cpt1
-                } else {
+    if n <= 33791 {
+        if n <= 16895 {
+            if k <= 383 {
+                if n <= 3007 {
                     return 50; // decode.kpar.tn64.cpt1.waves1
-                }
-            }
-        } else {
-            if n <= 17935 {
-                if k <= 1407 {
-                    if n <= 5327 {
-                        return 17; // decode.fused.c32.waves16
+                } else {
+                    if n <= 8447 {
+                        return 0; // decode.direct.tn32.cpt1
                     } else {
-                        if n <= 10663 {
-                            if n <= 8967 {
-                                return 19; // decode.fused.c32.waves32
+                        return 50; // decode.kpar.tn64.cpt1.waves1
+                    }
+                }
+            } else {
+                if n <= 13567 {
+                    if n <= 8447 {
+                        if n <= 4479 {
+                            return 17; // decode.fused.c32.waves16
+                        } else {
+                            return 19; // decode.fused.c32.waves32
+                        }
+                    } else {
+                        return 17; // decode.fused.c32.waves16
+                    }
+                } else {
+                    if k <= 1407 {
+                        return 19; // decode.fused.c32.waves32
+                    } else {
+                        if n <= 15103 {
+                            if n <= 14591 {
+                                return 7; // decode.fused.c16.cap8
                             } else {
-                                return 10; // decode.fused.c16.waves64
+                                return 15; // decode.fused.c32.cap6
                             }
                         } else {
-                            if n <= 11935 {
-                                if k <= 895 {
-                                    return 17; // decode.fused.c32.waves16
-                                } else {
+                            if k <= 1663 {
+                                if n <= 16127 {
                                     return 19; // decode.fused.c32.waves32
+                                } else {
+                                    return 15; // decode.fused.c32.cap6
                                 }
                             } else {
                                 return 19; // decode.fused.c32.waves32
                             }
                         }
                     }
-                } else {
-                    if k <= 1663 {
-                        return 15; // decode.fused.c32.cap6
-                    } else {
-                        return 19; // decode.fused.c32.waves32
-                    }
-                }
-            } else {
-                if k <= 895 {
-                    return 19; // decode.fused.c32.waves32
-                } else {
-                    if k <= 1663 {
-                        return 14; // decode.fused.c32.cap4
-                    } else {
-                        return 45; // decode.kpar.tn64.cpt1.cap3
-                    }
                 }
             }
-        }
-    } else {
-        if n <= 35863 {
+        } else {
             if k <= 639 {
-                if n <= 30159 {
+                if n <= 32255 {
                     return 50; // decode.kpar.tn64.cpt1.waves1
                 } else {
                     if k <= 383 {
@@ -2384,107 +3716,177 @@ fn tree_36(n: i64, k: i64) -> usize {
                 }
             } else {
                 if k <= 2303 {
-                    return 14; // decode.fused.c32.cap4
+                    if n <= 18943 {
+                        return 6; // decode.fused.c16.cap6
+                    } else {
+                        return 14; // decode.fused.c32.cap4
+                    }
                 } else {
-                    if n <= 26063 {
-                        if n <= 23871 {
-                            return 5; // decode.fused.c16.cap4
+                    if n <= 29183 {
+                        if n <= 23039 {
+                            return 34; // decode.kpar.tn256.cpt1.cap3
                         } else {
-                            return 36; // decode.kpar.tn256.cpt1.cap4
+                            if n <= 25087 {
+                                if k <= 2815 {
+                                    return 14; // decode.fused.c32.cap4
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.cap4
+                                }
+                            } else {
+                                if n <= 27135 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 22; // decode.kpar.tn128.cpt1.cap2
+                                }
+                            }
                         }
                     } else {
-                        if n <= 30159 {
-                            return 23; // decode.kpar.tn128.cpt1.cap3
+                        if n <= 31231 {
+                            return 22; // decode.kpar.tn128.cpt1.cap2
                         } else {
                             return 33; // decode.kpar.tn256.cpt1.cap2
                         }
                     }
                 }
             }
-        } else {
-            if n <= 104263 {
-                if n <= 60319 {
-                    if k <= 6015 {
-                        if k <= 383 {
-                            if n <= 47743 {
-                                return 51; // decode.kpar.tn64.cpt1.waves2
-                            } else {
-                                return 50; // decode.kpar.tn64.cpt1.waves1
-                            }
+        }
+    } else {
+        if n <= 100351 {
+            if n <= 58367 {
+                if k <= 383 {
+                    if n <= 50175 {
+                        if n <= 37887 {
+                            return 50; // decode.kpar.tn64.cpt1.waves1
                         } else {
                             return 51; // decode.kpar.tn64.cpt1.waves2
                         }
                     } else {
-                        return 30; // decode.kpar.tn128.cpt1.waves4
+                        return 1; // decode.direct.tn64.cpt1
                     }
                 } else {
-                    if k <= 895 {
-                        if n <= 71735 {
-                            if k <= 383 {
-                                return 50; // decode.kpar.tn64.cpt1.waves1
-                            } else {
-                                return 53; // decode.wide.tn128.cpt1
-                            }
+                    if n <= 37887 {
+                        if k <= 1407 {
+                            return 51; // decode.kpar.tn64.cpt1.waves2
                         } else {
-                            if n <= 95495 {
-                                if n <= 85311 {
-                                    return 0; // decode.direct.tn32.cpt1
-                                } else {
-                                    return 1; // decode.direct.tn64.cpt1
-                                }
-                            } else {
-                                return 30; // decode.kpar.tn128.cpt1.waves4
-                            }
+                            return 44; // decode.kpar.tn64.cpt1.cap2
                         }
                     } else {
-                        if n <= 71735 {
-                            if k <= 2943 {
-                                if k <= 1151 {
-                                    return 29; // decode.kpar.tn128.cpt1.waves2
-                                } else {
-                                    return 52; // decode.kpar.tn64.cpt1.waves4
-                                }
-                            } else {
-                                if k <= 3199 {
-                                    return 58; // decode.wide.tn512.cpt1
-                                } else {
-                                    return 39; // decode.kpar.tn256.cpt1.waves1
-                                }
-                            }
-                        } else {
-                            if n <= 95495 {
-                                if n <= 85311 {
-                                    return 0; // decode.direct.tn32.cpt1
-                                } else {
-                                    return 52; // decode.kpar.tn64.cpt1.waves4
-                                }
-                            } else {
-                                if k <= 1663 {
-                                    return 50; // decode.kpar.tn64.cpt1.waves1
-                                } else {
-                                    return 39; // decode.kpar.tn256.cpt1.waves1
-                                }
-                            }
-                        }
+                        return 51; // decode.kpar.tn64.cpt1.waves2
                     }
                 }
             } else {
-                if n <= 141503 {
-                    if k <= 383 {
-                        return 1; // decode.direct.tn64.cpt1
-                    } else {
-                        if k <= 4479 {
-                            return 58; // decode.wide.tn512.cpt1
+                if k <= 1151 {
+                    if n <= 67583 {
+                        if n <= 64511 {
+                            if k <= 639 {
+                                return 1; // decode.direct.tn64.cpt1
+                            } else {
+                                return 50; // decode.kpar.tn64.cpt1.waves1
+                            }
                         } else {
-                            if n <= 119239 {
-                                if k <= 8959 {
-                                    return 47; // decode.kpar.tn64.cpt1.cap4
+                            if k <= 895 {
+                                if k <= 383 {
+                                    return 50; // decode.kpar.tn64.cpt1.waves1
                                 } else {
-                                    return 36; // decode.kpar.tn256.cpt1.cap4
+                                    return 53; // decode.wide.tn128.cpt1
                                 }
                             } else {
-                                if n <= 129663 {
+                                return 29; // decode.kpar.tn128.cpt1.waves2
+                            }
+                        }
+                    } else {
+                        if n <= 96255 {
+                            return 0; // decode.direct.tn32.cpt1
+                        } else {
+                            if k <= 639 {
+                                return 1; // decode.direct.tn64.cpt1
+                            } else {
+                                return 52; // decode.kpar.tn64.cpt1.waves4
+                            }
+                        }
+                    }
+                } else {
+                    if n <= 92159 {
+                        if k <= 9215 {
+                            return 52; // decode.kpar.tn64.cpt1.waves4
+                        } else {
+                            return 44; // decode.kpar.tn64.cpt1.cap2
+                        }
+                    } else {
+                        if k <= 2303 {
+                            if k <= 1919 {
+                                if n <= 96255 {
+                                    return 0; // decode.direct.tn32.cpt1
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.waves2
+                                }
+                            } else {
+                                return 39; // decode.kpar.tn256.cpt1.waves1
+                            }
+                        } else {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    }
+                }
+            }
+        } else {
+            if n <= 167935 {
+                if k <= 4607 {
+                    if n <= 129663 {
+                        if k <= 3327 {
+                            if n <= 124927 {
+                                if k <= 2815 {
                                     return 58; // decode.wide.tn512.cpt1
+                                } else {
+                                    return 47; // decode.kpar.tn64.cpt1.cap4
+                                }
+                            } else {
+                                if k <= 639 {
+                                    return 58; // decode.wide.tn512.cpt1
+                                } else {
+                                    return 55; // decode.wide.tn128.cpt4
+                                }
+                            }
+                        } else {
+                            if n <= 124927 {
+                                if n <= 116735 {
+                                    return 47; // decode.kpar.tn64.cpt1.cap4
+                                } else {
+                                    return 34; // decode.kpar.tn256.cpt1.cap3
+                                }
+                            } else {
+                                if n <= 127615 {
+                                    return 55; // decode.wide.tn128.cpt4
+                                } else {
+                                    return 58; // decode.wide.tn512.cpt1
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 153855 {
+                            if k <= 383 {
+                                if n <= 135167 {
+                                    return 1; // decode.direct.tn64.cpt1
+                                } else {
+                                    return 55; // decode.wide.tn128.cpt4
+                                }
+                            } else {
+                                if n <= 135167 {
+                                    return 58; // decode.wide.tn512.cpt1
+                                } else {
+                                    return 55; // decode.wide.tn128.cpt4
+                                }
+                            }
+                        } else {
+                            if k <= 639 {
+                                if k <= 383 {
+                                    return 1; // decode.direct.tn64.cpt1
+                                } else {
+                                    return 50; // decode.kpar.tn64.cpt1.waves1
+                                }
+                            } else {
+                                if k <= 3327 {
+                                    return 52; // decode.kpar.tn64.cpt1.waves4
                                 } else {
                                     return 41; // decode.kpar.tn256.cpt1.waves4
                                 }
@@ -2492,45 +3894,67 @@ fn tree_36(n: i64, k: i64) -> usize {
                         }
                     }
                 } else {
-                    if n <= 208519 {
-                        if n <= 170615 {
-                            if n <= 153967 {
-                                return 55; // decode.wide.tn128.cpt4
-                            } else {
-                                if k <= 4991 {
-                                    return 52; // decode.kpar.tn64.cpt1.waves4
-                                } else {
-                                    return 34; // decode.kpar.tn256.cpt1.cap3
-                                }
-                            }
+                    if n <= 124927 {
+                        if n <= 112639 {
+                            return 47; // decode.kpar.tn64.cpt1.cap4
                         } else {
-                            if n <= 190983 {
-                                return 60; // decode.wide.tn512.cpt4
+                            if n <= 120831 {
+                                return 36; // decode.kpar.tn256.cpt1.cap4
                             } else {
-                                if k <= 639 {
-                                    return 51; // decode.kpar.tn64.cpt1.waves2
+                                if k <= 9215 {
+                                    return 34; // decode.kpar.tn256.cpt1.cap3
                                 } else {
-                                    return 55; // decode.wide.tn128.cpt4
+                                    return 36; // decode.kpar.tn256.cpt1.cap4
                                 }
                             }
                         }
                     } else {
-                        if n <= 255231 {
-                            if n <= 234375 {
-                                if k <= 15103 {
-                                    return 57; // decode.wide.tn256.cpt2
+                        if n <= 151999 {
+                            if n <= 135167 {
+                                if n <= 129663 {
+                                    return 22; // decode.kpar.tn128.cpt1.cap2
                                 } else {
-                                    return 36; // decode.kpar.tn256.cpt1.cap4
+                                    return 41; // decode.kpar.tn256.cpt1.waves4
                                 }
                             } else {
-                                return 55; // decode.wide.tn128.cpt4
+                                if n <= 149695 {
+                                    return 44; // decode.kpar.tn64.cpt1.cap2
+                                } else {
+                                    return 55; // decode.wide.tn128.cpt4
+                                }
                             }
                         } else {
-                            if k <= 2303 {
-                                return 59; // decode.wide.tn512.cpt2
+                            if n <= 159743 {
+                                return 34; // decode.kpar.tn256.cpt1.cap3
                             } else {
-                                return 60; // decode.wide.tn512.cpt4
+                                return 41; // decode.kpar.tn256.cpt1.waves4
                             }
+                        }
+                    }
+                }
+            } else {
+                if n <= 200703 {
+                    return 60; // decode.wide.tn512.cpt4
+                } else {
+                    if n <= 233471 {
+                        if k <= 18431 {
+                            return 57; // decode.wide.tn256.cpt2
+                        } else {
+                            if n <= 225279 {
+                                return 36; // decode.kpar.tn256.cpt1.cap4
+                            } else {
+                                return 57; // decode.wide.tn256.cpt2
+                            }
+                        }
+                    } else {
+                        if k <= 639 {
+                            if n <= 258047 {
+                                return 60; // decode.wide.tn512.cpt4
+                            } else {
+                                return 59; // decode.wide.tn512.cpt2
+                            }
+                        } else {
+                            return 60; // decode.wide.tn512.cpt4
                         }
                     }
                 }
@@ -2604,158 +4028,206 @@ fn tree_41(n: i64, k: i64) -> usize {
 // domain 42: u5 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_42(n: i64, k: i64) -> usize {
-    if k <= 6015 {
-        if n <= 4991 {
-            if n <= 2983 {
+    if k <= 6655 {
+        if n <= 4479 {
+            if n <= 2879 {
                 if k <= 383 {
-                    return 11; // decode.fused.c32.cap12
+                    if n <= 295 {
+                        return 8; // decode.fused.c16.waves1
+                    } else {
+                        return 11; // decode.fused.c32.cap12
+                    }
                 } else {
-                    if n <= 1887 {
+                    if n <= 1823 {
                         return 9; // decode.fused.c16.waves32
                     } else {
-                        if n <= 2239 {
-                            if k <= 2943 {
-                                if k <= 1151 {
-                                    return 9; // decode.fused.c16.waves32
-                                } else {
-                                    return 17; // decode.fused.c32.waves16
-                                }
-                            } else {
-                                return 10; // decode.fused.c16.waves64
-                            }
+                        if k <= 895 {
+                            return 9; // decode.fused.c16.waves32
                         } else {
-                            if k <= 5503 {
-                                if k <= 895 {
-                                    return 9; // decode.fused.c16.waves32
+                            if n <= 2111 {
+                                if k <= 3327 {
+                                    if k <= 1151 {
+                                        return 9; // decode.fused.c16.waves32
+                                    } else {
+                                        return 17; // decode.fused.c32.waves16
+                                    }
                                 } else {
-                                    return 17; // decode.fused.c32.waves16
+                                    return 10; // decode.fused.c16.waves64
                                 }
                             } else {
-                                return 19; // decode.fused.c32.waves32
+                                return 17; // decode.fused.c32.waves16
                             }
                         }
                     }
                 }
             } else {
-                if n <= 4479 {
-                    if k <= 1407 {
-                        if n <= 3511 {
-                            return 17; // decode.fused.c32.waves16
-                        } else {
-                            return 19; // decode.fused.c32.waves32
-                        }
+                if k <= 1663 {
+                    if k <= 639 {
+                        return 9; // decode.fused.c16.waves32
                     } else {
-                        return 19; // decode.fused.c32.waves32
-                    }
-                } else {
-                    if k <= 2687 {
-                        if k <= 1151 {
+                        if k <= 895 {
                             return 11; // decode.fused.c32.cap12
                         } else {
-                            if k <= 1919 {
-                                return 17; // decode.fused.c32.waves16
-                            } else {
-                                return 12; // decode.fused.c32.cap16
-                            }
+                            return 17; // decode.fused.c32.waves16
                         }
+                    }
+                } else {
+                    if n <= 4223 {
+                        return 19; // decode.fused.c32.waves32
                     } else {
-                        return 3; // decode.fused.c16.cap16
+                        return 17; // decode.fused.c32.waves16
                     }
                 }
             }
         } else {
-            if n <= 15359 {
-                if n <= 8959 {
-                    if n <= 5455 {
-                        return 30; // decode.kpar.tn128.cpt1.waves4
-                    } else {
-                        if n <= 5967 {
-                            if k <= 1663 {
-                                if k <= 1151 {
-                                    return 11; // decode.fused.c32.cap12
-                                } else {
-                                    return 12; // decode.fused.c32.cap16
-                                }
-                            } else {
-                                if k <= 2687 {
-                                    return 3; // decode.fused.c16.cap16
-                                } else {
-                                    return 10; // decode.fused.c16.waves64
-                                }
-                            }
-                        } else {
-                            if n <= 6519 {
-                                if k <= 2303 {
-                                    return 10; // decode.fused.c16.waves64
-                                } else {
-                                    return 3; // decode.fused.c16.cap16
-                                }
-                            } else {
-                                return 12; // decode.fused.c32.cap16
-                            }
-                        }
-                    }
+            if n <= 8447 {
+                if k <= 895 {
+                    return 11; // decode.fused.c32.cap12
                 } else {
-                    if n <= 13031 {
-                        if n <= 11935 {
-                            if k <= 2943 {
-                                return 11; // decode.fused.c32.cap12
-                            } else {
-                                if n <= 10663 {
-                                    return 2; // decode.fused.c16.cap12
+                    if n <= 6271 {
+                        if k <= 2303 {
+                            if k <= 1919 {
+                                if k <= 1663 {
+                                    return 12; // decode.fused.c32.cap16
                                 } else {
-                                    return 11; // decode.fused.c32.cap12
+                                    if n <= 5247 {
+                                        return 17; // decode.fused.c32.waves16
+                                    } else {
+                                        return 3; // decode.fused.c16.cap16
+                                    }
+                                }
+                            } else {
+                                if n <= 4991 {
+                                    return 12; // decode.fused.c32.cap16
+                                } else {
+                                    return 10; // decode.fused.c16.waves64
                                 }
                             }
                         } else {
-                            if k <= 3199 {
-                                if k <= 2303 {
-                                    return 19; // decode.fused.c32.waves32
-                                } else {
-                                    return 11; // decode.fused.c32.cap12
-                                }
+                            return 3; // decode.fused.c16.cap16
+                        }
+                    } else {
+                        if n <= 8063 {
+                            return 12; // decode.fused.c32.cap16
+                        } else {
+                            if k <= 3327 {
+                                return 12; // decode.fused.c32.cap16
                             } else {
                                 return 19; // decode.fused.c32.waves32
                             }
                         }
-                    } else {
-                        if n <= 14055 {
-                            if k <= 2687 {
-                                return 7; // decode.fused.c16.cap8
-                            } else {
-                                return 10; // decode.fused.c16.waves64
-                            }
-                        } else {
-                            return 16; // decode.fused.c32.cap8
-                        }
                     }
                 }
             } else {
-                if n <= 19215 {
-                    if n <= 16895 {
-                        return 19; // decode.fused.c32.waves32
-                    } else {
-                        if n <= 18175 {
-                            return 10; // decode.fused.c16.waves64
+                if n <= 12543 {
+                    if n <= 10495 {
+                        if k <= 2815 {
+                            if k <= 1919 {
+                                if k <= 1407 {
+                                    return 11; // decode.fused.c32.cap12
+                                } else {
+                                    return 2; // decode.fused.c16.cap12
+                                }
+                            } else {
+                                if n <= 9471 {
+                                    if k <= 2303 {
+                                        return 11; // decode.fused.c32.cap12
+                                    } else {
+                                        return 2; // decode.fused.c16.cap12
+                                    }
+                                } else {
+                                    if n <= 9983 {
+                                        return 11; // decode.fused.c32.cap12
+                                    } else {
+                                        return 2; // decode.fused.c16.cap12
+                                    }
+                                }
+                            }
                         } else {
-                            return 7; // decode.fused.c16.cap8
+                            return 2; // decode.fused.c16.cap12
                         }
+                    } else {
+                        return 11; // decode.fused.c32.cap12
                     }
                 } else {
-                    if n <= 23871 {
-                        if n <= 21327 {
-                            return 15; // decode.fused.c32.cap6
+                    if n <= 19199 {
+                        if n <= 16895 {
+                            if n <= 15103 {
+                                if n <= 14591 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 12; // decode.fused.c32.cap16
+                                }
+                            } else {
+                                return 19; // decode.fused.c32.waves32
+                            }
                         } else {
-                            return 6; // decode.fused.c16.cap6
+                            if k <= 3327 {
+                                return 15; // decode.fused.c32.cap6
+                            } else {
+                                if n <= 18687 {
+                                    return 10; // decode.fused.c16.waves64
+                                } else {
+                                    return 7; // decode.fused.c16.cap8
+                                }
+                            }
                         }
                     } else {
-                        if n <= 28111 {
-                            return 19; // decode.fused.c32.waves32
+                        if n <= 25087 {
+                            return 15; // decode.fused.c32.cap6
                         } else {
-                            if n <= 35863 {
-                                return 52; // decode.kpar.tn64.cpt1.waves4
+                            if n <= 32255 {
+                                if k <= 3839 {
+                                    return 5; // decode.fused.c16.cap4
+                                } else {
+                                    if n <= 31231 {
+                                        if k <= 4607 {
+                                            if n <= 29183 {
+                                                if n <= 27135 {
+                                                    return 5; // decode.fused.c16.cap4
+                                                } else {
+                                                    return 19; // decode.fused.c32.waves32
+                                                }
+                                            } else {
+                                                return 30; // decode.kpar.tn128.cpt1.waves4
+                                            }
+                                        } else {
+                                            if n <= 28159 {
+                                                if n <= 27135 {
+                                                    return 23; // decode.kpar.tn128.cpt1.cap3
+                                                } else {
+                                                    return 19; // decode.fused.c32.waves32
+                                                }
+                                            } else {
+                                                if n <= 29183 {
+                                                    return 19; // decode.fused.c32.waves32
+                                                } else {
+                                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                                }
+                                            }
+                                        }
+                                    } else {
+                                        return 52; // decode.kpar.tn64.cpt1.waves4
+                                    }
+                                }
                             } else {
-                                return 15; // decode.fused.c32.cap6
+                                if n <= 41983 {
+                                    if n <= 33791 {
+                                        return 14; // decode.fused.c32.cap4
+                                    } else {
+                                        if n <= 37887 {
+                                            if n <= 35839 {
+                                                return 10; // decode.fused.c16.waves64
+                                            } else {
+                                                return 19; // decode.fused.c32.waves32
+                                            }
+                                        } else {
+                                            return 44; // decode.kpar.tn64.cpt1.cap2
+                                        }
+                                    }
+                                } else {
+                                    return 15; // decode.fused.c32.cap6
+                                }
                             }
                         }
                     }
@@ -2763,104 +4235,228 @@ fn tree_42(n: i64, k: i64) -> usize {
             }
         }
     } else {
-        if n <= 85311 {
-            if n <= 42647 {
-                if n <= 559 {
-                    if k <= 8959 {
-                        if n <= 279 {
-                            return 51; // decode.kpar.tn64.cpt1.waves2
-                        } else {
-                            if n <= 335 {
-                                return 28; // decode.kpar.tn128.cpt1.waves1
+        if n <= 83967 {
+            if n <= 46079 {
+                if n <= 1007 {
+                    if k <= 13311 {
+                        if n <= 359 {
+                            if k <= 9215 {
+                                if n <= 295 {
+                                    if n <= 263 {
+                                        return 51; // decode.kpar.tn64.cpt1.waves2
+                                    } else {
+                                        return 28; // decode.kpar.tn128.cpt1.waves1
+                                    }
+                                } else {
+                                    return 9; // decode.fused.c16.waves32
+                                }
                             } else {
-                                return 9; // decode.fused.c16.waves32
+                                return 39; // decode.kpar.tn256.cpt1.waves1
                             }
+                        } else {
+                            return 9; // decode.fused.c16.waves32
                         }
                     } else {
-                        if n <= 407 {
-                            if k <= 26111 {
-                                if k <= 16895 {
+                        if n <= 655 {
+                            if k <= 15359 {
+                                if n <= 487 {
                                     return 39; // decode.kpar.tn256.cpt1.waves1
                                 } else {
-                                    return 40; // decode.kpar.tn256.cpt1.waves2
+                                    if n <= 591 {
+                                        return 40; // decode.kpar.tn256.cpt1.waves2
+                                    } else {
+                                        return 9; // decode.fused.c16.waves32
+                                    }
                                 }
                             } else {
-                                if n <= 375 {
-                                    return 40; // decode.kpar.tn256.cpt1.waves2
+                                if n <= 263 {
+                                    if k <= 22527 {
+                                        return 39; // decode.kpar.tn256.cpt1.waves1
+                                    } else {
+                                        return 40; // decode.kpar.tn256.cpt1.waves2
+                                    }
                                 } else {
-                                    return 52; // decode.kpar.tn64.cpt1.waves4
+                                    return 40; // decode.kpar.tn256.cpt1.waves2
                                 }
                             }
                         } else {
-                            if k <= 9983 {
-                                return 9; // decode.fused.c16.waves32
-                            } else {
-                                if k <= 14079 {
-                                    return 39; // decode.kpar.tn256.cpt1.waves1
+                            if k <= 16895 {
+                                if n <= 783 {
+                                    if k <= 15359 {
+                                        return 9; // decode.fused.c16.waves32
+                                    } else {
+                                        return 40; // decode.kpar.tn256.cpt1.waves2
+                                    }
                                 } else {
-                                    return 40; // decode.kpar.tn256.cpt1.waves2
+                                    return 9; // decode.fused.c16.waves32
                                 }
+                            } else {
+                                return 30; // decode.kpar.tn128.cpt1.waves4
                             }
                         }
                     }
                 } else {
-                    if n <= 2239 {
-                        if n <= 1335 {
-                            if k <= 14079 {
+                    if n <= 2111 {
+                        if n <= 1247 {
+                            if k <= 22527 {
                                 return 9; // decode.fused.c16.waves32
                             } else {
-                                if k <= 16895 {
-                                    return 40; // decode.kpar.tn256.cpt1.waves2
-                                } else {
-                                    return 30; // decode.kpar.tn128.cpt1.waves4
-                                }
+                                return 30; // decode.kpar.tn128.cpt1.waves4
                             }
                         } else {
                             return 10; // decode.fused.c16.waves64
                         }
                     } else {
-                        if n <= 4479 {
-                            if n <= 2495 {
-                                if k <= 9983 {
-                                    return 17; // decode.fused.c32.waves16
+                        if n <= 4223 {
+                            if n <= 2751 {
+                                if k <= 11263 {
+                                    if n <= 2367 {
+                                        return 17; // decode.fused.c32.waves16
+                                    } else {
+                                        return 19; // decode.fused.c32.waves32
+                                    }
                                 } else {
-                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                    if n <= 2623 {
+                                        return 30; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        if k <= 15359 {
+                                            return 19; // decode.fused.c32.waves32
+                                        } else {
+                                            return 35; // decode.kpar.tn256.cpt1.cap32
+                                        }
+                                    }
                                 }
                             } else {
-                                if n <= 2983 {
-                                    return 35; // decode.kpar.tn256.cpt1.cap32
+                                if n <= 2879 {
+                                    if k <= 15359 {
+                                        return 19; // decode.fused.c32.waves32
+                                    } else {
+                                        return 24; // decode.kpar.tn128.cpt1.cap32
+                                    }
                                 } else {
                                     return 19; // decode.fused.c32.waves32
                                 }
                             }
                         } else {
-                            if n <= 5967 {
-                                if n <= 5455 {
-                                    return 21; // decode.kpar.tn128.cpt1.cap16
+                            if n <= 30207 {
+                                if n <= 19967 {
+                                    if n <= 6271 {
+                                        if n <= 5503 {
+                                            if n <= 5247 {
+                                                if n <= 4479 {
+                                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 21; // decode.kpar.tn128.cpt1.cap16
+                                                }
+                                            } else {
+                                                if k <= 9215 {
+                                                    return 3; // decode.fused.c16.cap16
+                                                } else {
+                                                    return 43; // decode.kpar.tn64.cpt1.cap16
+                                                }
+                                            }
+                                        } else {
+                                            if k <= 26623 {
+                                                return 10; // decode.fused.c16.waves64
+                                            } else {
+                                                if n <= 5759 {
+                                                    return 43; // decode.kpar.tn64.cpt1.cap16
+                                                } else {
+                                                    return 21; // decode.kpar.tn128.cpt1.cap16
+                                                }
+                                            }
+                                        }
+                                    } else {
+                                        if n <= 8447 {
+                                            if n <= 7551 {
+                                                if k <= 13311 {
+                                                    return 12; // decode.fused.c32.cap16
+                                                } else {
+                                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                                }
+                                            } else {
+                                                return 19; // decode.fused.c32.waves32
+                                            }
+                                        } else {
+                                            if n <= 15615 {
+                                                if n <= 10495 {
+                                                    return 49; // decode.kpar.tn64.cpt1.cap8
+                                                } else {
+                                                    return 48; // decode.kpar.tn64.cpt1.cap6
+                                                }
+                                            } else {
+                                                if n <= 16895 {
+                                                    return 19; // decode.fused.c32.waves32
+                                                } else {
+                                                    return 47; // decode.kpar.tn64.cpt1.cap4
+                                                }
+                                            }
+                                        }
+                                    }
                                 } else {
-                                    return 10; // decode.fused.c16.waves64
+                                    if n <= 25087 {
+                                        if n <= 23039 {
+                                            if n <= 20991 {
+                                                if k <= 16895 {
+                                                    return 15; // decode.fused.c32.cap6
+                                                } else {
+                                                    return 34; // decode.kpar.tn256.cpt1.cap3
+                                                }
+                                            } else {
+                                                if k <= 9215 {
+                                                    return 6; // decode.fused.c16.cap6
+                                                } else {
+                                                    return 34; // decode.kpar.tn256.cpt1.cap3
+                                                }
+                                            }
+                                        } else {
+                                            return 15; // decode.fused.c32.cap6
+                                        }
+                                    } else {
+                                        if n <= 28159 {
+                                            return 23; // decode.kpar.tn128.cpt1.cap3
+                                        } else {
+                                            if n <= 29183 {
+                                                if k <= 16895 {
+                                                    return 19; // decode.fused.c32.waves32
+                                                } else {
+                                                    return 45; // decode.kpar.tn64.cpt1.cap3
+                                                }
+                                            } else {
+                                                return 45; // decode.kpar.tn64.cpt1.cap3
+                                            }
+                                        }
+                                    }
                                 }
                             } else {
-                                if n <= 8959 {
-                                    return 12; // decode.fused.c32.cap16
+                                if n <= 31231 {
+                                    return 45; // decode.kpar.tn64.cpt1.cap3
                                 } else {
-                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                    if n <= 33791 {
+                                        if k <= 11263 {
+                                            return 44; // decode.kpar.tn64.cpt1.cap2
+                                        } else {
+                                            return 34; // decode.kpar.tn256.cpt1.cap3
+                                        }
+                                    } else {
+                                        return 44; // decode.kpar.tn64.cpt1.cap2
+                                    }
                                 }
                             }
                         }
                     }
                 }
             } else {
-                if n <= 71735 {
-                    if n <= 52127 {
-                        if k <= 11903 {
-                            if n <= 47743 {
-                                return 15; // decode.fused.c32.cap6
+                if n <= 67583 {
+                    if n <= 50175 {
+                        if k <= 9215 {
+                            if k <= 7679 {
+                                return 58; // decode.wide.tn512.cpt1
                             } else {
-                                return 19; // decode.fused.c32.waves32
+                                return 15; // decode.fused.c32.cap6
                             }
                         } else {
-                            return 44; // decode.kpar.tn64.cpt1.cap2
+                            return 58; // decode.wide.tn512.cpt1
                         }
                     } else {
                         return 58; // decode.wide.tn512.cpt1
@@ -2870,9 +4466,13 @@ fn tree_42(n: i64, k: i64) -> usize {
                 }
             }
         } else {
-            if n <= 143471 {
-                if n <= 101455 {
-                    return 39; // decode.kpar.tn256.cpt1.waves1
+            if n <= 135167 {
+                if n <= 100351 {
+                    if n <= 92159 {
+                        return 52; // decode.kpar.tn64.cpt1.waves4
+                    } else {
+                        return 39; // decode.kpar.tn256.cpt1.waves1
+                    }
                 } else {
                     return 18; // decode.fused.c32.waves2
                 }
@@ -2886,191 +4486,239 @@ fn tree_42(n: i64, k: i64) -> usize {
 // domain 43: u5 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_43(n: i64, k: i64) -> usize {
-    if n <= 52127 {
-        if n * k <= 78688255 {
-            if n * k <= 49620991 {
-                if n * k <= 2293759 {
+    if n <= 112639 {
+        if n <= 50175 {
+            if n <= 25087 {
+                if n <= 4479 {
                     return 17; // decode.fused.c32.waves16
                 } else {
-                    if n * 1024 / k <= 9188 {
-                        if n <= 8967 {
-                            return 19; // decode.fused.c32.waves32
-                        } else {
-                            return 10; // decode.fused.c16.waves64
-                        }
-                    } else {
-                        return 19; // decode.fused.c32.waves32
-                    }
-                }
-            } else {
-                if n <= 30159 {
-                    if n * k <= 53379071 {
-                        return 15; // decode.fused.c32.cap6
-                    } else {
-                        if k <= 2943 {
-                            return 19; // decode.fused.c32.waves32
-                        } else {
-                            return 15; // decode.fused.c32.cap6
-                        }
-                    }
-                } else {
-                    if n <= 35863 {
-                        return 14; // decode.fused.c32.cap4
-                    } else {
-                        if n <= 42647 {
-                            return 22; // decode.kpar.tn128.cpt1.cap2
-                        } else {
-                            return 19; // decode.fused.c32.waves32
-                        }
-                    }
-                }
-            }
-        } else {
-            if n <= 42647 {
-                if n <= 35863 {
-                    if n * 1024 / k <= 8830 {
-                        return 23; // decode.kpar.tn128.cpt1.cap3
-                    } else {
-                        return 14; // decode.fused.c32.cap4
-                    }
-                } else {
-                    if k <= 3455 {
-                        return 22; // decode.kpar.tn128.cpt1.cap2
-                    } else {
-                        return 47; // decode.kpar.tn64.cpt1.cap4
-                    }
-                }
-            } else {
-                return 19; // decode.fused.c32.waves32
-            }
-        }
-    } else {
-        if n <= 104263 {
-            if n * 1024 / k <= 8196 {
-                return 58; // decode.wide.tn512.cpt1
-            } else {
-                if n <= 85311 {
-                    if n <= 71735 {
-                        if n * 1024 / k <= 20100 {
-                            if n <= 60319 {
-                                return 34; // decode.kpar.tn256.cpt1.cap3
-                            } else {
-                                if k <= 4479 {
-                                    return 58; // decode.wide.tn512.cpt1
-                                } else {
-                                    return 28; // decode.kpar.tn128.cpt1.waves1
-                                }
-                            }
-                        } else {
-                            if k <= 2943 {
-                                if k <= 639 {
-                                    if n * k <= 28215295 {
-                                        if n <= 60319 {
-                                            return 50; // decode.kpar.tn64.cpt1.waves1
-                                        } else {
-                                            return 0; // decode.direct.tn32.cpt1
-                                        }
-                                    } else {
-                                        return 17; // decode.fused.c32.waves16
-                                    }
-                                } else {
-                                    if n <= 60319 {
-                                        if k <= 1919 {
-                                            return 50; // decode.kpar.tn64.cpt1.waves1
-                                        } else {
-                                            return 34; // decode.kpar.tn256.cpt1.cap3
-                                        }
-                                    } else {
-                                        if k <= 2303 {
-                                            return 51; // decode.kpar.tn64.cpt1.waves2
-                                        } else {
-                                            return 28; // decode.kpar.tn128.cpt1.waves1
-                                        }
-                                    }
-                                }
-                            } else {
-                                return 58; // decode.wide.tn512.cpt1
-                            }
-                        }
-                    } else {
-                        if n * 1024 / k <= 9742 {
-                            return 37; // decode.kpar.tn256.cpt1.cap6
-                        } else {
-                            return 0; // decode.direct.tn32.cpt1
-                        }
-                    }
-                } else {
-                    if n <= 95495 {
-                        if k <= 8959 {
-                            return 51; // decode.kpar.tn64.cpt1.waves2
-                        } else {
-                            return 47; // decode.kpar.tn64.cpt1.cap4
-                        }
-                    } else {
-                        if k <= 639 {
-                            return 1; // decode.direct.tn64.cpt1
-                        } else {
-                            if k <= 1663 {
-                                return 56; // decode.wide.tn256.cpt1
-                            } else {
-                                return 40; // decode.kpar.tn256.cpt1.waves2
-                            }
-                        }
-                    }
-                }
-            }
-        } else {
-            if n <= 255231 {
-                if n <= 119239 {
-                    if k <= 2303 {
+                    if n <= 16895 {
                         if k <= 1151 {
-                            return 54; // decode.wide.tn128.cpt2
+                            return 19; // decode.fused.c32.waves32
                         } else {
-                            return 14; // decode.fused.c32.cap4
+                            if n <= 14591 {
+                                if n <= 12543 {
+                                    return 19; // decode.fused.c32.waves32
+                                } else {
+                                    return 10; // decode.fused.c16.waves64
+                                }
+                            } else {
+                                if n <= 15103 {
+                                    return 15; // decode.fused.c32.cap6
+                                } else {
+                                    return 19; // decode.fused.c32.waves32
+                                }
+                            }
                         }
                     } else {
-                        if k <= 2943 {
-                            return 14; // decode.fused.c32.cap4
+                        if n <= 18943 {
+                            return 10; // decode.fused.c16.waves64
                         } else {
-                            return 47; // decode.kpar.tn64.cpt1.cap4
+                            if n <= 22015 {
+                                if n <= 20991 {
+                                    return 19; // decode.fused.c32.waves32
+                                } else {
+                                    return 15; // decode.fused.c32.cap6
+                                }
+                            } else {
+                                return 19; // decode.fused.c32.waves32
+                            }
+                        }
+                    }
+                }
+            } else {
+                if n <= 44031 {
+                    if n <= 37887 {
+                        if n <= 33791 {
+                            if k <= 383 {
+                                return 19; // decode.fused.c32.waves32
+                            } else {
+                                return 14; // decode.fused.c32.cap4
+                            }
+                        } else {
+                            return 19; // decode.fused.c32.waves32
+                        }
+                    } else {
+                        if k <= 1151 {
+                            if k <= 383 {
+                                return 50; // decode.kpar.tn64.cpt1.waves1
+                            } else {
+                                return 15; // decode.fused.c32.cap6
+                            }
+                        } else {
+                            if n <= 41983 {
+                                return 22; // decode.kpar.tn128.cpt1.cap2
+                            } else {
+                                return 44; // decode.kpar.tn64.cpt1.cap2
+                            }
                         }
                     }
                 } else {
-                    if n <= 234375 {
-                        if n * k <= 3042095103 {
-                            if n * 1024 / k <= 11564 {
-                                if n <= 141503 {
-                                    return 59; // decode.wide.tn512.cpt2
+                    return 19; // decode.fused.c32.waves32
+                }
+            }
+        } else {
+            if n <= 100351 {
+                if n <= 67583 {
+                    if k <= 4607 {
+                        if k <= 639 {
+                            if k <= 383 {
+                                if n <= 64511 {
+                                    return 17; // decode.fused.c32.waves16
+                                } else {
+                                    return 0; // decode.direct.tn32.cpt1
+                                }
+                            } else {
+                                if n <= 64511 {
+                                    return 50; // decode.kpar.tn64.cpt1.waves1
+                                } else {
+                                    return 17; // decode.fused.c32.waves16
+                                }
+                            }
+                        } else {
+                            if n <= 56319 {
+                                if k <= 2303 {
+                                    return 50; // decode.kpar.tn64.cpt1.waves1
                                 } else {
                                     return 34; // decode.kpar.tn256.cpt1.cap3
                                 }
                             } else {
-                                if n <= 129663 {
-                                    return 58; // decode.wide.tn512.cpt1
+                                if k <= 3839 {
+                                    return 51; // decode.kpar.tn64.cpt1.waves2
                                 } else {
-                                    if k <= 12671 {
-                                        if n * k <= 2139854847 {
-                                            return 54; // decode.wide.tn128.cpt2
-                                        } else {
-                                            return 47; // decode.kpar.tn64.cpt1.cap4
-                                        }
-                                    } else {
-                                        return 33; // decode.kpar.tn256.cpt1.cap2
-                                    }
+                                    return 58; // decode.wide.tn512.cpt1
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 62463 {
+                            if n <= 56319 {
+                                return 34; // decode.kpar.tn256.cpt1.cap3
+                            } else {
+                                if n <= 58367 {
+                                    return 49; // decode.kpar.tn64.cpt1.cap8
+                                } else {
+                                    return 23; // decode.kpar.tn128.cpt1.cap3
                                 }
                             }
                         } else {
-                            return 47; // decode.kpar.tn64.cpt1.cap4
+                            if k <= 7679 {
+                                return 28; // decode.kpar.tn128.cpt1.waves1
+                            } else {
+                                return 58; // decode.wide.tn512.cpt1
+                            }
+                        }
+                    }
+                } else {
+                    if n <= 96255 {
+                        if n <= 75775 {
+                            if n <= 71679 {
+                                if k <= 5631 {
+                                    return 19; // decode.fused.c32.waves32
+                                } else {
+                                    return 47; // decode.kpar.tn64.cpt1.cap4
+                                }
+                            } else {
+                                if k <= 6655 {
+                                    return 51; // decode.kpar.tn64.cpt1.waves2
+                                } else {
+                                    return 47; // decode.kpar.tn64.cpt1.cap4
+                                }
+                            }
+                        } else {
+                            if k <= 9215 {
+                                return 0; // decode.direct.tn32.cpt1
+                            } else {
+                                if n <= 88063 {
+                                    return 0; // decode.direct.tn32.cpt1
+                                } else {
+                                    return 47; // decode.kpar.tn64.cpt1.cap4
+                                }
+                            }
                         }
                     } else {
-                        return 55; // decode.wide.tn128.cpt4
+                        if k <= 1919 {
+                            if k <= 1407 {
+                                if k <= 639 {
+                                    return 1; // decode.direct.tn64.cpt1
+                                } else {
+                                    return 51; // decode.kpar.tn64.cpt1.waves2
+                                }
+                            } else {
+                                return 56; // decode.wide.tn256.cpt1
+                            }
+                        } else {
+                            if k <= 5631 {
+                                return 40; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                if k <= 7679 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 44; // decode.kpar.tn64.cpt1.cap2
+                                }
+                            }
+                        }
                     }
                 }
             } else {
-                if k <= 2303 {
-                    return 55; // decode.wide.tn128.cpt4
+                if k <= 5631 {
+                    if k <= 639 {
+                        return 54; // decode.wide.tn128.cpt2
+                    } else {
+                        return 14; // decode.fused.c32.cap4
+                    }
                 } else {
-                    if k <= 25471 {
+                    if n <= 108543 {
+                        if n <= 104447 {
+                            return 49; // decode.kpar.tn64.cpt1.cap8
+                        } else {
+                            return 27; // decode.kpar.tn128.cpt1.cap8
+                        }
+                    } else {
+                        return 47; // decode.kpar.tn64.cpt1.cap4
+                    }
+                }
+            }
+        }
+    } else {
+        if k <= 9215 {
+            if n <= 251135 {
+                if n <= 247039 {
+                    return 54; // decode.wide.tn128.cpt2
+                } else {
+                    return 55; // decode.wide.tn128.cpt4
+                }
+            } else {
+                if k <= 895 {
+                    if n <= 258047 {
+                        return 54; // decode.wide.tn128.cpt2
+                    } else {
+                        return 55; // decode.wide.tn128.cpt4
+                    }
+                } else {
+                    return 59; // decode.wide.tn512.cpt2
+                }
+            }
+        } else {
+            if n <= 247039 {
+                if n <= 225279 {
+                    return 47; // decode.kpar.tn64.cpt1.cap4
+                } else {
+                    if n <= 233471 {
+                        if k <= 18431 {
+                            return 54; // decode.wide.tn128.cpt2
+                        } else {
+                            return 37; // decode.kpar.tn256.cpt1.cap6
+                        }
+                    } else {
+                        return 44; // decode.kpar.tn64.cpt1.cap2
+                    }
+                }
+            } else {
+                if n <= 258047 {
+                    return 34; // decode.kpar.tn256.cpt1.cap3
+                } else {
+                    if k <= 22527 {
                         return 59; // decode.wide.tn512.cpt2
                     } else {
                         return 47; // decode.kpar.tn64.cpt1.cap4

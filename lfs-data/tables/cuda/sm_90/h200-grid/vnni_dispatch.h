@@ -4,9 +4,9 @@
 // corpus id        95364b93695e879cb01ef04186f18197bae3f9ee78f50565f9b91b277812b432
 // registry digest  8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717
 // inventory digest 14d161adf7dd2d5a67059273b3056f926b639f839a9bda53ec75a55d93c9b964
-// policy digest    6d57e952f8ad3f852b793bba1a63b0dfb7ffd696fcab1edb072ebcbcdde6b4d9
+// policy digest    0ba3c92dac5c6dfa87b2aefd3d0e9508e48a4b0877acbe81912ddc301bf401fc
 // backend / arch   cuda / sm_90, profile h200-grid, learner 0.1.0
-// gates NOT passed: 31/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 714 rows (p95 regret 5.76%, geomean 0.85%; decode 119 rows p95 16.20% geomean 3.87%; grouped 595 rows p95 1.40% geomean 0.26%)
+// gates NOT passed: 31/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 714 rows (p95 regret 5.91%, geomean 0.85%; decode 119 rows p95 15.58% geomean 3.88%; grouped 595 rows p95 1.40% geomean 0.26%)
 //
 // Declarations of the generated dispatch tables. The definitions are in the .inc of the same
 // generation: include that in exactly one translation unit, this header in the others.

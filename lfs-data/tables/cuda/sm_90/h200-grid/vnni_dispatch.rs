@@ -4,9 +4,9 @@
 // corpus id        95364b93695e879cb01ef04186f18197bae3f9ee78f50565f9b91b277812b432
 // registry digest  8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717
 // inventory digest 14d161adf7dd2d5a67059273b3056f926b639f839a9bda53ec75a55d93c9b964
-// policy digest    6d57e952f8ad3f852b793bba1a63b0dfb7ffd696fcab1edb072ebcbcdde6b4d9
+// policy digest    0ba3c92dac5c6dfa87b2aefd3d0e9508e48a4b0877acbe81912ddc301bf401fc
 // backend / arch   cuda / sm_90, profile h200-grid, learner 0.1.0
-// gates NOT passed: 31/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 714 rows (p95 regret 5.76%, geomean 0.85%; decode 119 rows p95 16.20% geomean 3.87%; grouped 595 rows p95 1.40% geomean 0.26%)
+// gates NOT passed: 31/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 714 rows (p95 regret 5.91%, geomean 0.85%; decode 119 rows p95 15.58% geomean 3.88%; grouped 595 rows p95 1.40% geomean 0.26%)
 //
 // Rust dispatch tables: the same tables and decisions as the C++ .inc of this generation.
 // Embed as a module file, e.g. `#[path = "vnni_dispatch.rs"] mod vnni_dispatch;`. Integer
@@ -17,8 +17,8 @@ pub mod provenance {
     pub const CORPUS_ID: &str = "95364b93695e879cb01ef04186f18197bae3f9ee78f50565f9b91b277812b432";
     pub const REGISTRY_DIGEST: &str = "8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717";
     pub const INVENTORY_DIGEST: &str = "14d161adf7dd2d5a67059273b3056f926b639f839a9bda53ec75a55d93c9b964";
-    pub const POLICY_DIGEST: &str = "6d57e952f8ad3f852b793bba1a63b0dfb7ffd696fcab1edb072ebcbcdde6b4d9";
-    pub const GATES: &str = "gates NOT passed: 31/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 714 rows (p95 regret 5.76%, geomean 0.85%; decode 119 rows p95 16.20% geomean 3.87%; grouped 595 rows p95 1.40% geomean 0.26%)";
+    pub const POLICY_DIGEST: &str = "0ba3c92dac5c6dfa87b2aefd3d0e9508e48a4b0877acbe81912ddc301bf401fc";
+    pub const GATES: &str = "gates NOT passed: 31/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 714 rows (p95 regret 5.91%, geomean 0.85%; decode 119 rows p95 15.58% geomean 3.88%; grouped 595 rows p95 1.40% geomean 0.26%)";
     pub const GENERATOR: &str = "vnni-generator 0.1.0 templates 72942bff8639a3fa";
 }
 
@@ -127,48 +127,49 @@ pub static CANDIDATES: &[Candidate] = &[
     Candidate { id: "decode.fused.c32.kb16", family: "fused_kpar", surface: Surface::Decode, tile: 32, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 16, max_kb: 32, generic_legal: false }, // 15
     Candidate { id: "decode.fused.c32.kb32", family: "fused_kpar", surface: Surface::Decode, tile: 32, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 32, max_kb: 32, generic_legal: false }, // 16
     Candidate { id: "decode.fused.c32.kb8", family: "fused_kpar", surface: Surface::Decode, tile: 32, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 8, max_kb: 32, generic_legal: false }, // 17
-    Candidate { id: "decode.fused.c32.waves2", family: "fused_kpar", surface: Surface::Decode, tile: 32, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 2, max_kb: 32, generic_legal: true }, // 18
-    Candidate { id: "decode.kpar.tn128.cpt1.cap16", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 16, max_kb: -1, generic_legal: true }, // 19
-    Candidate { id: "decode.kpar.tn128.cpt1.cap8", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 8, max_kb: -1, generic_legal: true }, // 20
-    Candidate { id: "decode.kpar.tn128.cpt1.kb12", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 12, max_kb: -1, generic_legal: false }, // 21
-    Candidate { id: "decode.kpar.tn128.cpt1.kb16", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 16, max_kb: -1, generic_legal: false }, // 22
-    Candidate { id: "decode.kpar.tn128.cpt1.kb3", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 3, max_kb: -1, generic_legal: false }, // 23
-    Candidate { id: "decode.kpar.tn128.cpt1.kb4", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 4, max_kb: -1, generic_legal: false }, // 24
-    Candidate { id: "decode.kpar.tn128.cpt1.kb8", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 8, max_kb: -1, generic_legal: false }, // 25
-    Candidate { id: "decode.kpar.tn128.cpt1.waves1", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 1, max_kb: -1, generic_legal: true }, // 26
-    Candidate { id: "decode.kpar.tn128.cpt1.waves2", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 2, max_kb: -1, generic_legal: true }, // 27
-    Candidate { id: "decode.kpar.tn128.cpt1.waves4", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 4, max_kb: -1, generic_legal: true }, // 28
-    Candidate { id: "decode.kpar.tn256.cpt1.cap16", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 16, max_kb: -1, generic_legal: true }, // 29
-    Candidate { id: "decode.kpar.tn256.cpt1.cap8", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 8, max_kb: -1, generic_legal: true }, // 30
-    Candidate { id: "decode.kpar.tn256.cpt1.kb12", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 12, max_kb: -1, generic_legal: false }, // 31
-    Candidate { id: "decode.kpar.tn256.cpt1.kb32", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 32, max_kb: -1, generic_legal: false }, // 32
-    Candidate { id: "decode.kpar.tn256.cpt1.waves1", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 1, max_kb: -1, generic_legal: true }, // 33
-    Candidate { id: "decode.kpar.tn256.cpt1.waves2", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 2, max_kb: -1, generic_legal: true }, // 34
-    Candidate { id: "decode.kpar.tn256.cpt1.waves4", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 4, max_kb: -1, generic_legal: true }, // 35
-    Candidate { id: "decode.kpar.tn64.cpt1.cap16", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 16, max_kb: -1, generic_legal: true }, // 36
-    Candidate { id: "decode.kpar.tn64.cpt1.cap8", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 8, max_kb: -1, generic_legal: true }, // 37
-    Candidate { id: "decode.kpar.tn64.cpt1.kb12", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 12, max_kb: -1, generic_legal: false }, // 38
-    Candidate { id: "decode.kpar.tn64.cpt1.kb16", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 16, max_kb: -1, generic_legal: false }, // 39
-    Candidate { id: "decode.kpar.tn64.cpt1.kb2", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 2, max_kb: -1, generic_legal: false }, // 40
-    Candidate { id: "decode.kpar.tn64.cpt1.kb3", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 3, max_kb: -1, generic_legal: false }, // 41
-    Candidate { id: "decode.kpar.tn64.cpt1.kb4", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 4, max_kb: -1, generic_legal: false }, // 42
-    Candidate { id: "decode.kpar.tn64.cpt1.kb6", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 6, max_kb: -1, generic_legal: false }, // 43
-    Candidate { id: "decode.kpar.tn64.cpt1.waves1", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 1, max_kb: -1, generic_legal: true }, // 44
-    Candidate { id: "decode.kpar.tn64.cpt1.waves2", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 2, max_kb: -1, generic_legal: true }, // 45
-    Candidate { id: "decode.kpar.tn64.cpt1.waves4", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 4, max_kb: -1, generic_legal: true }, // 46
-    Candidate { id: "decode.wide.tn128.cpt1", family: "wide", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 47
-    Candidate { id: "decode.wide.tn128.cpt2", family: "wide", surface: Surface::Decode, tile: 128, cpt: 2, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 48
-    Candidate { id: "decode.wide.tn128.cpt4", family: "wide", surface: Surface::Decode, tile: 128, cpt: 4, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 49
-    Candidate { id: "decode.wide.tn256.cpt1", family: "wide", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 50
-    Candidate { id: "decode.wide.tn256.cpt2", family: "wide", surface: Surface::Decode, tile: 256, cpt: 2, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 51
-    Candidate { id: "decode.wide.tn256.cpt4", family: "wide", surface: Surface::Decode, tile: 256, cpt: 4, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 52
-    Candidate { id: "decode.wide.tn512.cpt1", family: "wide", surface: Surface::Decode, tile: 512, cpt: 1, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 53
-    Candidate { id: "decode.wide.tn512.cpt2", family: "wide", surface: Surface::Decode, tile: 512, cpt: 2, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 54
-    Candidate { id: "decode.wide.tn512.cpt4", family: "wide", surface: Surface::Decode, tile: 512, cpt: 4, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 55
-    Candidate { id: "grouped.rows.r16", family: "rows", surface: Surface::Grouped, tile: 128, cpt: 1, rows: 16, kb_kind: KbKind::Inherited, kb_param: 0, max_kb: -1, generic_legal: true }, // 56
-    Candidate { id: "grouped.rows.r2", family: "rows", surface: Surface::Grouped, tile: 128, cpt: 1, rows: 2, kb_kind: KbKind::Inherited, kb_param: 0, max_kb: -1, generic_legal: true }, // 57
-    Candidate { id: "grouped.rows.r4", family: "rows", surface: Surface::Grouped, tile: 128, cpt: 1, rows: 4, kb_kind: KbKind::Inherited, kb_param: 0, max_kb: -1, generic_legal: true }, // 58
-    Candidate { id: "grouped.rows.r8", family: "rows", surface: Surface::Grouped, tile: 128, cpt: 1, rows: 8, kb_kind: KbKind::Inherited, kb_param: 0, max_kb: -1, generic_legal: true }, // 59
+    Candidate { id: "decode.fused.c32.waves1", family: "fused_kpar", surface: Surface::Decode, tile: 32, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 1, max_kb: 32, generic_legal: true }, // 18
+    Candidate { id: "decode.fused.c32.waves2", family: "fused_kpar", surface: Surface::Decode, tile: 32, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 2, max_kb: 32, generic_legal: true }, // 19
+    Candidate { id: "decode.kpar.tn128.cpt1.cap16", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 16, max_kb: -1, generic_legal: true }, // 20
+    Candidate { id: "decode.kpar.tn128.cpt1.cap8", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 8, max_kb: -1, generic_legal: true }, // 21
+    Candidate { id: "decode.kpar.tn128.cpt1.kb12", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 12, max_kb: -1, generic_legal: false }, // 22
+    Candidate { id: "decode.kpar.tn128.cpt1.kb16", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 16, max_kb: -1, generic_legal: false }, // 23
+    Candidate { id: "decode.kpar.tn128.cpt1.kb3", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 3, max_kb: -1, generic_legal: false }, // 24
+    Candidate { id: "decode.kpar.tn128.cpt1.kb4", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 4, max_kb: -1, generic_legal: false }, // 25
+    Candidate { id: "decode.kpar.tn128.cpt1.kb8", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 8, max_kb: -1, generic_legal: false }, // 26
+    Candidate { id: "decode.kpar.tn128.cpt1.waves1", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 1, max_kb: -1, generic_legal: true }, // 27
+    Candidate { id: "decode.kpar.tn128.cpt1.waves2", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 2, max_kb: -1, generic_legal: true }, // 28
+    Candidate { id: "decode.kpar.tn128.cpt1.waves4", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 4, max_kb: -1, generic_legal: true }, // 29
+    Candidate { id: "decode.kpar.tn256.cpt1.cap16", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 16, max_kb: -1, generic_legal: true }, // 30
+    Candidate { id: "decode.kpar.tn256.cpt1.cap8", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 8, max_kb: -1, generic_legal: true }, // 31
+    Candidate { id: "decode.kpar.tn256.cpt1.kb12", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 12, max_kb: -1, generic_legal: false }, // 32
+    Candidate { id: "decode.kpar.tn256.cpt1.kb32", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 32, max_kb: -1, generic_legal: false }, // 33
+    Candidate { id: "decode.kpar.tn256.cpt1.waves1", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 1, max_kb: -1, generic_legal: true }, // 34
+    Candidate { id: "decode.kpar.tn256.cpt1.waves2", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 2, max_kb: -1, generic_legal: true }, // 35
+    Candidate { id: "decode.kpar.tn256.cpt1.waves4", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 4, max_kb: -1, generic_legal: true }, // 36
+    Candidate { id: "decode.kpar.tn64.cpt1.cap16", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 16, max_kb: -1, generic_legal: true }, // 37
+    Candidate { id: "decode.kpar.tn64.cpt1.cap8", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 8, max_kb: -1, generic_legal: true }, // 38
+    Candidate { id: "decode.kpar.tn64.cpt1.kb12", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 12, max_kb: -1, generic_legal: false }, // 39
+    Candidate { id: "decode.kpar.tn64.cpt1.kb16", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 16, max_kb: -1, generic_legal: false }, // 40
+    Candidate { id: "decode.kpar.tn64.cpt1.kb2", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 2, max_kb: -1, generic_legal: false }, // 41
+    Candidate { id: "decode.kpar.tn64.cpt1.kb3", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 3, max_kb: -1, generic_legal: false }, // 42
+    Candidate { id: "decode.kpar.tn64.cpt1.kb4", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 4, max_kb: -1, generic_legal: false }, // 43
+    Candidate { id: "decode.kpar.tn64.cpt1.kb6", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 6, max_kb: -1, generic_legal: false }, // 44
+    Candidate { id: "decode.kpar.tn64.cpt1.waves1", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 1, max_kb: -1, generic_legal: true }, // 45
+    Candidate { id: "decode.kpar.tn64.cpt1.waves2", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 2, max_kb: -1, generic_legal: true }, // 46
+    Candidate { id: "decode.kpar.tn64.cpt1.waves4", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 4, max_kb: -1, generic_legal: true }, // 47
+    Candidate { id: "decode.wide.tn128.cpt1", family: "wide", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 48
+    Candidate { id: "decode.wide.tn128.cpt2", family: "wide", surface: Surface::Decode, tile: 128, cpt: 2, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 49
+    Candidate { id: "decode.wide.tn128.cpt4", family: "wide", surface: Surface::Decode, tile: 128, cpt: 4, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 50
+    Candidate { id: "decode.wide.tn256.cpt1", family: "wide", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 51
+    Candidate { id: "decode.wide.tn256.cpt2", family: "wide", surface: Surface::Decode, tile: 256, cpt: 2, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 52
+    Candidate { id: "decode.wide.tn256.cpt4", family: "wide", surface: Surface::Decode, tile: 256, cpt: 4, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 53
+    Candidate { id: "decode.wide.tn512.cpt1", family: "wide", surface: Surface::Decode, tile: 512, cpt: 1, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 54
+    Candidate { id: "decode.wide.tn512.cpt2", family: "wide", surface: Surface::Decode, tile: 512, cpt: 2, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 55
+    Candidate { id: "decode.wide.tn512.cpt4", family: "wide", surface: Surface::Decode, tile: 512, cpt: 4, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 56
+    Candidate { id: "grouped.rows.r16", family: "rows", surface: Surface::Grouped, tile: 128, cpt: 1, rows: 16, kb_kind: KbKind::Inherited, kb_param: 0, max_kb: -1, generic_legal: true }, // 57
+    Candidate { id: "grouped.rows.r2", family: "rows", surface: Surface::Grouped, tile: 128, cpt: 1, rows: 2, kb_kind: KbKind::Inherited, kb_param: 0, max_kb: -1, generic_legal: true }, // 58
+    Candidate { id: "grouped.rows.r4", family: "rows", surface: Surface::Grouped, tile: 128, cpt: 1, rows: 4, kb_kind: KbKind::Inherited, kb_param: 0, max_kb: -1, generic_legal: true }, // 59
+    Candidate { id: "grouped.rows.r8", family: "rows", surface: Surface::Grouped, tile: 128, cpt: 1, rows: 8, kb_kind: KbKind::Inherited, kb_param: 0, max_kb: -1, generic_legal: true }, // 60
 ];
 
 /// ceil(a / b) without the overflow of (a + b - 1) / b: a >= 0, b >= 1.
@@ -232,62 +233,194 @@ static DOMAIN_TABLE: &[usize] = &[
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_0(n: i64, k: i64) -> usize {
     if k <= 7679 {
-        if n <= 8959 {
-            if n <= 4479 {
+        if n <= 9471 {
+            if n <= 4223 {
                 if k <= 639 {
-                    return 4; // decode.fused.c16.cap8
+                    if k <= 383 {
+                        if n <= 295 {
+                            return 10; // decode.fused.c16.waves1
+                        } else {
+                            return 4; // decode.fused.c16.cap8
+                        }
+                    } else {
+                        if n <= 295 {
+                            return 10; // decode.fused.c16.waves1
+                        } else {
+                            return 11; // decode.fused.c32.cap16
+                        }
+                    }
                 } else {
-                    return 3; // decode.fused.c16.cap32
+                    if n <= 3519 {
+                        return 3; // decode.fused.c16.cap32
+                    } else {
+                        if k <= 1919 {
+                            if k <= 1151 {
+                                return 12; // decode.fused.c32.cap32
+                            } else {
+                                return 3; // decode.fused.c16.cap32
+                            }
+                        } else {
+                            return 12; // decode.fused.c32.cap32
+                        }
+                    }
                 }
             } else {
-                if n <= 6519 {
-                    return 2; // decode.fused.c16.cap16
+                if n <= 6271 {
+                    if k <= 895 {
+                        return 3; // decode.fused.c16.cap32
+                    } else {
+                        return 2; // decode.fused.c16.cap16
+                    }
                 } else {
-                    return 11; // decode.fused.c32.cap16
+                    if n <= 8447 {
+                        return 11; // decode.fused.c32.cap16
+                    } else {
+                        if k <= 3327 {
+                            if k <= 2815 {
+                                if k <= 2303 {
+                                    if k <= 1407 {
+                                        return 2; // decode.fused.c16.cap16
+                                    } else {
+                                        return 4; // decode.fused.c16.cap8
+                                    }
+                                } else {
+                                    return 13; // decode.fused.c32.cap8
+                                }
+                            } else {
+                                return 3; // decode.fused.c16.cap32
+                            }
+                        } else {
+                            if k <= 3839 {
+                                return 13; // decode.fused.c32.cap8
+                            } else {
+                                if k <= 4607 {
+                                    return 3; // decode.fused.c16.cap32
+                                } else {
+                                    return 21; // decode.kpar.tn128.cpt1.cap8
+                                }
+                            }
+                        }
+                    }
                 }
             }
         } else {
-            if n <= 19215 {
-                if n <= 13031 {
-                    return 13; // decode.fused.c32.cap8
+            if n <= 19199 {
+                if n <= 12543 {
+                    if k <= 5631 {
+                        if k <= 1663 {
+                            if n <= 10495 {
+                                return 4; // decode.fused.c16.cap8
+                            } else {
+                                return 13; // decode.fused.c32.cap8
+                            }
+                        } else {
+                            return 13; // decode.fused.c32.cap8
+                        }
+                    } else {
+                        if n <= 11519 {
+                            if n <= 10495 {
+                                return 21; // decode.kpar.tn128.cpt1.cap8
+                            } else {
+                                return 38; // decode.kpar.tn64.cpt1.cap8
+                            }
+                        } else {
+                            if k <= 6655 {
+                                return 13; // decode.fused.c32.cap8
+                            } else {
+                                return 31; // decode.kpar.tn256.cpt1.cap8
+                            }
+                        }
+                    }
                 } else {
                     return 4; // decode.fused.c16.cap8
                 }
             } else {
-                if k <= 3455 {
-                    return 11; // decode.fused.c32.cap16
+                if n <= 50175 {
+                    if k <= 3327 {
+                        if n <= 20991 {
+                            return 11; // decode.fused.c32.cap16
+                        } else {
+                            return 2; // decode.fused.c16.cap16
+                        }
+                    } else {
+                        return 29; // decode.kpar.tn128.cpt1.waves4
+                    }
                 } else {
-                    return 28; // decode.kpar.tn128.cpt1.waves4
+                    return 54; // decode.wide.tn512.cpt1
                 }
             }
         }
     } else {
-        if n <= 52127 {
-            if n <= 559 {
-                if k <= 26111 {
-                    return 33; // decode.kpar.tn256.cpt1.waves1
+        if n <= 50175 {
+            if n <= 527 {
+                if k <= 26623 {
+                    return 34; // decode.kpar.tn256.cpt1.waves1
                 } else {
-                    return 34; // decode.kpar.tn256.cpt1.waves2
+                    if n <= 263 {
+                        return 34; // decode.kpar.tn256.cpt1.waves1
+                    } else {
+                        if n <= 455 {
+                            return 35; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            if k <= 30719 {
+                                if n <= 487 {
+                                    return 35; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                return 29; // decode.kpar.tn128.cpt1.waves4
+                            }
+                        }
+                    }
                 }
             } else {
-                if n <= 815 {
-                    return 34; // decode.kpar.tn256.cpt1.waves2
+                if n <= 911 {
+                    if k <= 13311 {
+                        if n <= 783 {
+                            return 34; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            if k <= 9215 {
+                                return 34; // decode.kpar.tn256.cpt1.waves1
+                            } else {
+                                return 35; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        }
+                    } else {
+                        if k <= 26623 {
+                            return 35; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    }
                 } else {
-                    return 28; // decode.kpar.tn128.cpt1.waves4
+                    return 29; // decode.kpar.tn128.cpt1.waves4
                 }
             }
         } else {
-            if n <= 101455 {
-                if n <= 71735 {
-                    return 53; // decode.wide.tn512.cpt1
+            if n <= 100351 {
+                if n <= 67583 {
+                    if n <= 54271 {
+                        if k <= 9215 {
+                            return 4; // decode.fused.c16.cap8
+                        } else {
+                            if k <= 26623 {
+                                return 36; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                return 37; // decode.kpar.tn64.cpt1.cap16
+                            }
+                        }
+                    } else {
+                        return 54; // decode.wide.tn512.cpt1
+                    }
                 } else {
-                    return 50; // decode.wide.tn256.cpt1
+                    return 51; // decode.wide.tn256.cpt1
                 }
             } else {
-                if n <= 143471 {
-                    return 18; // decode.fused.c32.waves2
+                if n <= 135167 {
+                    return 19; // decode.fused.c32.waves2
                 } else {
-                    return 54; // decode.wide.tn512.cpt2
+                    return 55; // decode.wide.tn512.cpt2
                 }
             }
         }
@@ -297,104 +430,120 @@ fn tree_0(n: i64, k: i64) -> usize {
 // domain 1: nl4 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_1(n: i64, k: i64) -> usize {
-    if n <= 95495 {
-        if n <= 60319 {
-            if k <= 1663 {
-                if n <= 47743 {
-                    if n <= 4479 {
-                        if n <= 3767 {
-                            return 44; // decode.kpar.tn64.cpt1.waves1
-                        } else {
-                            return 3; // decode.fused.c16.cap32
-                        }
+    if n <= 96255 {
+        if n <= 56319 {
+            if k <= 1919 {
+                if n <= 4223 {
+                    if n <= 4031 {
+                        return 45; // decode.kpar.tn64.cpt1.waves1
                     } else {
-                        if n <= 35863 {
-                            return 4; // decode.fused.c16.cap8
-                        } else {
-                            return 13; // decode.fused.c32.cap8
-                        }
+                        return 3; // decode.fused.c16.cap32
                     }
                 } else {
-                    if n <= 52127 {
+                    if n <= 5503 {
                         if k <= 383 {
-                            return 46; // decode.kpar.tn64.cpt1.waves4
+                            return 4; // decode.fused.c16.cap8
                         } else {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
+                            return 2; // decode.fused.c16.cap16
                         }
                     } else {
-                        return 4; // decode.fused.c16.cap8
+                        if n <= 6271 {
+                            return 3; // decode.fused.c16.cap32
+                        } else {
+                            return 4; // decode.fused.c16.cap8
+                        }
                     }
                 }
             } else {
-                if n <= 52127 {
-                    if n <= 26063 {
-                        if n <= 17935 {
-                            return 4; // decode.fused.c16.cap8
-                        } else {
-                            return 20; // decode.kpar.tn128.cpt1.cap8
-                        }
+                if n <= 50175 {
+                    if n <= 18943 {
+                        return 4; // decode.fused.c16.cap8
                     } else {
-                        if n <= 47743 {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
+                        if n <= 25087 {
+                            return 38; // decode.kpar.tn64.cpt1.cap8
                         } else {
-                            return 34; // decode.kpar.tn256.cpt1.waves2
+                            return 29; // decode.kpar.tn128.cpt1.waves4
                         }
                     }
                 } else {
-                    if k <= 2303 {
+                    if k <= 3327 {
                         return 4; // decode.fused.c16.cap8
                     } else {
-                        if k <= 4479 {
-                            return 35; // decode.kpar.tn256.cpt1.waves4
+                        if k <= 4607 {
+                            return 36; // decode.kpar.tn256.cpt1.waves4
                         } else {
-                            return 37; // decode.kpar.tn64.cpt1.cap8
+                            return 38; // decode.kpar.tn64.cpt1.cap8
                         }
                     }
                 }
             }
         } else {
-            if n <= 71735 {
-                if k <= 895 {
-                    return 26; // decode.kpar.tn128.cpt1.waves1
-                } else {
-                    if k <= 3199 {
-                        return 53; // decode.wide.tn512.cpt1
+            if n <= 67583 {
+                if k <= 3327 {
+                    if k <= 895 {
+                        return 27; // decode.kpar.tn128.cpt1.waves1
                     } else {
-                        return 35; // decode.kpar.tn256.cpt1.waves4
+                        return 54; // decode.wide.tn512.cpt1
+                    }
+                } else {
+                    if n <= 58367 {
+                        if k <= 4607 {
+                            return 36; // decode.kpar.tn256.cpt1.waves4
+                        } else {
+                            return 38; // decode.kpar.tn64.cpt1.cap8
+                        }
+                    } else {
+                        return 36; // decode.kpar.tn256.cpt1.waves4
                     }
                 }
             } else {
-                if k <= 639 {
-                    if n <= 85311 {
-                        return 26; // decode.kpar.tn128.cpt1.waves1
+                if n <= 92159 {
+                    if k <= 639 {
+                        if n <= 83967 {
+                            return 27; // decode.kpar.tn128.cpt1.waves1
+                        } else {
+                            return 46; // decode.kpar.tn64.cpt1.waves2
+                        }
                     } else {
-                        return 45; // decode.kpar.tn64.cpt1.waves2
+                        return 47; // decode.kpar.tn64.cpt1.waves4
                     }
                 } else {
-                    return 46; // decode.kpar.tn64.cpt1.waves4
+                    if k <= 7679 {
+                        return 0; // decode.direct.tn32.cpt1
+                    } else {
+                        return 35; // decode.kpar.tn256.cpt1.waves2
+                    }
                 }
             }
         }
     } else {
-        if n <= 153967 {
-            if n <= 104263 {
+        if n <= 153855 {
+            if n <= 100351 {
                 if k <= 639 {
-                    return 45; // decode.kpar.tn64.cpt1.waves2
+                    return 46; // decode.kpar.tn64.cpt1.waves2
                 } else {
-                    if k <= 1663 {
-                        return 33; // decode.kpar.tn256.cpt1.waves1
+                    if k <= 4607 {
+                        return 34; // decode.kpar.tn256.cpt1.waves1
                     } else {
-                        return 26; // decode.kpar.tn128.cpt1.waves1
+                        return 35; // decode.kpar.tn256.cpt1.waves2
                     }
                 }
             } else {
-                return 48; // decode.wide.tn128.cpt2
+                if k <= 7679 {
+                    return 49; // decode.wide.tn128.cpt2
+                } else {
+                    if n <= 120831 {
+                        return 38; // decode.kpar.tn64.cpt1.cap8
+                    } else {
+                        return 49; // decode.wide.tn128.cpt2
+                    }
+                }
             }
         } else {
-            if n <= 234375 {
-                return 51; // decode.wide.tn256.cpt2
+            if n <= 241663 {
+                return 52; // decode.wide.tn256.cpt2
             } else {
-                return 54; // decode.wide.tn512.cpt2
+                return 55; // decode.wide.tn512.cpt2
             }
         }
     }
@@ -403,38 +552,38 @@ fn tree_1(n: i64, k: i64) -> usize {
 // domain 2: nl4 graph M bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_2(n: i64, k: i64) -> usize {
-    return 57; // grouped.rows.r2
+    return 58; // grouped.rows.r2
 }
 
 // domain 3: nl4 graph M bucket 2
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_3(n: i64, k: i64) -> usize {
-    return 58; // grouped.rows.r4
+    return 59; // grouped.rows.r4
 }
 
 // domain 4: nl4 graph M bucket 3
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_4(n: i64, k: i64) -> usize {
-    return 59; // grouped.rows.r8
+    return 60; // grouped.rows.r8
 }
 
 // domain 5: nl4 graph M bucket 4
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_5(n: i64, k: i64) -> usize {
-    return 56; // grouped.rows.r16
+    return 57; // grouped.rows.r16
 }
 
 // domain 6: nl4 graph M bucket 5
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_6(n: i64, k: i64) -> usize {
-    return 56; // grouped.rows.r16
+    return 57; // grouped.rows.r16
 }
 
 // domain 7: s4 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_7(n: i64, k: i64) -> usize {
-    if k <= 8959 {
-        if n <= 4479 {
+    if k <= 9215 {
+        if n <= 4223 {
             if k <= 1663 {
                 if k <= 383 {
                     return 13; // decode.fused.c32.cap8
@@ -442,47 +591,47 @@ fn tree_7(n: i64, k: i64) -> usize {
                     return 11; // decode.fused.c32.cap16
                 }
             } else {
-                if n <= 2495 {
+                if n <= 3007 {
                     return 3; // decode.fused.c16.cap32
                 } else {
                     return 12; // decode.fused.c32.cap32
                 }
             }
         } else {
-            if n <= 8959 {
+            if n <= 8447 {
                 if k <= 2303 {
                     return 11; // decode.fused.c32.cap16
                 } else {
                     return 2; // decode.fused.c16.cap16
                 }
             } else {
-                if n <= 19215 {
+                if n <= 19199 {
                     return 4; // decode.fused.c16.cap8
                 } else {
-                    return 28; // decode.kpar.tn128.cpt1.waves4
+                    return 29; // decode.kpar.tn128.cpt1.waves4
                 }
             }
         }
     } else {
-        if n <= 85311 {
-            if n <= 815 {
-                if n <= 743 {
-                    return 27; // decode.kpar.tn128.cpt1.waves2
+        if n <= 92159 {
+            if n <= 783 {
+                if k <= 30719 {
+                    return 28; // decode.kpar.tn128.cpt1.waves2
                 } else {
-                    return 26; // decode.kpar.tn128.cpt1.waves1
+                    return 35; // decode.kpar.tn256.cpt1.waves2
                 }
             } else {
-                if n <= 47743 {
-                    return 28; // decode.kpar.tn128.cpt1.waves4
+                if n <= 54271 {
+                    return 29; // decode.kpar.tn128.cpt1.waves4
                 } else {
-                    return 53; // decode.wide.tn512.cpt1
+                    return 28; // decode.kpar.tn128.cpt1.waves2
                 }
             }
         } else {
-            if n <= 101455 {
-                return 27; // decode.kpar.tn128.cpt1.waves2
+            if n <= 100351 {
+                return 28; // decode.kpar.tn128.cpt1.waves2
             } else {
-                return 54; // decode.wide.tn512.cpt2
+                return 55; // decode.wide.tn512.cpt2
             }
         }
     }
@@ -491,122 +640,242 @@ fn tree_7(n: i64, k: i64) -> usize {
 // domain 8: s4 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_8(n: i64, k: i64) -> usize {
-    if k <= 639 {
-        if n <= 104263 {
-            if n <= 52127 {
-                if n <= 42647 {
-                    if n <= 8967 {
-                        return 44; // decode.kpar.tn64.cpt1.waves1
-                    } else {
-                        if n <= 17935 {
-                            return 4; // decode.fused.c16.cap8
-                        } else {
-                            return 1; // decode.direct.tn64.cpt1
-                        }
-                    }
+    if n <= 100351 {
+        if k <= 639 {
+            if n * k <= 12845055 {
+                if n <= 8447 {
+                    return 45; // decode.kpar.tn64.cpt1.waves1
                 } else {
-                    if n <= 47743 {
-                        return 0; // decode.direct.tn32.cpt1
+                    if n * 1024 / k <= 33352 {
+                        return 4; // decode.fused.c16.cap8
                     } else {
-                        return 47; // decode.wide.tn128.cpt1
+                        if n <= 48127 {
+                            if n <= 39935 {
+                                return 1; // decode.direct.tn64.cpt1
+                            } else {
+                                return 0; // decode.direct.tn32.cpt1
+                            }
+                        } else {
+                            return 48; // decode.wide.tn128.cpt1
+                        }
                     }
                 }
             } else {
-                if n <= 71735 {
-                    return 0; // decode.direct.tn32.cpt1
-                } else {
-                    if n <= 95495 {
-                        if n <= 85311 {
-                            return 1; // decode.direct.tn64.cpt1
-                        } else {
-                            return 44; // decode.kpar.tn64.cpt1.waves1
-                        }
+                if n <= 75775 {
+                    if n <= 29183 {
+                        return 1; // decode.direct.tn64.cpt1
                     } else {
                         return 0; // decode.direct.tn32.cpt1
+                    }
+                } else {
+                    if n * 1024 / k <= 189234 {
+                        if n <= 83967 {
+                            return 1; // decode.direct.tn64.cpt1
+                        } else {
+                            return 45; // decode.kpar.tn64.cpt1.waves1
+                        }
+                    } else {
+                        if n * 1024 / k <= 346794 {
+                            return 1; // decode.direct.tn64.cpt1
+                        } else {
+                            return 45; // decode.kpar.tn64.cpt1.waves1
+                        }
                     }
                 }
             }
         } else {
-            if n <= 190983 {
-                if n <= 119239 {
-                    return 51; // decode.wide.tn256.cpt2
-                } else {
-                    return 48; // decode.wide.tn128.cpt2
-                }
-            } else {
-                if n <= 234375 {
-                    return 51; // decode.wide.tn256.cpt2
-                } else {
-                    return 54; // decode.wide.tn512.cpt2
-                }
-            }
-        }
-    } else {
-        if n <= 104263 {
-            if n <= 17935 {
-                if n <= 8967 {
-                    return 44; // decode.kpar.tn64.cpt1.waves1
+            if n <= 18943 {
+                if n <= 8447 {
+                    return 45; // decode.kpar.tn64.cpt1.waves1
                 } else {
                     return 4; // decode.fused.c16.cap8
                 }
             } else {
-                if n <= 52127 {
-                    if k <= 1151 {
-                        if n <= 26063 {
-                            return 46; // decode.kpar.tn64.cpt1.waves4
+                if n <= 50175 {
+                    if n * 1024 / k <= 30924 {
+                        if n * k <= 25427967 {
+                            if n * 1024 / k <= 23653 {
+                                return 29; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                if n <= 23039 {
+                                    return 2; // decode.fused.c16.cap16
+                                } else {
+                                    return 28; // decode.kpar.tn128.cpt1.waves2
+                                }
+                            }
                         } else {
-                            return 0; // decode.direct.tn32.cpt1
+                            if k <= 1151 {
+                                if n <= 27135 {
+                                    return 29; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 4; // decode.fused.c16.cap8
+                                }
+                            } else {
+                                return 29; // decode.kpar.tn128.cpt1.waves4
+                            }
                         }
                     } else {
-                        return 28; // decode.kpar.tn128.cpt1.waves4
+                        if n <= 35839 {
+                            if n <= 26111 {
+                                return 1; // decode.direct.tn64.cpt1
+                            } else {
+                                return 4; // decode.fused.c16.cap8
+                            }
+                        } else {
+                            if n <= 48127 {
+                                return 0; // decode.direct.tn32.cpt1
+                            } else {
+                                if k <= 1151 {
+                                    return 48; // decode.wide.tn128.cpt1
+                                } else {
+                                    return 0; // decode.direct.tn32.cpt1
+                                }
+                            }
+                        }
                     }
                 } else {
-                    if n <= 85311 {
-                        if n <= 71735 {
-                            return 45; // decode.kpar.tn64.cpt1.waves2
+                    if n <= 83967 {
+                        if n * 1024 / k <= 38570 {
+                            if n <= 60415 {
+                                if n * k <= 95944703 {
+                                    return 0; // decode.direct.tn32.cpt1
+                                } else {
+                                    return 47; // decode.kpar.tn64.cpt1.waves4
+                                }
+                            } else {
+                                if n <= 67583 {
+                                    return 27; // decode.kpar.tn128.cpt1.waves1
+                                } else {
+                                    return 0; // decode.direct.tn32.cpt1
+                                }
+                            }
                         } else {
-                            return 0; // decode.direct.tn32.cpt1
+                            if n <= 79871 {
+                                return 0; // decode.direct.tn32.cpt1
+                            } else {
+                                if k <= 1151 {
+                                    return 45; // decode.kpar.tn64.cpt1.waves1
+                                } else {
+                                    return 27; // decode.kpar.tn128.cpt1.waves1
+                                }
+                            }
                         }
                     } else {
-                        if n <= 95495 {
-                            return 44; // decode.kpar.tn64.cpt1.waves1
+                        if n * k <= 373293055 {
+                            if n <= 96255 {
+                                return 45; // decode.kpar.tn64.cpt1.waves1
+                            } else {
+                                if k <= 2815 {
+                                    return 1; // decode.direct.tn64.cpt1
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
                         } else {
-                            return 33; // decode.kpar.tn256.cpt1.waves1
+                            if n <= 92159 {
+                                if k <= 9215 {
+                                    return 45; // decode.kpar.tn64.cpt1.waves1
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                return 29; // decode.kpar.tn128.cpt1.waves4
+                            }
                         }
                     }
                 }
             }
-        } else {
-            if n <= 208519 {
-                if n <= 141503 {
-                    return 54; // decode.wide.tn512.cpt2
-                } else {
-                    if n <= 170615 {
-                        if n <= 151999 {
-                            return 48; // decode.wide.tn128.cpt2
+        }
+    } else {
+        if n <= 184319 {
+            if n <= 135167 {
+                if n * k <= 61603839 {
+                    if n <= 127615 {
+                        if n <= 108543 {
+                            return 49; // decode.wide.tn128.cpt2
                         } else {
-                            return 51; // decode.wide.tn256.cpt2
+                            return 52; // decode.wide.tn256.cpt2
                         }
                     } else {
-                        if k <= 4479 {
-                            return 48; // decode.wide.tn128.cpt2
+                        return 49; // decode.wide.tn128.cpt2
+                    }
+                } else {
+                    if n * k <= 82837503 {
+                        return 52; // decode.wide.tn256.cpt2
+                    } else {
+                        return 55; // decode.wide.tn512.cpt2
+                    }
+                }
+            } else {
+                if n * k <= 2424307711 {
+                    if n * 1024 / k <= 10093 {
+                        return 38; // decode.kpar.tn64.cpt1.cap8
+                    } else {
+                        if n * k <= 2222981119 {
+                            if n <= 167935 {
+                                if n <= 151999 {
+                                    return 49; // decode.wide.tn128.cpt2
+                                } else {
+                                    return 52; // decode.wide.tn256.cpt2
+                                }
+                            } else {
+                                if n * 1024 / k <= 99941 {
+                                    return 29; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 49; // decode.wide.tn128.cpt2
+                                }
+                            }
                         } else {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
+                            return 36; // decode.kpar.tn256.cpt1.waves4
+                        }
+                    }
+                } else {
+                    if n <= 167935 {
+                        return 36; // decode.kpar.tn256.cpt1.waves4
+                    } else {
+                        return 29; // decode.kpar.tn128.cpt1.waves4
+                    }
+                }
+            }
+        } else {
+            if n <= 200703 {
+                if n * 1024 / k <= 125999 {
+                    if n * k <= 338690047 {
+                        return 45; // decode.kpar.tn64.cpt1.waves1
+                    } else {
+                        return 29; // decode.kpar.tn128.cpt1.waves4
+                    }
+                } else {
+                    if n <= 192511 {
+                        return 45; // decode.kpar.tn64.cpt1.waves1
+                    } else {
+                        if k <= 639 {
+                            return 52; // decode.wide.tn256.cpt2
+                        } else {
+                            return 55; // decode.wide.tn512.cpt2
                         }
                     }
                 }
             } else {
-                if n <= 234375 {
-                    return 49; // decode.wide.tn128.cpt4
+                if n <= 247039 {
+                    if k <= 383 {
+                        return 49; // decode.wide.tn128.cpt2
+                    } else {
+                        return 50; // decode.wide.tn128.cpt4
+                    }
                 } else {
-                    if k <= 4991 {
-                        if n <= 255231 {
-                            return 48; // decode.wide.tn128.cpt2
+                    if n * k <= 6341787647 {
+                        if n <= 251135 {
+                            return 49; // decode.wide.tn128.cpt2
                         } else {
-                            return 54; // decode.wide.tn512.cpt2
+                            if k <= 383 {
+                                return 52; // decode.wide.tn256.cpt2
+                            } else {
+                                return 55; // decode.wide.tn512.cpt2
+                            }
                         }
                     } else {
-                        return 35; // decode.kpar.tn256.cpt1.waves4
+                        return 36; // decode.kpar.tn256.cpt1.waves4
                     }
                 }
             }
@@ -617,16 +886,16 @@ fn tree_8(n: i64, k: i64) -> usize {
 // domain 9: s4 graph M bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_9(n: i64, k: i64) -> usize {
-    return 57; // grouped.rows.r2
+    return 58; // grouped.rows.r2
 }
 
 // domain 10: s4 graph M bucket 2
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_10(n: i64, k: i64) -> usize {
     if n <= 1791 {
-        return 57; // grouped.rows.r2
+        return 58; // grouped.rows.r2
     } else {
-        return 58; // grouped.rows.r4
+        return 59; // grouped.rows.r4
     }
 }
 
@@ -634,9 +903,9 @@ fn tree_10(n: i64, k: i64) -> usize {
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_11(n: i64, k: i64) -> usize {
     if n <= 2303 {
-        return 58; // grouped.rows.r4
+        return 59; // grouped.rows.r4
     } else {
-        return 59; // grouped.rows.r8
+        return 60; // grouped.rows.r8
     }
 }
 
@@ -646,245 +915,161 @@ fn tree_12(n: i64, k: i64) -> usize {
     if n <= 113279 {
         if n <= 81919 {
             if n <= 895 {
-                return 58; // grouped.rows.r4
+                return 59; // grouped.rows.r4
             } else {
-                return 56; // grouped.rows.r16
+                return 57; // grouped.rows.r16
             }
         } else {
-            return 59; // grouped.rows.r8
+            return 60; // grouped.rows.r8
         }
     } else {
-        return 56; // grouped.rows.r16
+        return 57; // grouped.rows.r16
     }
 }
 
 // domain 13: s4 graph M bucket 5
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_13(n: i64, k: i64) -> usize {
-    return 56; // grouped.rows.r16
+    return 57; // grouped.rows.r16
 }
 
 // domain 14: s5 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_14(n: i64, k: i64) -> usize {
-    if k <= 6527 {
-        if n <= 4479 {
+    if k <= 5631 {
+        if n <= 4223 {
             if k <= 639 {
                 if k <= 383 {
-                    return 4; // decode.fused.c16.cap8
+                    if n <= 295 {
+                        return 10; // decode.fused.c16.waves1
+                    } else {
+                        return 4; // decode.fused.c16.cap8
+                    }
                 } else {
                     return 11; // decode.fused.c32.cap16
                 }
             } else {
-                if n <= 471 {
+                if n <= 343 {
                     if k <= 2303 {
                         return 3; // decode.fused.c16.cap32
                     } else {
-                        if k <= 4991 {
-                            return 26; // decode.kpar.tn128.cpt1.waves1
-                        } else {
-                            if n <= 335 {
-                                return 26; // decode.kpar.tn128.cpt1.waves1
-                            } else {
-                                return 33; // decode.kpar.tn256.cpt1.waves1
-                            }
-                        }
+                        return 27; // decode.kpar.tn128.cpt1.waves1
                     }
                 } else {
                     return 3; // decode.fused.c16.cap32
                 }
             }
         } else {
-            if n <= 10663 {
+            if n <= 10495 {
                 if k <= 895 {
                     return 3; // decode.fused.c16.cap32
                 } else {
                     return 2; // decode.fused.c16.cap16
                 }
             } else {
-                if n <= 21327 {
+                if n <= 20991 {
                     if n <= 16895 {
                         return 13; // decode.fused.c32.cap8
                     } else {
-                        if n <= 19215 {
+                        if n <= 19199 {
                             return 4; // decode.fused.c16.cap8
                         } else {
                             return 13; // decode.fused.c32.cap8
                         }
                     }
                 } else {
-                    if n <= 23871 {
-                        if k <= 4479 {
-                            return 11; // decode.fused.c32.cap16
+                    if n <= 25087 {
+                        if n <= 22015 {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
                         } else {
-                            return 37; // decode.kpar.tn64.cpt1.cap8
+                            return 11; // decode.fused.c32.cap16
                         }
                     } else {
-                        if k <= 6015 {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
+                        if n <= 33791 {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
                         } else {
-                            return 35; // decode.kpar.tn256.cpt1.waves4
+                            return 13; // decode.fused.c32.cap8
                         }
                     }
                 }
             }
         }
     } else {
-        if n <= 52127 {
-            if n <= 815 {
-                if k <= 26111 {
-                    if n <= 743 {
-                        return 33; // decode.kpar.tn256.cpt1.waves1
+        if n <= 32255 {
+            if n <= 783 {
+                if k <= 26623 {
+                    if n <= 751 {
+                        return 34; // decode.kpar.tn256.cpt1.waves1
                     } else {
-                        return 27; // decode.kpar.tn128.cpt1.waves2
+                        if k <= 16895 {
+                            return 34; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            return 35; // decode.kpar.tn256.cpt1.waves2
+                        }
                     }
                 } else {
-                    if n <= 335 {
-                        if n <= 279 {
-                            return 33; // decode.kpar.tn256.cpt1.waves1
-                        } else {
-                            return 27; // decode.kpar.tn128.cpt1.waves2
-                        }
+                    if n <= 311 {
+                        return 34; // decode.kpar.tn256.cpt1.waves1
                     } else {
-                        return 34; // decode.kpar.tn256.cpt1.waves2
+                        return 35; // decode.kpar.tn256.cpt1.waves2
                     }
                 }
             } else {
-                if n <= 2239 {
-                    if k <= 7039 {
-                        if n <= 1495 {
-                            return 33; // decode.kpar.tn256.cpt1.waves1
+                if k <= 6655 {
+                    if n <= 4223 {
+                        if n <= 1503 {
+                            return 34; // decode.kpar.tn256.cpt1.waves1
                         } else {
                             return 3; // decode.fused.c16.cap32
                         }
                     } else {
-                        return 34; // decode.kpar.tn256.cpt1.waves2
+                        if n <= 10495 {
+                            return 2; // decode.fused.c16.cap16
+                        } else {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
+                        }
                     }
                 } else {
-                    if n <= 4479 {
-                        if k <= 19199 {
-                            if n <= 3255 {
-                                if k <= 8959 {
-                                    return 3; // decode.fused.c16.cap32
-                                } else {
-                                    if n <= 2495 {
-                                        return 28; // decode.kpar.tn128.cpt1.waves4
-                                    } else {
-                                        return 34; // decode.kpar.tn256.cpt1.waves2
-                                    }
-                                }
-                            } else {
-                                if k <= 16895 {
-                                    return 3; // decode.fused.c16.cap32
-                                } else {
-                                    return 12; // decode.fused.c32.cap32
-                                }
-                            }
+                    if n <= 1567 {
+                        if k <= 9215 {
+                            return 34; // decode.kpar.tn256.cpt1.waves1
                         } else {
-                            if n <= 3511 {
-                                return 28; // decode.kpar.tn128.cpt1.waves4
-                            } else {
-                                if k <= 28159 {
-                                    return 29; // decode.kpar.tn256.cpt1.cap16
-                                } else {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                }
-                            }
+                            return 35; // decode.kpar.tn256.cpt1.waves2
                         }
                     } else {
-                        if n <= 5967 {
-                            if n <= 4991 {
-                                if k <= 9983 {
-                                    return 19; // decode.kpar.tn128.cpt1.cap16
-                                } else {
-                                    return 36; // decode.kpar.tn64.cpt1.cap16
-                                }
-                            } else {
-                                return 19; // decode.kpar.tn128.cpt1.cap16
-                            }
+                        if n <= 16895 {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
                         } else {
-                            if n <= 10663 {
-                                if n <= 6519 {
-                                    if k <= 8959 {
-                                        return 34; // decode.kpar.tn256.cpt1.waves2
-                                    } else {
-                                        return 29; // decode.kpar.tn256.cpt1.cap16
-                                    }
-                                } else {
-                                    if n <= 8959 {
-                                        if k <= 28159 {
-                                            return 2; // decode.fused.c16.cap16
-                                        } else {
-                                            return 28; // decode.kpar.tn128.cpt1.waves4
-                                        }
-                                    } else {
-                                        if k <= 9983 {
-                                            return 2; // decode.fused.c16.cap16
-                                        } else {
-                                            return 20; // decode.kpar.tn128.cpt1.cap8
-                                        }
-                                    }
-                                }
-                            } else {
-                                if n <= 13031 {
-                                    if n <= 11935 {
-                                        return 37; // decode.kpar.tn64.cpt1.cap8
-                                    } else {
-                                        return 30; // decode.kpar.tn256.cpt1.cap8
-                                    }
-                                } else {
-                                    if n <= 21327 {
-                                        if k <= 21375 {
-                                            return 13; // decode.fused.c32.cap8
-                                        } else {
-                                            if n <= 16895 {
-                                                if n <= 14055 {
-                                                    return 36; // decode.kpar.tn64.cpt1.cap16
-                                                } else {
-                                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                                }
-                                            } else {
-                                                return 20; // decode.kpar.tn128.cpt1.cap8
-                                            }
-                                        }
-                                    } else {
-                                        if n <= 26063 {
-                                            if n <= 23871 {
-                                                if k <= 8959 {
-                                                    return 37; // decode.kpar.tn64.cpt1.cap8
-                                                } else {
-                                                    return 20; // decode.kpar.tn128.cpt1.cap8
-                                                }
-                                            } else {
-                                                return 30; // decode.kpar.tn256.cpt1.cap8
-                                            }
-                                        } else {
-                                            if n <= 47743 {
-                                                if n <= 42647 {
-                                                    return 35; // decode.kpar.tn256.cpt1.waves4
-                                                } else {
-                                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                                }
-                                            } else {
-                                                return 34; // decode.kpar.tn256.cpt1.waves2
-                                            }
-                                        }
-                                    }
-                                }
-                            }
+                            return 21; // decode.kpar.tn128.cpt1.cap8
                         }
                     }
                 }
             }
         } else {
-            if n <= 101455 {
-                if n <= 71735 {
-                    return 53; // decode.wide.tn512.cpt1
+            if n <= 100351 {
+                if n <= 67583 {
+                    if n <= 44031 {
+                        if n <= 37887 {
+                            return 21; // decode.kpar.tn128.cpt1.cap8
+                        } else {
+                            return 36; // decode.kpar.tn256.cpt1.waves4
+                        }
+                    } else {
+                        if n <= 50175 {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 54; // decode.wide.tn512.cpt1
+                        }
+                    }
                 } else {
-                    return 33; // decode.kpar.tn256.cpt1.waves1
+                    if n <= 75775 {
+                        return 28; // decode.kpar.tn128.cpt1.waves2
+                    } else {
+                        return 34; // decode.kpar.tn256.cpt1.waves1
+                    }
                 }
             } else {
-                return 54; // decode.wide.tn512.cpt2
+                return 55; // decode.wide.tn512.cpt2
             }
         }
     }
@@ -893,56 +1078,52 @@ fn tree_14(n: i64, k: i64) -> usize {
 // domain 15: s5 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_15(n: i64, k: i64) -> usize {
-    if n <= 60319 {
-        if k <= 2303 {
-            if n <= 6343 {
-                if n <= 2663 {
-                    return 18; // decode.fused.c32.waves2
-                } else {
+    if n <= 104447 {
+        if n <= 62463 {
+            if k <= 2303 {
+                if n <= 6271 {
                     return 3; // decode.fused.c16.cap32
+                } else {
+                    return 4; // decode.fused.c16.cap8
                 }
             } else {
-                if n <= 47743 {
-                    return 4; // decode.fused.c16.cap8
+                if n <= 58367 {
+                    return 38; // decode.kpar.tn64.cpt1.cap8
                 } else {
-                    return 27; // decode.kpar.tn128.cpt1.waves2
+                    return 54; // decode.wide.tn512.cpt1
                 }
             }
         } else {
-            if n <= 52127 {
-                if n <= 26063 {
-                    return 37; // decode.kpar.tn64.cpt1.cap8
+            if n <= 67583 {
+                if n * k <= 196607999 {
+                    return 34; // decode.kpar.tn256.cpt1.waves1
                 } else {
-                    return 28; // decode.kpar.tn128.cpt1.waves4
+                    return 54; // decode.wide.tn512.cpt1
                 }
             } else {
-                return 35; // decode.kpar.tn256.cpt1.waves4
+                if n <= 100351 {
+                    return 45; // decode.kpar.tn64.cpt1.waves1
+                } else {
+                    return 4; // decode.fused.c16.cap8
+                }
             }
         }
     } else {
-        if n <= 104263 {
-            if n <= 71735 {
-                if k <= 895 {
-                    return 33; // decode.kpar.tn256.cpt1.waves1
-                } else {
-                    return 53; // decode.wide.tn512.cpt1
-                }
+        if n * 1024 / k <= 31670 {
+            if n <= 241663 {
+                return 38; // decode.kpar.tn64.cpt1.cap8
             } else {
-                if n <= 95495 {
-                    return 44; // decode.kpar.tn64.cpt1.waves1
-                } else {
-                    return 50; // decode.wide.tn256.cpt1
-                }
+                return 50; // decode.wide.tn128.cpt4
             }
         } else {
-            if n <= 255231 {
-                if k <= 4991 {
-                    return 48; // decode.wide.tn128.cpt2
+            if n <= 217087 {
+                if n <= 135167 {
+                    return 55; // decode.wide.tn512.cpt2
                 } else {
-                    return 37; // decode.kpar.tn64.cpt1.cap8
+                    return 49; // decode.wide.tn128.cpt2
                 }
             } else {
-                return 49; // decode.wide.tn128.cpt4
+                return 50; // decode.wide.tn128.cpt4
             }
         }
     }
@@ -951,69 +1132,73 @@ fn tree_15(n: i64, k: i64) -> usize {
 // domain 16: s5 graph M bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_16(n: i64, k: i64) -> usize {
-    return 57; // grouped.rows.r2
+    return 58; // grouped.rows.r2
 }
 
 // domain 17: s5 graph M bucket 2
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_17(n: i64, k: i64) -> usize {
-    return 58; // grouped.rows.r4
+    return 59; // grouped.rows.r4
 }
 
 // domain 18: s5 graph M bucket 3
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_18(n: i64, k: i64) -> usize {
     if n <= 895 {
-        return 58; // grouped.rows.r4
+        return 59; // grouped.rows.r4
     } else {
-        return 59; // grouped.rows.r8
+        return 60; // grouped.rows.r8
     }
 }
 
 // domain 19: s5 graph M bucket 4
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_19(n: i64, k: i64) -> usize {
-    return 56; // grouped.rows.r16
+    return 57; // grouped.rows.r16
 }
 
 // domain 20: s5 graph M bucket 5
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_20(n: i64, k: i64) -> usize {
-    return 56; // grouped.rows.r16
+    return 57; // grouped.rows.r16
 }
 
 // domain 21: s6d graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_21(n: i64, k: i64) -> usize {
-    if k <= 4479 {
-        if n <= 4479 {
-            if n * 1024 / k <= 296 {
-                if n * k <= 1458175 {
-                    if n * 1024 / k <= 249 {
-                        return 26; // decode.kpar.tn128.cpt1.waves1
+    if k <= 4607 {
+        if n <= 4223 {
+            if n * 1024 / k <= 285 {
+                if n * k <= 1687551 {
+                    if k <= 1151 {
+                        return 3; // decode.fused.c16.cap32
                     } else {
-                        if n * 1024 / k <= 256 {
-                            return 3; // decode.fused.c16.cap32
+                        if n <= 591 {
+                            return 27; // decode.kpar.tn128.cpt1.waves1
                         } else {
-                            return 26; // decode.kpar.tn128.cpt1.waves1
+                            return 34; // decode.kpar.tn256.cpt1.waves1
                         }
                     }
                 } else {
-                    return 33; // decode.kpar.tn256.cpt1.waves1
+                    return 34; // decode.kpar.tn256.cpt1.waves1
                 }
             } else {
                 if k <= 639 {
                     if k <= 383 {
-                        if n <= 663 {
+                        if n <= 687 {
                             return 10; // decode.fused.c16.waves1
                         } else {
                             return 4; // decode.fused.c16.cap8
                         }
                     } else {
-                        if n <= 335 {
+                        if n <= 295 {
                             return 10; // decode.fused.c16.waves1
                         } else {
-                            return 2; // decode.fused.c16.cap16
+                            if n <= 503 {
+                                return 11; // decode.fused.c32.cap16
+                            } else {
+                                return 2; // decode.fused.c16.cap16
+                            }
                         }
                     }
                 } else {
@@ -1021,96 +1206,248 @@ fn tree_21(n: i64, k: i64) -> usize {
                 }
             }
         } else {
-            if n <= 10663 {
+            if n <= 10495 {
                 if k <= 895 {
                     return 3; // decode.fused.c16.cap32
                 } else {
-                    return 2; // decode.fused.c16.cap16
+                    if n * 1024 / k <= 1160 {
+                        return 20; // decode.kpar.tn128.cpt1.cap16
+                    } else {
+                        return 2; // decode.fused.c16.cap16
+                    }
                 }
             } else {
-                if n <= 21327 {
-                    if n * 1024 / k <= 3156 {
-                        return 30; // decode.kpar.tn256.cpt1.cap8
+                if n <= 20991 {
+                    if n * 1024 / k <= 3122 {
+                        if n <= 12031 {
+                            return 38; // decode.kpar.tn64.cpt1.cap8
+                        } else {
+                            return 31; // decode.kpar.tn256.cpt1.cap8
+                        }
                     } else {
-                        if n * k <= 25427967 {
-                            return 13; // decode.fused.c32.cap8
+                        if n * k <= 17367039 {
+                            return 3; // decode.fused.c16.cap32
                         } else {
                             return 4; // decode.fused.c16.cap8
                         }
                     }
                 } else {
-                    return 30; // decode.kpar.tn256.cpt1.cap8
+                    if n <= 25087 {
+                        if n <= 23039 {
+                            if n <= 22015 {
+                                return 29; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                return 21; // decode.kpar.tn128.cpt1.cap8
+                            }
+                        } else {
+                            return 31; // decode.kpar.tn256.cpt1.cap8
+                        }
+                    } else {
+                        if n <= 30207 {
+                            if n * 1024 / k <= 6692 {
+                                return 36; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                return 2; // decode.fused.c16.cap16
+                            }
+                        } else {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    }
                 }
             }
         }
     } else {
-        if n <= 3839 {
-            if n * k <= 9537535 {
-                if k <= 23935 {
-                    if n * k <= 1527807 {
-                        return 26; // decode.kpar.tn128.cpt1.waves1
-                    } else {
-                        if n * k <= 8488959 {
-                            return 33; // decode.kpar.tn256.cpt1.waves1
-                        } else {
-                            return 27; // decode.kpar.tn128.cpt1.waves2
-                        }
-                    }
+        if n <= 3647 {
+            if n * k <= 8683519 {
+                if n * k <= 1744895 {
+                    return 27; // decode.kpar.tn128.cpt1.waves1
                 } else {
-                    if n <= 279 {
-                        return 33; // decode.kpar.tn256.cpt1.waves1
+                    if n * k <= 8159231 {
+                        if n <= 1311 {
+                            return 34; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            if n <= 1439 {
+                                return 28; // decode.kpar.tn128.cpt1.waves2
+                            } else {
+                                return 3; // decode.fused.c16.cap32
+                            }
+                        }
                     } else {
-                        return 27; // decode.kpar.tn128.cpt1.waves2
+                        if n <= 295 {
+                            return 34; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            if k <= 5631 {
+                                return 3; // decode.fused.c16.cap32
+                            } else {
+                                if n * k <= 8224767 {
+                                    return 34; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 28; // decode.kpar.tn128.cpt1.waves2
+                                }
+                            }
+                        }
                     }
                 }
             } else {
-                if n * 1024 / k <= 304 {
-                    if n <= 3255 {
-                        if n * k <= 67174399 {
-                            return 34; // decode.kpar.tn256.cpt1.waves2
+                if n * 1024 / k <= 342 {
+                    if n <= 3135 {
+                        if n * k <= 9469951 {
+                            if n <= 327 {
+                                if n <= 295 {
+                                    return 28; // decode.kpar.tn128.cpt1.waves2
+                                } else {
+                                    return 35; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                return 28; // decode.kpar.tn128.cpt1.waves2
+                            }
                         } else {
-                            return 35; // decode.kpar.tn256.cpt1.waves4
+                            if n * k <= 69468159 {
+                                if n <= 2111 {
+                                    return 35; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    if n <= 2623 {
+                                        if k <= 9215 {
+                                            return 35; // decode.kpar.tn256.cpt1.waves2
+                                        } else {
+                                            return 29; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    } else {
+                                        return 35; // decode.kpar.tn256.cpt1.waves2
+                                    }
+                                }
+                            } else {
+                                if n <= 2623 {
+                                    return 36; // decode.kpar.tn256.cpt1.waves4
+                                } else {
+                                    return 35; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
                         }
                     } else {
-                        if n <= 3511 {
-                            return 35; // decode.kpar.tn256.cpt1.waves4
+                        if n * k <= 65798143 {
+                            if n * 1024 / k <= 278 {
+                                return 29; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                if n <= 3391 {
+                                    return 35; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 3; // decode.fused.c16.cap32
+                                }
+                            }
                         } else {
-                            return 34; // decode.kpar.tn256.cpt1.waves2
+                            if k <= 19711 {
+                                return 35; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                return 36; // decode.kpar.tn256.cpt1.waves4
+                            }
                         }
                     }
                 } else {
-                    if n * 1024 / k <= 360 {
-                        return 28; // decode.kpar.tn128.cpt1.waves4
-                    } else {
-                        return 3; // decode.fused.c16.cap32
-                    }
+                    return 3; // decode.fused.c16.cap32
                 }
             }
         } else {
-            if n <= 101455 {
-                if n <= 4479 {
-                    if k <= 15359 {
-                        return 3; // decode.fused.c16.cap32
+            if n <= 96255 {
+                if n <= 4223 {
+                    if n * 1024 / k <= 285 {
+                        return 30; // decode.kpar.tn256.cpt1.cap16
                     } else {
-                        return 29; // decode.kpar.tn256.cpt1.cap16
+                        return 3; // decode.fused.c16.cap32
                     }
                 } else {
-                    if n <= 6519 {
-                        if n <= 5967 {
-                            return 19; // decode.kpar.tn128.cpt1.cap16
+                    if n <= 6271 {
+                        if n <= 5759 {
+                            return 37; // decode.kpar.tn64.cpt1.cap16
                         } else {
-                            return 29; // decode.kpar.tn256.cpt1.cap16
+                            return 20; // decode.kpar.tn128.cpt1.cap16
                         }
                     } else {
-                        if n <= 10663 {
-                            return 2; // decode.fused.c16.cap16
+                        if n <= 12543 {
+                            if n <= 8447 {
+                                if n * 1024 / k <= 558 {
+                                    if n <= 7551 {
+                                        return 36; // decode.kpar.tn256.cpt1.waves4
+                                    } else {
+                                        if n * 1024 / k <= 503 {
+                                            return 31; // decode.kpar.tn256.cpt1.cap8
+                                        } else {
+                                            return 36; // decode.kpar.tn256.cpt1.waves4
+                                        }
+                                    }
+                                } else {
+                                    return 2; // decode.fused.c16.cap16
+                                }
+                            } else {
+                                if n * k <= 54001663 {
+                                    return 2; // decode.fused.c16.cap16
+                                } else {
+                                    if n <= 11519 {
+                                        if n <= 10495 {
+                                            return 21; // decode.kpar.tn128.cpt1.cap8
+                                        } else {
+                                            return 38; // decode.kpar.tn64.cpt1.cap8
+                                        }
+                                    } else {
+                                        return 21; // decode.kpar.tn128.cpt1.cap8
+                                    }
+                                }
+                            }
                         } else {
-                            return 19; // decode.kpar.tn128.cpt1.cap16
+                            if n <= 18687 {
+                                if n * 1024 / k <= 1910 {
+                                    if n <= 15103 {
+                                        if n * k <= 109576191 {
+                                            return 29; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 36; // decode.kpar.tn256.cpt1.waves4
+                                        }
+                                    } else {
+                                        if n * k <= 168296447 {
+                                            return 4; // decode.fused.c16.cap8
+                                        } else {
+                                            return 20; // decode.kpar.tn128.cpt1.cap16
+                                        }
+                                    }
+                                } else {
+                                    if n <= 13567 {
+                                        return 29; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        if n * 1024 / k <= 3301 {
+                                            return 4; // decode.fused.c16.cap8
+                                        } else {
+                                            return 37; // decode.kpar.tn64.cpt1.cap16
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n <= 75775 {
+                                    if n * 1024 / k <= 3778 {
+                                        if n * k <= 127926271 {
+                                            return 4; // decode.fused.c16.cap8
+                                        } else {
+                                            return 21; // decode.kpar.tn128.cpt1.cap8
+                                        }
+                                    } else {
+                                        if n <= 67583 {
+                                            return 36; // decode.kpar.tn256.cpt1.waves4
+                                        } else {
+                                            return 21; // decode.kpar.tn128.cpt1.cap8
+                                        }
+                                    }
+                                } else {
+                                    return 34; // decode.kpar.tn256.cpt1.waves1
+                                }
+                            }
                         }
                     }
                 }
             } else {
-                return 54; // decode.wide.tn512.cpt2
+                if n <= 100351 {
+                    return 34; // decode.kpar.tn256.cpt1.waves1
+                } else {
+                    return 55; // decode.wide.tn512.cpt2
+                }
             }
         }
     }
@@ -1119,139 +1456,379 @@ fn tree_21(n: i64, k: i64) -> usize {
 // domain 22: s6d graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_22(n: i64, k: i64) -> usize {
-    if n <= 60319 {
-        if k <= 2303 {
-            if n <= 6343 {
-                if n <= 3167 {
-                    return 44; // decode.kpar.tn64.cpt1.waves1
-                } else {
-                    if k <= 383 {
-                        if n <= 4479 {
+    if k <= 1919 {
+        if n <= 60415 {
+            if n <= 6271 {
+                if n * k <= 2162687 {
+                    if n <= 3263 {
+                        return 45; // decode.kpar.tn64.cpt1.waves1
+                    } else {
+                        if n <= 4223 {
                             return 3; // decode.fused.c16.cap32
                         } else {
                             return 4; // decode.fused.c16.cap8
                         }
-                    } else {
-                        return 2; // decode.fused.c16.cap16
                     }
+                } else {
+                    return 2; // decode.fused.c16.cap16
                 }
             } else {
-                if k <= 1663 {
-                    if n <= 47743 {
-                        if n <= 8967 {
-                            return 11; // decode.fused.c32.cap16
-                        } else {
+                if n * 1024 / k <= 166570 {
+                    if n <= 8447 {
+                        if k <= 383 {
                             return 4; // decode.fused.c16.cap8
+                        } else {
+                            if k <= 639 {
+                                return 11; // decode.fused.c32.cap16
+                            } else {
+                                return 2; // decode.fused.c16.cap16
+                            }
                         }
                     } else {
-                        if n <= 52127 {
-                            return 1; // decode.direct.tn64.cpt1
+                        if n <= 58367 {
+                            if n <= 56319 {
+                                if n * k <= 75759615 {
+                                    if n * k <= 71041023 {
+                                        if k <= 1663 {
+                                            return 4; // decode.fused.c16.cap8
+                                        } else {
+                                            return 29; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    } else {
+                                        return 29; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                } else {
+                                    if n <= 50175 {
+                                        if n <= 46079 {
+                                            return 38; // decode.kpar.tn64.cpt1.cap8
+                                        } else {
+                                            return 35; // decode.kpar.tn256.cpt1.waves2
+                                        }
+                                    } else {
+                                        if n * k <= 82837503 {
+                                            return 13; // decode.fused.c32.cap8
+                                        } else {
+                                            return 36; // decode.kpar.tn256.cpt1.waves4
+                                        }
+                                    }
+                                }
+                            } else {
+                                return 13; // decode.fused.c32.cap8
+                            }
                         } else {
-                            return 4; // decode.fused.c16.cap8
+                            return 51; // decode.wide.tn256.cpt1
                         }
                     }
                 } else {
-                    if n <= 47743 {
-                        if n <= 21327 {
-                            return 13; // decode.fused.c32.cap8
-                        } else {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
-                        }
+                    if n <= 50175 {
+                        return 0; // decode.direct.tn32.cpt1
                     } else {
-                        return 35; // decode.kpar.tn256.cpt1.waves4
+                        if n <= 56319 {
+                            return 4; // decode.fused.c16.cap8
+                        } else {
+                            return 0; // decode.direct.tn32.cpt1
+                        }
                     }
                 }
             }
         } else {
-            if n <= 52127 {
-                if n <= 26063 {
-                    if n <= 23871 {
-                        return 20; // decode.kpar.tn128.cpt1.cap8
-                    } else {
-                        return 30; // decode.kpar.tn256.cpt1.cap8
-                    }
+            if n <= 67583 {
+                if n * k <= 16318463 {
+                    return 0; // decode.direct.tn32.cpt1
                 } else {
-                    if n <= 42647 {
-                        if k <= 3455 {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
-                        } else {
-                            return 35; // decode.kpar.tn256.cpt1.waves4
-                        }
+                    if k <= 383 {
+                        return 34; // decode.kpar.tn256.cpt1.waves1
                     } else {
-                        if n <= 47743 {
-                            return 20; // decode.kpar.tn128.cpt1.cap8
-                        } else {
-                            return 34; // decode.kpar.tn256.cpt1.waves2
-                        }
+                        return 51; // decode.wide.tn256.cpt1
                     }
                 }
             } else {
-                return 35; // decode.kpar.tn256.cpt1.waves4
+                if n * 1024 / k <= 401407 {
+                    if n <= 100351 {
+                        if n <= 92159 {
+                            if n <= 83967 {
+                                if k <= 639 {
+                                    if k <= 383 {
+                                        return 0; // decode.direct.tn32.cpt1
+                                    } else {
+                                        return 45; // decode.kpar.tn64.cpt1.waves1
+                                    }
+                                } else {
+                                    return 48; // decode.wide.tn128.cpt1
+                                }
+                            } else {
+                                return 45; // decode.kpar.tn64.cpt1.waves1
+                            }
+                        } else {
+                            if n * k <= 145752063 {
+                                if n <= 96255 {
+                                    return 0; // decode.direct.tn32.cpt1
+                                } else {
+                                    if k <= 639 {
+                                        return 1; // decode.direct.tn64.cpt1
+                                    } else {
+                                        return 48; // decode.wide.tn128.cpt1
+                                    }
+                                }
+                            } else {
+                                if k <= 1663 {
+                                    return 35; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 48; // decode.wide.tn128.cpt1
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 124927 {
+                            if n <= 120831 {
+                                if n * 1024 / k <= 206164 {
+                                    if n * 1024 / k <= 63341 {
+                                        return 38; // decode.kpar.tn64.cpt1.cap8
+                                    } else {
+                                        if n <= 104447 {
+                                            return 4; // decode.fused.c16.cap8
+                                        } else {
+                                            return 13; // decode.fused.c32.cap8
+                                        }
+                                    }
+                                } else {
+                                    return 52; // decode.wide.tn256.cpt2
+                                }
+                            } else {
+                                if k <= 895 {
+                                    return 52; // decode.wide.tn256.cpt2
+                                } else {
+                                    return 34; // decode.kpar.tn256.cpt1.waves1
+                                }
+                            }
+                        } else {
+                            if n <= 135167 {
+                                if k <= 639 {
+                                    return 55; // decode.wide.tn512.cpt2
+                                } else {
+                                    return 34; // decode.kpar.tn256.cpt1.waves1
+                                }
+                            } else {
+                                if n <= 149695 {
+                                    if k <= 639 {
+                                        return 49; // decode.wide.tn128.cpt2
+                                    } else {
+                                        return 29; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                } else {
+                                    if n <= 167935 {
+                                        if n * k <= 120061951 {
+                                            return 48; // decode.wide.tn128.cpt1
+                                        } else {
+                                            return 35; // decode.kpar.tn256.cpt1.waves2
+                                        }
+                                    } else {
+                                        if n * 1024 / k <= 385023 {
+                                            return 48; // decode.wide.tn128.cpt1
+                                        } else {
+                                            return 55; // decode.wide.tn512.cpt2
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    if n * k <= 59244543 {
+                        if n <= 127615 {
+                            return 52; // decode.wide.tn256.cpt2
+                        } else {
+                            if n <= 135167 {
+                                return 55; // decode.wide.tn512.cpt2
+                            } else {
+                                if n <= 217087 {
+                                    if n <= 167935 {
+                                        if n <= 149695 {
+                                            return 49; // decode.wide.tn128.cpt2
+                                        } else {
+                                            return 52; // decode.wide.tn256.cpt2
+                                        }
+                                    } else {
+                                        if n <= 200703 {
+                                            return 45; // decode.kpar.tn64.cpt1.waves1
+                                        } else {
+                                            return 49; // decode.wide.tn128.cpt2
+                                        }
+                                    }
+                                } else {
+                                    return 52; // decode.wide.tn256.cpt2
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 217087 {
+                            return 49; // decode.wide.tn128.cpt2
+                        } else {
+                            if n <= 233471 {
+                                return 34; // decode.kpar.tn256.cpt1.waves1
+                            } else {
+                                return 48; // decode.wide.tn128.cpt1
+                            }
+                        }
+                    }
+                }
             }
         }
     } else {
-        if k <= 2943 {
-            if n <= 71735 {
-                if k <= 383 {
-                    return 33; // decode.kpar.tn256.cpt1.waves1
+        if n * 1024 / k <= 62169 {
+            if n * k <= 86507519 {
+                if n <= 20991 {
+                    if n <= 18943 {
+                        return 4; // decode.fused.c16.cap8
+                    } else {
+                        return 13; // decode.fused.c32.cap8
+                    }
                 } else {
-                    return 50; // decode.wide.tn256.cpt1
+                    if n <= 25087 {
+                        if n <= 23039 {
+                            if n <= 22015 {
+                                return 38; // decode.kpar.tn64.cpt1.cap8
+                            } else {
+                                return 35; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        } else {
+                            if n <= 24063 {
+                                return 38; // decode.kpar.tn64.cpt1.cap8
+                            } else {
+                                return 21; // decode.kpar.tn128.cpt1.cap8
+                            }
+                        }
+                    } else {
+                        if n * 1024 / k <= 15951 {
+                            if n <= 28159 {
+                                return 29; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                if n <= 29183 {
+                                    return 2; // decode.fused.c16.cap16
+                                } else {
+                                    return 35; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
+                        } else {
+                            if n <= 37887 {
+                                return 4; // decode.fused.c16.cap8
+                            } else {
+                                return 29; // decode.kpar.tn128.cpt1.waves4
+                            }
+                        }
+                    }
                 }
             } else {
-                if k <= 383 {
-                    if n <= 95495 {
-                        return 0; // decode.direct.tn32.cpt1
-                    } else {
-                        if n <= 141503 {
-                            return 54; // decode.wide.tn512.cpt2
+                if k <= 2303 {
+                    if n <= 50175 {
+                        if n <= 46079 {
+                            return 38; // decode.kpar.tn64.cpt1.cap8
                         } else {
-                            return 47; // decode.wide.tn128.cpt1
+                            return 35; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    } else {
+                        if n <= 100351 {
+                            if n <= 56319 {
+                                return 36; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                if n <= 67583 {
+                                    return 51; // decode.wide.tn256.cpt1
+                                } else {
+                                    if n <= 83967 {
+                                        return 48; // decode.wide.tn128.cpt1
+                                    } else {
+                                        if n <= 92159 {
+                                            return 45; // decode.kpar.tn64.cpt1.waves1
+                                        } else {
+                                            return 48; // decode.wide.tn128.cpt1
+                                        }
+                                    }
+                                }
+                            }
+                        } else {
+                            return 38; // decode.kpar.tn64.cpt1.cap8
                         }
                     }
                 } else {
-                    if n <= 119239 {
-                        if n <= 95495 {
-                            return 44; // decode.kpar.tn64.cpt1.waves1
+                    if n <= 33791 {
+                        if n <= 31231 {
+                            if n <= 29183 {
+                                return 35; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                if n <= 30207 {
+                                    return 38; // decode.kpar.tn64.cpt1.cap8
+                                } else {
+                                    return 21; // decode.kpar.tn128.cpt1.cap8
+                                }
+                            }
                         } else {
-                            return 27; // decode.kpar.tn128.cpt1.waves2
+                            return 35; // decode.kpar.tn256.cpt1.waves2
                         }
                     } else {
-                        if n <= 141503 {
-                            return 33; // decode.kpar.tn256.cpt1.waves1
+                        if n * k <= 105644031 {
+                            if n <= 37887 {
+                                return 38; // decode.kpar.tn64.cpt1.cap8
+                            } else {
+                                return 29; // decode.kpar.tn128.cpt1.waves4
+                            }
                         } else {
-                            return 47; // decode.wide.tn128.cpt1
+                            return 38; // decode.kpar.tn64.cpt1.cap8
                         }
                     }
                 }
             }
         } else {
-            if n <= 85311 {
-                if n <= 71735 {
-                    if k <= 3199 {
-                        return 53; // decode.wide.tn512.cpt1
+            if n <= 247039 {
+                if n * k <= 612368383 {
+                    if n <= 135167 {
+                        return 34; // decode.kpar.tn256.cpt1.waves1
                     } else {
-                        if k <= 7551 {
-                            return 50; // decode.wide.tn256.cpt1
+                        if n <= 200703 {
+                            if n <= 149695 {
+                                return 29; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                if n <= 167935 {
+                                    return 35; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 48; // decode.wide.tn128.cpt1
+                                }
+                            }
                         } else {
-                            return 20; // decode.kpar.tn128.cpt1.cap8
+                            if n * 1024 / k <= 88706 {
+                                return 21; // decode.kpar.tn128.cpt1.cap8
+                            } else {
+                                if n * 1024 / k <= 115857 {
+                                    if n * 1024 / k <= 107080 {
+                                        return 28; // decode.kpar.tn128.cpt1.waves2
+                                    } else {
+                                        return 34; // decode.kpar.tn256.cpt1.waves1
+                                    }
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
                         }
                     }
                 } else {
-                    return 47; // decode.wide.tn128.cpt1
+                    if n <= 241663 {
+                        if n <= 233471 {
+                            if n <= 225279 {
+                                return 21; // decode.kpar.tn128.cpt1.cap8
+                            } else {
+                                return 34; // decode.kpar.tn256.cpt1.waves1
+                            }
+                        } else {
+                            return 38; // decode.kpar.tn64.cpt1.cap8
+                        }
+                    } else {
+                        return 29; // decode.kpar.tn128.cpt1.waves4
+                    }
                 }
             } else {
-                if n <= 95495 {
-                    return 44; // decode.kpar.tn64.cpt1.waves1
+                if n * 1024 / k <= 129023 {
+                    return 35; // decode.kpar.tn256.cpt1.waves2
                 } else {
-                    if n <= 104263 {
-                        return 34; // decode.kpar.tn256.cpt1.waves2
-                    } else {
-                        if k <= 3199 {
-                            return 35; // decode.kpar.tn256.cpt1.waves4
-                        } else {
-                            return 37; // decode.kpar.tn64.cpt1.cap8
-                        }
-                    }
+                    return 51; // decode.wide.tn256.cpt1
                 }
             }
         }
@@ -1261,91 +1838,61 @@ fn tree_22(n: i64, k: i64) -> usize {
 // domain 23: s6d graph M bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_23(n: i64, k: i64) -> usize {
-    return 57; // grouped.rows.r2
+    return 58; // grouped.rows.r2
 }
 
 // domain 24: s6d graph M bucket 2
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_24(n: i64, k: i64) -> usize {
-    return 58; // grouped.rows.r4
+    return 59; // grouped.rows.r4
 }
 
 // domain 25: s6d graph M bucket 3
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_25(n: i64, k: i64) -> usize {
-    return 59; // grouped.rows.r8
+    return 60; // grouped.rows.r8
 }
 
 // domain 26: s6d graph M bucket 4
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_26(n: i64, k: i64) -> usize {
-    return 56; // grouped.rows.r16
+    return 57; // grouped.rows.r16
 }
 
 // domain 27: s6d graph M bucket 5
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_27(n: i64, k: i64) -> usize {
-    return 56; // grouped.rows.r16
+    return 57; // grouped.rows.r16
 }
 
 // domain 28: s8 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_28(n: i64, k: i64) -> usize {
-    if k <= 6527 {
-        if n <= 4479 {
+    if k <= 5631 {
+        if n <= 4223 {
             if k <= 639 {
                 return 11; // decode.fused.c32.cap16
             } else {
-                if k <= 2943 {
-                    if n <= 471 {
-                        if k <= 1151 {
-                            return 3; // decode.fused.c16.cap32
-                        } else {
-                            if n <= 279 {
-                                return 3; // decode.fused.c16.cap32
-                            } else {
-                                return 12; // decode.fused.c32.cap32
-                            }
-                        }
-                    } else {
+                if n <= 471 {
+                    if k <= 2303 {
                         return 3; // decode.fused.c16.cap32
-                    }
-                } else {
-                    if n <= 375 {
-                        if k <= 4479 {
+                    } else {
+                        if k <= 4607 {
                             return 12; // decode.fused.c32.cap32
                         } else {
-                            if n <= 279 {
-                                return 26; // decode.kpar.tn128.cpt1.waves1
-                            } else {
-                                return 33; // decode.kpar.tn256.cpt1.waves1
-                            }
-                        }
-                    } else {
-                        if n <= 1495 {
-                            if k <= 4991 {
-                                return 12; // decode.fused.c32.cap32
-                            } else {
-                                if n <= 1119 {
-                                    return 33; // decode.kpar.tn256.cpt1.waves1
-                                } else {
-                                    return 12; // decode.fused.c32.cap32
-                                }
-                            }
-                        } else {
-                            if k <= 6015 {
-                                return 3; // decode.fused.c16.cap32
-                            } else {
-                                return 12; // decode.fused.c32.cap32
-                            }
+                            return 34; // decode.kpar.tn256.cpt1.waves1
                         }
                     }
+                } else {
+                    return 3; // decode.fused.c16.cap32
                 }
             }
         } else {
-            if n <= 10663 {
-                if n <= 8959 {
-                    if n <= 6519 {
+            if n <= 8447 {
+                if k <= 895 {
+                    return 3; // decode.fused.c16.cap32
+                } else {
+                    if n <= 6271 {
                         if k <= 1663 {
                             return 3; // decode.fused.c16.cap32
                         } else {
@@ -1354,125 +1901,83 @@ fn tree_28(n: i64, k: i64) -> usize {
                     } else {
                         return 11; // decode.fused.c32.cap16
                     }
-                } else {
-                    return 2; // decode.fused.c16.cap16
                 }
             } else {
-                if n <= 21327 {
-                    if n <= 13031 {
-                        return 13; // decode.fused.c32.cap8
+                if n <= 20991 {
+                    if n <= 10495 {
+                        return 2; // decode.fused.c16.cap16
                     } else {
-                        if n <= 14055 {
-                            return 4; // decode.fused.c16.cap8
-                        } else {
+                        if n <= 12543 {
                             return 13; // decode.fused.c32.cap8
+                        } else {
+                            return 4; // decode.fused.c16.cap8
                         }
                     }
                 } else {
-                    if n <= 35863 {
-                        if n <= 23871 {
-                            return 11; // decode.fused.c32.cap16
+                    if n <= 25087 {
+                        if n <= 22015 {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
                         } else {
-                            if k <= 6015 {
-                                if n <= 28111 {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                } else {
-                                    return 33; // decode.kpar.tn256.cpt1.waves1
-                                }
-                            } else {
-                                return 34; // decode.kpar.tn256.cpt1.waves2
-                            }
+                            return 11; // decode.fused.c32.cap16
                         }
                     } else {
-                        return 53; // decode.wide.tn512.cpt1
+                        if n <= 33791 {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 54; // decode.wide.tn512.cpt1
+                        }
                     }
                 }
             }
         }
     } else {
-        if n <= 35863 {
+        if n <= 33791 {
             if n <= 559 {
-                if k <= 26111 {
-                    if k <= 23935 {
-                        if k <= 21375 {
-                            return 33; // decode.kpar.tn256.cpt1.waves1
-                        } else {
-                            if n <= 335 {
-                                return 33; // decode.kpar.tn256.cpt1.waves1
-                            } else {
-                                return 34; // decode.kpar.tn256.cpt1.waves2
-                            }
-                        }
-                    } else {
-                        if n <= 407 {
-                            return 27; // decode.kpar.tn128.cpt1.waves2
-                        } else {
-                            return 33; // decode.kpar.tn256.cpt1.waves1
-                        }
-                    }
+                if k <= 26623 {
+                    return 34; // decode.kpar.tn256.cpt1.waves1
                 } else {
-                    if n <= 279 {
-                        return 33; // decode.kpar.tn256.cpt1.waves1
+                    if n <= 263 {
+                        return 34; // decode.kpar.tn256.cpt1.waves1
                     } else {
-                        return 34; // decode.kpar.tn256.cpt1.waves2
+                        return 35; // decode.kpar.tn256.cpt1.waves2
                     }
                 }
             } else {
-                if n <= 1495 {
-                    if k <= 13055 {
-                        if n <= 1119 {
-                            return 33; // decode.kpar.tn256.cpt1.waves1
+                if k <= 6655 {
+                    if n <= 4223 {
+                        if n <= 1055 {
+                            return 34; // decode.kpar.tn256.cpt1.waves1
                         } else {
-                            if k <= 7039 {
-                                return 33; // decode.kpar.tn256.cpt1.waves1
-                            } else {
-                                return 34; // decode.kpar.tn256.cpt1.waves2
-                            }
+                            return 3; // decode.fused.c16.cap32
                         }
                     } else {
-                        return 34; // decode.kpar.tn256.cpt1.waves2
+                        if n <= 8447 {
+                            return 11; // decode.fused.c32.cap16
+                        } else {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
+                        }
                     }
                 } else {
-                    if n <= 30719 {
+                    if n <= 7039 {
                         if k <= 7679 {
-                            if n <= 4479 {
-                                return 3; // decode.fused.c16.cap32
-                            } else {
-                                if n <= 8959 {
-                                    return 11; // decode.fused.c32.cap16
-                                } else {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                }
-                            }
+                            return 3; // decode.fused.c16.cap32
                         } else {
-                            if k <= 10879 {
-                                if n <= 4479 {
-                                    return 3; // decode.fused.c16.cap32
-                                } else {
-                                    return 34; // decode.kpar.tn256.cpt1.waves2
-                                }
-                            } else {
-                                return 28; // decode.kpar.tn128.cpt1.waves4
-                            }
+                            return 35; // decode.kpar.tn256.cpt1.waves2
                         }
                     } else {
-                        if k <= 14079 {
-                            return 33; // decode.kpar.tn256.cpt1.waves1
+                        if n <= 8447 {
+                            return 31; // decode.kpar.tn256.cpt1.cap8
                         } else {
-                            if k <= 16895 {
-                                return 34; // decode.kpar.tn256.cpt1.waves2
-                            } else {
-                                return 33; // decode.kpar.tn256.cpt1.waves1
-                            }
+                            return 29; // decode.kpar.tn128.cpt1.waves4
                         }
                     }
                 }
             }
         } else {
-            if n <= 143471 {
-                return 53; // decode.wide.tn512.cpt1
+            if n <= 135167 {
+                return 54; // decode.wide.tn512.cpt1
             } else {
-                return 54; // decode.wide.tn512.cpt2
+                return 55; // decode.wide.tn512.cpt2
             }
         }
     }
@@ -1481,118 +1986,154 @@ fn tree_28(n: i64, k: i64) -> usize {
 // domain 29: s8 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_29(n: i64, k: i64) -> usize {
-    if n <= 42647 {
-        if k <= 1919 {
-            if n <= 10663 {
-                if k <= 383 {
-                    if n <= 4479 {
-                        return 44; // decode.kpar.tn64.cpt1.waves1
-                    } else {
-                        return 3; // decode.fused.c16.cap32
-                    }
+    if n <= 41983 {
+        if n <= 10495 {
+            if n * k <= 2064383 {
+                if n <= 4223 {
+                    return 45; // decode.kpar.tn64.cpt1.waves1
                 } else {
-                    if n <= 5327 {
-                        return 3; // decode.fused.c16.cap32
+                    return 3; // decode.fused.c16.cap32
+                }
+            } else {
+                if k <= 383 {
+                    return 4; // decode.fused.c16.cap8
+                } else {
+                    if n * 1024 / k <= 8337 {
+                        if n <= 6271 {
+                            return 3; // decode.fused.c16.cap32
+                        } else {
+                            return 2; // decode.fused.c16.cap16
+                        }
                     } else {
                         return 2; // decode.fused.c16.cap16
                     }
                 }
-            } else {
-                return 4; // decode.fused.c16.cap8
             }
         } else {
-            if n <= 35863 {
-                if n <= 21327 {
+            if n * k <= 37879807 {
+                if n <= 20991 {
                     return 4; // decode.fused.c16.cap8
                 } else {
-                    if n <= 30159 {
-                        return 28; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 31231 {
+                        if k <= 1151 {
+                            return 2; // decode.fused.c16.cap16
+                        } else {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
+                        }
                     } else {
-                        return 34; // decode.kpar.tn256.cpt1.waves2
+                        return 4; // decode.fused.c16.cap8
                     }
                 }
             } else {
-                return 4; // decode.fused.c16.cap8
+                if n <= 33791 {
+                    if n <= 20991 {
+                        return 4; // decode.fused.c16.cap8
+                    } else {
+                        if n * 1024 / k <= 21230 {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 4; // decode.fused.c16.cap8
+                        }
+                    }
+                } else {
+                    return 4; // decode.fused.c16.cap8
+                }
             }
         }
     } else {
-        if n <= 104263 {
-            if n <= 71735 {
-                if k <= 639 {
-                    if n <= 60319 {
-                        return 26; // decode.kpar.tn128.cpt1.waves1
+        if n <= 100351 {
+            if n <= 67583 {
+                if n * 1024 / k <= 74312 {
+                    if n <= 48127 {
+                        if k <= 1151 {
+                            return 54; // decode.wide.tn512.cpt1
+                        } else {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    } else {
+                        return 54; // decode.wide.tn512.cpt1
+                    }
+                } else {
+                    if n <= 56319 {
+                        if n * 1024 / k <= 94617 {
+                            return 54; // decode.wide.tn512.cpt1
+                        } else {
+                            return 27; // decode.kpar.tn128.cpt1.waves1
+                        }
                     } else {
                         return 1; // decode.direct.tn64.cpt1
                     }
-                } else {
-                    if n <= 47743 {
-                        if k <= 1151 {
-                            return 53; // decode.wide.tn512.cpt1
-                        } else {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
-                        }
-                    } else {
-                        if k <= 895 {
-                            return 1; // decode.direct.tn64.cpt1
-                        } else {
-                            return 53; // decode.wide.tn512.cpt1
-                        }
-                    }
                 }
             } else {
-                if n <= 95495 {
-                    if n <= 85311 {
-                        return 0; // decode.direct.tn32.cpt1
-                    } else {
-                        if k <= 2943 {
-                            return 1; // decode.direct.tn64.cpt1
+                if n * k <= 673185791 {
+                    if n <= 96255 {
+                        if n * k <= 641728511 {
+                            return 0; // decode.direct.tn32.cpt1
                         } else {
-                            return 46; // decode.kpar.tn64.cpt1.waves4
+                            return 47; // decode.kpar.tn64.cpt1.waves4
+                        }
+                    } else {
+                        if k <= 1407 {
+                            return 34; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
                         }
                     }
                 } else {
-                    if k <= 639 {
-                        return 33; // decode.kpar.tn256.cpt1.waves1
+                    if n <= 88063 {
+                        return 0; // decode.direct.tn32.cpt1
                     } else {
-                        return 28; // decode.kpar.tn128.cpt1.waves4
+                        if n <= 92159 {
+                            return 47; // decode.kpar.tn64.cpt1.waves4
+                        } else {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
+                        }
                     }
                 }
             }
         } else {
-            if k <= 639 {
-                if n <= 119239 {
-                    return 53; // decode.wide.tn512.cpt1
+            if n <= 135167 {
+                if n <= 104447 {
+                    return 4; // decode.fused.c16.cap8
                 } else {
-                    if n <= 234375 {
-                        if n <= 208519 {
-                            return 49; // decode.wide.tn128.cpt4
+                    if n * k <= 88604671 {
+                        if n * 1024 / k <= 499711 {
+                            return 54; // decode.wide.tn512.cpt1
                         } else {
-                            return 52; // decode.wide.tn256.cpt4
+                            return 50; // decode.wide.tn128.cpt4
                         }
                     } else {
-                        return 54; // decode.wide.tn512.cpt2
+                        if n <= 108543 {
+                            return 54; // decode.wide.tn512.cpt1
+                        } else {
+                            return 55; // decode.wide.tn512.cpt2
+                        }
                     }
                 }
             } else {
-                if n <= 141503 {
-                    if k <= 1151 {
-                        if n <= 119239 {
-                            return 53; // decode.wide.tn512.cpt1
+                if n <= 233471 {
+                    if n <= 200703 {
+                        if n <= 151999 {
+                            return 50; // decode.wide.tn128.cpt4
                         } else {
-                            return 54; // decode.wide.tn512.cpt2
+                            return 0; // decode.direct.tn32.cpt1
                         }
                     } else {
-                        return 54; // decode.wide.tn512.cpt2
+                        if n <= 217087 {
+                            return 50; // decode.wide.tn128.cpt4
+                        } else {
+                            return 53; // decode.wide.tn256.cpt4
+                        }
                     }
                 } else {
-                    if n <= 255231 {
-                        if n <= 208519 {
-                            return 46; // decode.kpar.tn64.cpt1.waves4
-                        } else {
-                            return 52; // decode.wide.tn256.cpt4
-                        }
+                    if n * k <= 63963135 {
+                        return 50; // decode.wide.tn128.cpt4
                     } else {
-                        return 54; // decode.wide.tn512.cpt2
+                        if k <= 383 {
+                            return 1; // decode.direct.tn64.cpt1
+                        } else {
+                            return 55; // decode.wide.tn512.cpt2
+                        }
                     }
                 }
             }
@@ -1603,33 +2144,33 @@ fn tree_29(n: i64, k: i64) -> usize {
 // domain 30: s8 graph M bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_30(n: i64, k: i64) -> usize {
-    return 57; // grouped.rows.r2
+    return 58; // grouped.rows.r2
 }
 
 // domain 31: s8 graph M bucket 2
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_31(n: i64, k: i64) -> usize {
-    return 58; // grouped.rows.r4
+    return 59; // grouped.rows.r4
 }
 
 // domain 32: s8 graph M bucket 3
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_32(n: i64, k: i64) -> usize {
     if n <= 1279 {
-        return 59; // grouped.rows.r8
+        return 60; // grouped.rows.r8
     } else {
         if k <= 3327 {
             if n <= 57343 {
                 if n <= 40959 {
-                    return 59; // grouped.rows.r8
+                    return 60; // grouped.rows.r8
                 } else {
-                    return 58; // grouped.rows.r4
+                    return 59; // grouped.rows.r4
                 }
             } else {
-                return 59; // grouped.rows.r8
+                return 60; // grouped.rows.r8
             }
         } else {
-            return 59; // grouped.rows.r8
+            return 60; // grouped.rows.r8
         }
     }
 }
@@ -1637,251 +2178,363 @@ fn tree_32(n: i64, k: i64) -> usize {
 // domain 33: s8 graph M bucket 4
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_33(n: i64, k: i64) -> usize {
-    return 56; // grouped.rows.r16
+    return 57; // grouped.rows.r16
 }
 
 // domain 34: s8 graph M bucket 5
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_34(n: i64, k: i64) -> usize {
-    return 56; // grouped.rows.r16
+    return 57; // grouped.rows.r16
 }
 
 // domain 35: u4 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_35(n: i64, k: i64) -> usize {
-    if k <= 4991 {
-        if n <= 4479 {
+    if k <= 7679 {
+        if n * 1024 / k <= 1070 {
             if k <= 1663 {
-                if k <= 383 {
-                    if n <= 335 {
-                        return 53; // decode.wide.tn512.cpt1
+                if n * 1024 / k <= 243 {
+                    return 19; // decode.fused.c32.waves2
+                } else {
+                    if n * k <= 135167 {
+                        return 18; // decode.fused.c32.waves1
                     } else {
-                        return 0; // decode.direct.tn32.cpt1
+                        if n <= 263 {
+                            return 19; // decode.fused.c32.waves2
+                        } else {
+                            return 11; // decode.fused.c32.cap16
+                        }
+                    }
+                }
+            } else {
+                if n <= 4223 {
+                    if n * 1024 / k <= 60 {
+                        if n <= 359 {
+                            return 45; // decode.kpar.tn64.cpt1.waves1
+                        } else {
+                            if n <= 391 {
+                                return 28; // decode.kpar.tn128.cpt1.waves2
+                            } else {
+                                return 47; // decode.kpar.tn64.cpt1.waves4
+                            }
+                        }
+                    } else {
+                        if n <= 263 {
+                            return 19; // decode.fused.c32.waves2
+                        } else {
+                            if n * k <= 520191 {
+                                return 19; // decode.fused.c32.waves2
+                            } else {
+                                if n * 1024 / k <= 66 {
+                                    if n <= 407 {
+                                        if n <= 375 {
+                                            return 45; // decode.kpar.tn64.cpt1.waves1
+                                        } else {
+                                            return 12; // decode.fused.c32.cap32
+                                        }
+                                    } else {
+                                        return 47; // decode.kpar.tn64.cpt1.waves4
+                                    }
+                                } else {
+                                    return 12; // decode.fused.c32.cap32
+                                }
+                            }
+                        }
                     }
                 } else {
-                    if n <= 279 {
-                        if k <= 895 {
-                            return 11; // decode.fused.c32.cap16
+                    if n <= 6271 {
+                        if n * 1024 / k <= 659 {
+                            return 37; // decode.kpar.tn64.cpt1.cap16
                         } else {
-                            return 18; // decode.fused.c32.waves2
+                            return 2; // decode.fused.c16.cap16
                         }
                     } else {
                         return 11; // decode.fused.c32.cap16
                     }
-                }
-            } else {
-                if n <= 279 {
-                    if k <= 2943 {
-                        return 18; // decode.fused.c32.waves2
-                    } else {
-                        return 44; // decode.kpar.tn64.cpt1.waves1
-                    }
-                } else {
-                    return 12; // decode.fused.c32.cap32
                 }
             }
         } else {
-            if n <= 8959 {
-                return 11; // decode.fused.c32.cap16
-            } else {
-                if n <= 16895 {
-                    if n <= 9735 {
-                        return 13; // decode.fused.c32.cap8
+            if n * k <= 59244543 {
+                if n <= 8447 {
+                    if k <= 383 {
+                        if n <= 391 {
+                            return 51; // decode.wide.tn256.cpt1
+                        } else {
+                            if n <= 455 {
+                                return 48; // decode.wide.tn128.cpt1
+                            } else {
+                                return 0; // decode.direct.tn32.cpt1
+                            }
+                        }
                     } else {
-                        return 4; // decode.fused.c16.cap8
+                        return 11; // decode.fused.c32.cap16
                     }
                 } else {
-                    if k <= 2943 {
-                        return 11; // decode.fused.c32.cap16
-                    } else {
-                        if k <= 3455 {
-                            return 2; // decode.fused.c16.cap16
+                    if n <= 14591 {
+                        if n * 1024 / k <= 2321 {
+                            if n <= 10495 {
+                                if n <= 9471 {
+                                    return 38; // decode.kpar.tn64.cpt1.cap8
+                                } else {
+                                    return 21; // decode.kpar.tn128.cpt1.cap8
+                                }
+                            } else {
+                                return 13; // decode.fused.c32.cap8
+                            }
                         } else {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
+                            return 4; // decode.fused.c16.cap8
+                        }
+                    } else {
+                        return 11; // decode.fused.c32.cap16
+                    }
+                }
+            } else {
+                if n <= 44031 {
+                    if n <= 12543 {
+                        if n <= 11519 {
+                            return 38; // decode.kpar.tn64.cpt1.cap8
+                        } else {
+                            if k <= 6655 {
+                                return 13; // decode.fused.c32.cap8
+                            } else {
+                                return 21; // decode.kpar.tn128.cpt1.cap8
+                            }
+                        }
+                    } else {
+                        if n * k <= 67502079 {
+                            if n * k <= 66584575 {
+                                if n <= 16127 {
+                                    return 11; // decode.fused.c32.cap16
+                                } else {
+                                    if n <= 18687 {
+                                        return 29; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        return 11; // decode.fused.c32.cap16
+                                    }
+                                }
+                            } else {
+                                return 4; // decode.fused.c16.cap8
+                            }
+                        } else {
+                            if k <= 3327 {
+                                return 11; // decode.fused.c32.cap16
+                            } else {
+                                if n <= 28159 {
+                                    if n <= 14591 {
+                                        if n * 1024 / k <= 2234 {
+                                            if n <= 13567 {
+                                                return 29; // decode.kpar.tn128.cpt1.waves4
+                                            } else {
+                                                return 4; // decode.fused.c16.cap8
+                                            }
+                                        } else {
+                                            return 4; // decode.fused.c16.cap8
+                                        }
+                                    } else {
+                                        if n <= 16895 {
+                                            if n * 1024 / k <= 2479 {
+                                                return 29; // decode.kpar.tn128.cpt1.waves4
+                                            } else {
+                                                return 11; // decode.fused.c32.cap16
+                                            }
+                                        } else {
+                                            return 29; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    }
+                                } else {
+                                    if n <= 33791 {
+                                        if n * 1024 / k <= 6041 {
+                                            if n * k <= 213385215 {
+                                                return 35; // decode.kpar.tn256.cpt1.waves2
+                                            } else {
+                                                return 28; // decode.kpar.tn128.cpt1.waves2
+                                            }
+                                        } else {
+                                            return 28; // decode.kpar.tn128.cpt1.waves2
+                                        }
+                                    } else {
+                                        if n <= 41983 {
+                                            return 29; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 35; // decode.kpar.tn256.cpt1.waves2
+                                        }
+                                    }
+                                }
+                            }
                         }
                     }
+                } else {
+                    return 54; // decode.wide.tn512.cpt1
                 }
             }
         }
     } else {
-        if n <= 943 {
-            if k <= 26111 {
-                if k <= 6015 {
-                    if n <= 335 {
-                        return 44; // decode.kpar.tn64.cpt1.waves1
+        if n <= 100351 {
+            if n * k <= 13205503 {
+                if n * 1024 / k <= 129 {
+                    if n * k <= 2768895 {
+                        if n * k <= 2244607 {
+                            return 45; // decode.kpar.tn64.cpt1.waves1
+                        } else {
+                            return 27; // decode.kpar.tn128.cpt1.waves1
+                        }
                     } else {
-                        return 12; // decode.fused.c32.cap32
+                        if n * k <= 12976127 {
+                            return 28; // decode.kpar.tn128.cpt1.waves2
+                        } else {
+                            if n <= 655 {
+                                return 35; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                return 28; // decode.kpar.tn128.cpt1.waves2
+                            }
+                        }
                     }
                 } else {
-                    return 27; // decode.kpar.tn128.cpt1.waves2
+                    return 3; // decode.fused.c16.cap32
                 }
             } else {
-                if n <= 375 {
-                    return 27; // decode.kpar.tn128.cpt1.waves2
-                } else {
-                    if k <= 28159 {
-                        if n <= 663 {
-                            return 34; // decode.kpar.tn256.cpt1.waves2
-                        } else {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
-                        }
-                    } else {
-                        return 28; // decode.kpar.tn128.cpt1.waves4
-                    }
-                }
-            }
-        } else {
-            if n <= 52127 {
-                if n <= 3255 {
-                    if k <= 13055 {
-                        if k <= 8959 {
-                            return 12; // decode.fused.c32.cap32
-                        } else {
-                            if k <= 11903 {
-                                if n <= 2495 {
-                                    if n <= 1335 {
-                                        if n <= 1119 {
-                                            return 27; // decode.kpar.tn128.cpt1.waves2
-                                        } else {
-                                            return 28; // decode.kpar.tn128.cpt1.waves4
-                                        }
-                                    } else {
-                                        if k <= 9983 {
-                                            return 3; // decode.fused.c16.cap32
-                                        } else {
-                                            return 34; // decode.kpar.tn256.cpt1.waves2
-                                        }
-                                    }
+                if n <= 52223 {
+                    if n <= 50175 {
+                        if n <= 3135 {
+                            if k <= 11263 {
+                                if n * 1024 / k <= 172 {
+                                    return 29; // decode.kpar.tn128.cpt1.waves4
                                 } else {
-                                    return 19; // decode.kpar.tn128.cpt1.cap16
-                                }
-                            } else {
-                                return 3; // decode.fused.c16.cap32
-                            }
-                        }
-                    } else {
-                        if n <= 2495 {
-                            if k <= 28159 {
-                                if n <= 1119 {
-                                    if k <= 16895 {
-                                        return 28; // decode.kpar.tn128.cpt1.waves4
-                                    } else {
-                                        return 34; // decode.kpar.tn256.cpt1.waves2
-                                    }
-                                } else {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                }
-                            } else {
-                                if n <= 1335 {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                } else {
-                                    return 34; // decode.kpar.tn256.cpt1.waves2
-                                }
-                            }
-                        } else {
-                            return 34; // decode.kpar.tn256.cpt1.waves2
-                        }
-                    }
-                } else {
-                    if n <= 4479 {
-                        if k <= 19199 {
-                            if k <= 15359 {
-                                if k <= 7679 {
-                                    return 12; // decode.fused.c32.cap32
-                                } else {
-                                    if k <= 14079 {
-                                        if k <= 13055 {
-                                            return 3; // decode.fused.c16.cap32
-                                        } else {
-                                            return 29; // decode.kpar.tn256.cpt1.cap16
-                                        }
+                                    if n * 1024 / k <= 307 {
+                                        return 3; // decode.fused.c16.cap32
                                     } else {
                                         return 12; // decode.fused.c32.cap32
                                     }
                                 }
                             } else {
-                                if k <= 16895 {
-                                    return 29; // decode.kpar.tn256.cpt1.cap16
+                                if n * 1024 / k <= 202 {
+                                    if n <= 1503 {
+                                        if k <= 26623 {
+                                            if k <= 16895 {
+                                                return 29; // decode.kpar.tn128.cpt1.waves4
+                                            } else {
+                                                if n * k <= 29097983 {
+                                                    return 35; // decode.kpar.tn256.cpt1.waves2
+                                                } else {
+                                                    return 29; // decode.kpar.tn128.cpt1.waves4
+                                                }
+                                            }
+                                        } else {
+                                            if n <= 1439 {
+                                                return 29; // decode.kpar.tn128.cpt1.waves4
+                                            } else {
+                                                return 35; // decode.kpar.tn256.cpt1.waves2
+                                            }
+                                        }
+                                    } else {
+                                        if n * k <= 18939903 {
+                                            return 34; // decode.kpar.tn256.cpt1.waves1
+                                        } else {
+                                            if n * k <= 35520511 {
+                                                if n * 1024 / k <= 165 {
+                                                    return 29; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 3; // decode.fused.c16.cap32
+                                                }
+                                            } else {
+                                                if k <= 15359 {
+                                                    return 29; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 35; // decode.kpar.tn256.cpt1.waves2
+                                                }
+                                            }
+                                        }
+                                    }
                                 } else {
-                                    return 34; // decode.kpar.tn256.cpt1.waves2
+                                    if n <= 2751 {
+                                        return 35; // decode.kpar.tn256.cpt1.waves2
+                                    } else {
+                                        return 20; // decode.kpar.tn128.cpt1.cap16
+                                    }
                                 }
                             }
                         } else {
-                            if n <= 3511 {
-                                return 28; // decode.kpar.tn128.cpt1.waves4
+                            if n * k <= 43253759 {
+                                if n <= 4223 {
+                                    if n * k <= 32636927 {
+                                        return 12; // decode.fused.c32.cap32
+                                    } else {
+                                        return 3; // decode.fused.c16.cap32
+                                    }
+                                } else {
+                                    return 37; // decode.kpar.tn64.cpt1.cap16
+                                }
                             } else {
-                                return 29; // decode.kpar.tn256.cpt1.cap16
+                                if n <= 28159 {
+                                    if n * k <= 50855935 {
+                                        if k <= 11263 {
+                                            if n <= 4991 {
+                                                return 37; // decode.kpar.tn64.cpt1.cap16
+                                            } else {
+                                                if n <= 6015 {
+                                                    return 2; // decode.fused.c16.cap16
+                                                } else {
+                                                    return 29; // decode.kpar.tn128.cpt1.waves4
+                                                }
+                                            }
+                                        } else {
+                                            if n <= 4031 {
+                                                if n <= 3391 {
+                                                    return 29; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 3; // decode.fused.c16.cap32
+                                                }
+                                            } else {
+                                                return 12; // decode.fused.c32.cap32
+                                            }
+                                        }
+                                    } else {
+                                        return 29; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                } else {
+                                    if n <= 33791 {
+                                        if n <= 31231 {
+                                            return 35; // decode.kpar.tn256.cpt1.waves2
+                                        } else {
+                                            if n * 1024 / k <= 1142 {
+                                                return 35; // decode.kpar.tn256.cpt1.waves2
+                                            } else {
+                                                return 28; // decode.kpar.tn128.cpt1.waves2
+                                            }
+                                        }
+                                    } else {
+                                        if n <= 41983 {
+                                            return 29; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 35; // decode.kpar.tn256.cpt1.waves2
+                                        }
+                                    }
+                                }
                             }
                         }
                     } else {
-                        if n <= 5967 {
-                            if k <= 8959 {
-                                if k <= 5503 {
-                                    return 11; // decode.fused.c32.cap16
-                                } else {
-                                    return 2; // decode.fused.c16.cap16
-                                }
-                            } else {
-                                return 36; // decode.kpar.tn64.cpt1.cap16
-                            }
-                        } else {
-                            if n <= 13031 {
-                                if n <= 6519 {
-                                    if k <= 8959 {
-                                        return 28; // decode.kpar.tn128.cpt1.waves4
-                                    } else {
-                                        return 29; // decode.kpar.tn256.cpt1.cap16
-                                    }
-                                } else {
-                                    if n <= 10663 {
-                                        return 20; // decode.kpar.tn128.cpt1.cap8
-                                    } else {
-                                        if n <= 11935 {
-                                            return 37; // decode.kpar.tn64.cpt1.cap8
-                                        } else {
-                                            return 30; // decode.kpar.tn256.cpt1.cap8
-                                        }
-                                    }
-                                }
-                            } else {
-                                if n <= 28111 {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                } else {
-                                    if n <= 35863 {
-                                        if k <= 6527 {
-                                            return 34; // decode.kpar.tn256.cpt1.waves2
-                                        } else {
-                                            return 27; // decode.kpar.tn128.cpt1.waves2
-                                        }
-                                    } else {
-                                        if n <= 42647 {
-                                            return 28; // decode.kpar.tn128.cpt1.waves4
-                                        } else {
-                                            return 34; // decode.kpar.tn256.cpt1.waves2
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            } else {
-                if n <= 143471 {
-                    if n <= 71735 {
-                        return 53; // decode.wide.tn512.cpt1
-                    } else {
-                        if n <= 101455 {
-                            return 27; // decode.kpar.tn128.cpt1.waves2
-                        } else {
-                            return 53; // decode.wide.tn512.cpt1
-                        }
+                        return 54; // decode.wide.tn512.cpt1
                     }
                 } else {
-                    if n <= 170615 {
-                        return 55; // decode.wide.tn512.cpt4
+                    if n <= 67583 {
+                        return 54; // decode.wide.tn512.cpt1
                     } else {
-                        return 54; // decode.wide.tn512.cpt2
+                        return 28; // decode.kpar.tn128.cpt1.waves2
                     }
+                }
+            }
+        } else {
+            if n <= 135167 {
+                return 54; // decode.wide.tn512.cpt1
+            } else {
+                if n <= 184319 {
+                    if n <= 151551 {
+                        return 53; // decode.wide.tn256.cpt4
+                    } else {
+                        return 56; // decode.wide.tn512.cpt4
+                    }
+                } else {
+                    return 55; // decode.wide.tn512.cpt2
                 }
             }
         }
@@ -1892,37 +2545,49 @@ fn tree_35(n: i64, k: i64) -> usize {
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_36(n: i64, k: i64) -> usize {
     if k <= 639 {
-        if n <= 8967 {
-            return 44; // decode.kpar.tn64.cpt1.waves1
-        } else {
-            if n <= 170615 {
-                return 1; // decode.direct.tn64.cpt1
+        if n <= 167935 {
+            if n <= 8447 {
+                return 45; // decode.kpar.tn64.cpt1.waves1
             } else {
-                if n <= 234375 {
-                    if n <= 208519 {
-                        if n <= 190983 {
-                            return 48; // decode.wide.tn128.cpt2
+                if n <= 100351 {
+                    return 1; // decode.direct.tn64.cpt1
+                } else {
+                    if n <= 127615 {
+                        if n <= 112639 {
+                            return 54; // decode.wide.tn512.cpt1
                         } else {
-                            return 27; // decode.kpar.tn128.cpt1.waves2
+                            return 53; // decode.wide.tn256.cpt4
                         }
                     } else {
-                        return 51; // decode.wide.tn256.cpt2
+                        if k <= 383 {
+                            return 1; // decode.direct.tn64.cpt1
+                        } else {
+                            return 50; // decode.wide.tn128.cpt4
+                        }
                     }
+                }
+            }
+        } else {
+            if n <= 247039 {
+                return 49; // decode.wide.tn128.cpt2
+            } else {
+                if k <= 383 {
+                    return 55; // decode.wide.tn512.cpt2
                 } else {
-                    return 54; // decode.wide.tn512.cpt2
+                    return 56; // decode.wide.tn512.cpt4
                 }
             }
         }
     } else {
-        if n <= 104263 {
-            if n <= 17935 {
-                if n <= 8967 {
-                    return 44; // decode.kpar.tn64.cpt1.waves1
+        if n <= 100351 {
+            if n <= 16895 {
+                if n <= 8447 {
+                    return 45; // decode.kpar.tn64.cpt1.waves1
                 } else {
-                    if n <= 15079 {
-                        return 4; // decode.fused.c16.cap8
+                    if n <= 9471 {
+                        return 28; // decode.kpar.tn128.cpt1.waves2
                     } else {
-                        if k <= 1407 {
+                        if n <= 16127 {
                             return 4; // decode.fused.c16.cap8
                         } else {
                             return 13; // decode.fused.c32.cap8
@@ -1930,83 +2595,91 @@ fn tree_36(n: i64, k: i64) -> usize {
                     }
                 }
             } else {
-                if n <= 47743 {
-                    if k <= 1663 {
-                        if k <= 895 {
-                            return 1; // decode.direct.tn64.cpt1
+                if n <= 48127 {
+                    if k <= 1151 {
+                        if n <= 25087 {
+                            return 28; // decode.kpar.tn128.cpt1.waves2
                         } else {
-                            return 27; // decode.kpar.tn128.cpt1.waves2
+                            return 1; // decode.direct.tn64.cpt1
                         }
                     } else {
-                        return 28; // decode.kpar.tn128.cpt1.waves4
+                        if k <= 1407 {
+                            return 28; // decode.kpar.tn128.cpt1.waves2
+                        } else {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
+                        }
                     }
                 } else {
-                    if n <= 52127 {
-                        if k <= 1151 {
-                            return 53; // decode.wide.tn512.cpt1
+                    if n <= 92159 {
+                        if n <= 56319 {
+                            return 45; // decode.kpar.tn64.cpt1.waves1
                         } else {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
+                            return 47; // decode.kpar.tn64.cpt1.waves4
                         }
                     } else {
-                        if k <= 1151 {
-                            return 45; // decode.kpar.tn64.cpt1.waves2
+                        if k <= 1663 {
+                            return 47; // decode.kpar.tn64.cpt1.waves4
                         } else {
-                            return 46; // decode.kpar.tn64.cpt1.waves4
+                            return 29; // decode.kpar.tn128.cpt1.waves4
                         }
                     }
                 }
             }
         } else {
-            if n <= 170615 {
-                if n <= 141503 {
-                    if n <= 129663 {
-                        if k <= 4991 {
-                            return 53; // decode.wide.tn512.cpt1
+            if n <= 167935 {
+                if n <= 135167 {
+                    if n <= 116735 {
+                        if k <= 6655 {
+                            return 54; // decode.wide.tn512.cpt1
                         } else {
-                            return 37; // decode.kpar.tn64.cpt1.cap8
+                            return 38; // decode.kpar.tn64.cpt1.cap8
                         }
                     } else {
-                        if k <= 4479 {
-                            return 52; // decode.wide.tn256.cpt4
+                        if k <= 7679 {
+                            return 53; // decode.wide.tn256.cpt4
                         } else {
-                            return 35; // decode.kpar.tn256.cpt1.waves4
+                            return 36; // decode.kpar.tn256.cpt1.waves4
                         }
                     }
                 } else {
-                    if n <= 153967 {
-                        if k <= 4479 {
-                            return 52; // decode.wide.tn256.cpt4
+                    if n <= 153855 {
+                        if k <= 11263 {
+                            return 50; // decode.wide.tn128.cpt4
                         } else {
-                            return 49; // decode.wide.tn128.cpt4
+                            return 38; // decode.kpar.tn64.cpt1.cap8
                         }
                     } else {
-                        if k <= 6399 {
-                            return 46; // decode.kpar.tn64.cpt1.waves4
+                        if k <= 2815 {
+                            return 47; // decode.kpar.tn64.cpt1.waves4
                         } else {
-                            return 35; // decode.kpar.tn256.cpt1.waves4
+                            return 36; // decode.kpar.tn256.cpt1.waves4
                         }
                     }
                 }
             } else {
-                if n <= 255231 {
-                    if n <= 208519 {
-                        if n <= 190983 {
-                            return 48; // decode.wide.tn128.cpt2
+                if n <= 200703 {
+                    if n <= 184319 {
+                        if k <= 5631 {
+                            return 49; // decode.wide.tn128.cpt2
                         } else {
-                            return 49; // decode.wide.tn128.cpt4
+                            return 56; // decode.wide.tn512.cpt4
                         }
                     } else {
-                        if n <= 234375 {
-                            return 48; // decode.wide.tn128.cpt2
-                        } else {
-                            return 49; // decode.wide.tn128.cpt4
-                        }
+                        return 56; // decode.wide.tn512.cpt4
                     }
                 } else {
-                    if k <= 895 {
-                        return 54; // decode.wide.tn512.cpt2
+                    if n <= 251135 {
+                        if n <= 247039 {
+                            return 49; // decode.wide.tn128.cpt2
+                        } else {
+                            return 50; // decode.wide.tn128.cpt4
+                        }
                     } else {
-                        return 55; // decode.wide.tn512.cpt4
+                        if k <= 895 {
+                            return 55; // decode.wide.tn512.cpt2
+                        } else {
+                            return 56; // decode.wide.tn512.cpt4
+                        }
                     }
                 }
             }
@@ -2017,16 +2690,16 @@ fn tree_36(n: i64, k: i64) -> usize {
 // domain 37: u4 graph M bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_37(n: i64, k: i64) -> usize {
-    return 57; // grouped.rows.r2
+    return 58; // grouped.rows.r2
 }
 
 // domain 38: u4 graph M bucket 2
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_38(n: i64, k: i64) -> usize {
     if n <= 2303 {
-        return 57; // grouped.rows.r2
+        return 58; // grouped.rows.r2
     } else {
-        return 58; // grouped.rows.r4
+        return 59; // grouped.rows.r4
     }
 }
 
@@ -2036,15 +2709,15 @@ fn tree_39(n: i64, k: i64) -> usize {
     if n <= 113279 {
         if n <= 21759 {
             if n <= 3839 {
-                return 58; // grouped.rows.r4
+                return 59; // grouped.rows.r4
             } else {
-                return 59; // grouped.rows.r8
+                return 60; // grouped.rows.r8
             }
         } else {
-            return 58; // grouped.rows.r4
+            return 59; // grouped.rows.r4
         }
     } else {
-        return 59; // grouped.rows.r8
+        return 60; // grouped.rows.r8
     }
 }
 
@@ -2053,26 +2726,26 @@ fn tree_39(n: i64, k: i64) -> usize {
 fn tree_40(n: i64, k: i64) -> usize {
     if n * k <= 25952255 {
         if k <= 6655 {
-            return 56; // grouped.rows.r16
+            return 57; // grouped.rows.r16
         } else {
-            return 58; // grouped.rows.r4
+            return 59; // grouped.rows.r4
         }
     } else {
-        return 56; // grouped.rows.r16
+        return 57; // grouped.rows.r16
     }
 }
 
 // domain 41: u4 graph M bucket 5
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_41(n: i64, k: i64) -> usize {
-    return 56; // grouped.rows.r16
+    return 57; // grouped.rows.r16
 }
 
 // domain 42: u5 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_42(n: i64, k: i64) -> usize {
-    if k <= 4991 {
-        if n <= 4479 {
+    if k <= 5631 {
+        if n <= 4223 {
             if k <= 639 {
                 if k <= 383 {
                     return 4; // decode.fused.c16.cap8
@@ -2080,50 +2753,218 @@ fn tree_42(n: i64, k: i64) -> usize {
                     return 11; // decode.fused.c32.cap16
                 }
             } else {
-                if n * 1024 / k <= 175 {
-                    return 26; // decode.kpar.tn128.cpt1.waves1
+                if n <= 455 {
+                    if k <= 2303 {
+                        if n <= 295 {
+                            if k <= 1151 {
+                                return 12; // decode.fused.c32.cap32
+                            } else {
+                                if n <= 263 {
+                                    return 3; // decode.fused.c16.cap32
+                                } else {
+                                    return 27; // decode.kpar.tn128.cpt1.waves1
+                                }
+                            }
+                        } else {
+                            return 12; // decode.fused.c32.cap32
+                        }
+                    } else {
+                        if n <= 263 {
+                            return 46; // decode.kpar.tn64.cpt1.waves2
+                        } else {
+                            return 27; // decode.kpar.tn128.cpt1.waves1
+                        }
+                    }
                 } else {
-                    return 12; // decode.fused.c32.cap32
+                    if k <= 2303 {
+                        return 12; // decode.fused.c32.cap32
+                    } else {
+                        if n <= 591 {
+                            if k <= 3327 {
+                                if n <= 471 {
+                                    return 46; // decode.kpar.tn64.cpt1.waves2
+                                } else {
+                                    return 3; // decode.fused.c16.cap32
+                                }
+                            } else {
+                                if n <= 527 {
+                                    return 46; // decode.kpar.tn64.cpt1.waves2
+                                } else {
+                                    return 27; // decode.kpar.tn128.cpt1.waves1
+                                }
+                            }
+                        } else {
+                            if n <= 2495 {
+                                return 3; // decode.fused.c16.cap32
+                            } else {
+                                return 12; // decode.fused.c32.cap32
+                            }
+                        }
+                    }
                 }
             }
         } else {
-            if n <= 8959 {
-                if n * 1024 / k <= 1448 {
-                    return 2; // decode.fused.c16.cap16
+            if n <= 8447 {
+                if k <= 895 {
+                    if n <= 5247 {
+                        return 3; // decode.fused.c16.cap32
+                    } else {
+                        return 11; // decode.fused.c32.cap16
+                    }
                 } else {
-                    return 11; // decode.fused.c32.cap16
+                    if n <= 6271 {
+                        if k <= 2303 {
+                            return 11; // decode.fused.c32.cap16
+                        } else {
+                            if n <= 4479 {
+                                if k <= 3839 {
+                                    return 11; // decode.fused.c32.cap16
+                                } else {
+                                    return 2; // decode.fused.c16.cap16
+                                }
+                            } else {
+                                return 2; // decode.fused.c16.cap16
+                            }
+                        }
+                    } else {
+                        return 11; // decode.fused.c32.cap16
+                    }
                 }
             } else {
-                if n <= 19215 {
-                    return 4; // decode.fused.c16.cap8
+                if n <= 19199 {
+                    if n <= 12543 {
+                        if k <= 1407 {
+                            return 4; // decode.fused.c16.cap8
+                        } else {
+                            return 13; // decode.fused.c32.cap8
+                        }
+                    } else {
+                        return 4; // decode.fused.c16.cap8
+                    }
                 } else {
-                    return 28; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 25087 {
+                        if n <= 22015 {
+                            if k <= 3327 {
+                                return 11; // decode.fused.c32.cap16
+                            } else {
+                                return 29; // decode.kpar.tn128.cpt1.waves4
+                            }
+                        } else {
+                            return 11; // decode.fused.c32.cap16
+                        }
+                    } else {
+                        if n <= 31231 {
+                            return 29; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            if n <= 35839 {
+                                return 4; // decode.fused.c16.cap8
+                            } else {
+                                return 29; // decode.kpar.tn128.cpt1.waves4
+                            }
+                        }
+                    }
                 }
             }
         }
     } else {
-        if n <= 42647 {
-            if n * k <= 9537535 {
-                if n * k <= 6000639 {
-                    return 33; // decode.kpar.tn256.cpt1.waves1
+        if n <= 46079 {
+            if n <= 455 {
+                if k <= 16895 {
+                    if k <= 7679 {
+                        if n <= 263 {
+                            return 46; // decode.kpar.tn64.cpt1.waves2
+                        } else {
+                            if n <= 439 {
+                                return 27; // decode.kpar.tn128.cpt1.waves1
+                            } else {
+                                return 34; // decode.kpar.tn256.cpt1.waves1
+                            }
+                        }
+                    } else {
+                        return 34; // decode.kpar.tn256.cpt1.waves1
+                    }
                 } else {
-                    return 34; // decode.kpar.tn256.cpt1.waves2
+                    return 35; // decode.kpar.tn256.cpt1.waves2
                 }
             } else {
-                if n <= 28111 {
-                    return 28; // decode.kpar.tn128.cpt1.waves4
+                if n <= 1055 {
+                    if k <= 9215 {
+                        if n <= 879 {
+                            return 34; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            if k <= 6655 {
+                                if n <= 975 {
+                                    return 34; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 35; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                return 35; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        }
+                    } else {
+                        if k <= 26623 {
+                            return 35; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            if n <= 1007 {
+                                if n <= 471 {
+                                    return 35; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                return 35; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        }
+                    }
                 } else {
-                    return 35; // decode.kpar.tn256.cpt1.waves4
+                    if n <= 37887 {
+                        if n <= 33791 {
+                            if k <= 6655 {
+                                if n <= 4223 {
+                                    return 3; // decode.fused.c16.cap32
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                if n <= 31231 {
+                                    return 29; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            }
+                        } else {
+                            if k <= 30719 {
+                                return 4; // decode.fused.c16.cap8
+                            } else {
+                                return 20; // decode.kpar.tn128.cpt1.cap16
+                            }
+                        }
+                    } else {
+                        if n <= 44031 {
+                            return 36; // decode.kpar.tn256.cpt1.waves4
+                        } else {
+                            if k <= 13311 {
+                                return 54; // decode.wide.tn512.cpt1
+                            } else {
+                                return 29; // decode.kpar.tn128.cpt1.waves4
+                            }
+                        }
+                    }
                 }
             }
         } else {
-            if n <= 71735 {
-                return 53; // decode.wide.tn512.cpt1
+            if n <= 67583 {
+                return 54; // decode.wide.tn512.cpt1
             } else {
-                if n <= 143471 {
-                    return 18; // decode.fused.c32.waves2
+                if n <= 135167 {
+                    if n <= 100351 {
+                        return 28; // decode.kpar.tn128.cpt1.waves2
+                    } else {
+                        return 19; // decode.fused.c32.waves2
+                    }
                 } else {
-                    return 54; // decode.wide.tn512.cpt2
+                    return 55; // decode.wide.tn512.cpt2
                 }
             }
         }
@@ -2133,115 +2974,155 @@ fn tree_42(n: i64, k: i64) -> usize {
 // domain 43: u5 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_43(n: i64, k: i64) -> usize {
-    if n <= 104263 {
-        if n <= 47743 {
+    if n <= 100351 {
+        if n <= 37887 {
             if k <= 1663 {
-                if n <= 4479 {
-                    return 44; // decode.kpar.tn64.cpt1.waves1
-                } else {
-                    if n <= 15079 {
-                        if n <= 6343 {
-                            return 3; // decode.fused.c16.cap32
+                if n <= 4735 {
+                    if k <= 383 {
+                        if n <= 4223 {
+                            return 45; // decode.kpar.tn64.cpt1.waves1
                         } else {
-                            return 4; // decode.fused.c16.cap8
+                            return 27; // decode.kpar.tn128.cpt1.waves1
                         }
                     } else {
-                        if n <= 35863 {
+                        return 3; // decode.fused.c16.cap32
+                    }
+                } else {
+                    if n <= 6271 {
+                        if k <= 383 {
+                            return 45; // decode.kpar.tn64.cpt1.waves1
+                        } else {
+                            return 3; // decode.fused.c16.cap32
+                        }
+                    } else {
+                        if n <= 8447 {
                             return 13; // decode.fused.c32.cap8
                         } else {
-                            return 1; // decode.direct.tn64.cpt1
+                            return 4; // decode.fused.c16.cap8
                         }
                     }
                 }
             } else {
-                if n <= 17935 {
+                if n <= 18943 {
                     return 4; // decode.fused.c16.cap8
                 } else {
-                    if n <= 26063 {
-                        if n <= 23871 {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
-                        } else {
-                            return 11; // decode.fused.c32.cap16
-                        }
+                    if n <= 33791 {
+                        return 29; // decode.kpar.tn128.cpt1.waves4
                     } else {
-                        return 28; // decode.kpar.tn128.cpt1.waves4
+                        if k <= 2815 {
+                            return 4; // decode.fused.c16.cap8
+                        } else {
+                            return 38; // decode.kpar.tn64.cpt1.cap8
+                        }
                     }
                 }
             }
         } else {
-            if k <= 1663 {
-                if n <= 95495 {
-                    if n <= 85311 {
-                        if n <= 60319 {
-                            return 45; // decode.kpar.tn64.cpt1.waves2
-                        } else {
-                            return 0; // decode.direct.tn32.cpt1
-                        }
+            if n <= 50175 {
+                if k <= 895 {
+                    if k <= 639 {
+                        return 0; // decode.direct.tn32.cpt1
                     } else {
-                        if k <= 639 {
-                            return 45; // decode.kpar.tn64.cpt1.waves2
+                        if n <= 46079 {
+                            return 1; // decode.direct.tn64.cpt1
                         } else {
-                            return 46; // decode.kpar.tn64.cpt1.waves4
+                            return 45; // decode.kpar.tn64.cpt1.waves1
                         }
                     }
                 } else {
-                    if k <= 639 {
-                        return 1; // decode.direct.tn64.cpt1
+                    if n <= 48127 {
+                        return 29; // decode.kpar.tn128.cpt1.waves4
                     } else {
-                        return 34; // decode.kpar.tn256.cpt1.waves2
+                        if k <= 1151 {
+                            return 45; // decode.kpar.tn64.cpt1.waves1
+                        } else {
+                            return 35; // decode.kpar.tn256.cpt1.waves2
+                        }
                     }
                 }
             } else {
-                if n <= 52127 {
-                    return 34; // decode.kpar.tn256.cpt1.waves2
-                } else {
-                    if n <= 60319 {
-                        if k <= 2303 {
-                            return 1; // decode.direct.tn64.cpt1
+                if n <= 67583 {
+                    if k <= 7679 {
+                        if k <= 639 {
+                            return 0; // decode.direct.tn32.cpt1
                         } else {
-                            return 35; // decode.kpar.tn256.cpt1.waves4
+                            return 47; // decode.kpar.tn64.cpt1.waves4
                         }
                     } else {
-                        if n <= 71735 {
-                            return 53; // decode.wide.tn512.cpt1
+                        return 54; // decode.wide.tn512.cpt1
+                    }
+                } else {
+                    if n <= 96255 {
+                        return 0; // decode.direct.tn32.cpt1
+                    } else {
+                        if k <= 1407 {
+                            return 46; // decode.kpar.tn64.cpt1.waves2
                         } else {
-                            return 0; // decode.direct.tn32.cpt1
+                            return 35; // decode.kpar.tn256.cpt1.waves2
                         }
                     }
                 }
             }
         }
     } else {
-        if n <= 255231 {
-            if n <= 234375 {
-                if k <= 8959 {
-                    return 48; // decode.wide.tn128.cpt2
+        if k <= 9215 {
+            if n <= 251135 {
+                if n <= 247039 {
+                    return 49; // decode.wide.tn128.cpt2
                 } else {
-                    if n <= 119239 {
-                        return 37; // decode.kpar.tn64.cpt1.cap8
-                    } else {
-                        if n <= 190983 {
-                            return 48; // decode.wide.tn128.cpt2
+                    return 50; // decode.wide.tn128.cpt4
+                }
+            } else {
+                if k <= 383 {
+                    return 49; // decode.wide.tn128.cpt2
+                } else {
+                    return 55; // decode.wide.tn512.cpt2
+                }
+            }
+        } else {
+            if k <= 15359 {
+                if n <= 124927 {
+                    if n <= 116735 {
+                        if n <= 112639 {
+                            return 38; // decode.kpar.tn64.cpt1.cap8
                         } else {
-                            return 36; // decode.kpar.tn64.cpt1.cap16
+                            return 21; // decode.kpar.tn128.cpt1.cap8
                         }
+                    } else {
+                        return 38; // decode.kpar.tn64.cpt1.cap8
+                    }
+                } else {
+                    if n <= 247039 {
+                        if n <= 135167 {
+                            return 55; // decode.wide.tn512.cpt2
+                        } else {
+                            return 49; // decode.wide.tn128.cpt2
+                        }
+                    } else {
+                        return 55; // decode.wide.tn512.cpt2
                     }
                 }
             } else {
-                return 49; // decode.wide.tn128.cpt4
-            }
-        } else {
-            if k <= 2303 {
-                if k <= 1919 {
-                    return 54; // decode.wide.tn512.cpt2
+                if n <= 200703 {
+                    if n <= 192511 {
+                        if n <= 167935 {
+                            return 37; // decode.kpar.tn64.cpt1.cap16
+                        } else {
+                            return 38; // decode.kpar.tn64.cpt1.cap8
+                        }
+                    } else {
+                        return 55; // decode.wide.tn512.cpt2
+                    }
                 } else {
-                    return 49; // decode.wide.tn128.cpt4
-                }
-            } else {
-                if k <= 25471 {
-                    return 54; // decode.wide.tn512.cpt2
-                } else {
-                    return 36; // decode.kpar.tn64.cpt1.cap16
+                    if n <= 208895 {
+                        return 21; // decode.kpar.tn128.cpt1.cap8
+                    } else {
+                        if n <= 258047 {
+                            return 37; // decode.kpar.tn64.cpt1.cap16
+                        } else {
+                            return 55; // decode.wide.tn512.cpt2
+                        }
+                    }
                 }
             }
         }
@@ -2251,31 +3132,31 @@ fn tree_43(n: i64, k: i64) -> usize {
 // domain 44: u5 graph M bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_44(n: i64, k: i64) -> usize {
-    return 57; // grouped.rows.r2
+    return 58; // grouped.rows.r2
 }
 
 // domain 45: u5 graph M bucket 2
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_45(n: i64, k: i64) -> usize {
-    return 58; // grouped.rows.r4
+    return 59; // grouped.rows.r4
 }
 
 // domain 46: u5 graph M bucket 3
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_46(n: i64, k: i64) -> usize {
-    return 59; // grouped.rows.r8
+    return 60; // grouped.rows.r8
 }
 
 // domain 47: u5 graph M bucket 4
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_47(n: i64, k: i64) -> usize {
-    return 56; // grouped.rows.r16
+    return 57; // grouped.rows.r16
 }
 
 // domain 48: u5 graph M bucket 5
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_48(n: i64, k: i64) -> usize {
-    return 56; // grouped.rows.r16
+    return 57; // grouped.rows.r16
 }
 
 static TREES: &[fn(i64, i64) -> usize] = &[
@@ -2352,158 +3233,158 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 4096, k: 8192, candidate: 16 }, // decode.fused.c32.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 12288, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 14336, candidate: 16 }, // decode.fused.c32.kb32
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 28 }, // decode.kpar.tn128.cpt1.waves4
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 29 }, // decode.kpar.tn128.cpt1.waves4
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 40 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 40 }, // decode.kpar.tn64.cpt1.kb16
         Overlay { mode: 0, bucket: 0, n: 8192, k: 8192, candidate: 15 }, // decode.fused.c32.kb16
-        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 21 }, // decode.kpar.tn128.cpt1.kb12
+        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 22 }, // decode.kpar.tn128.cpt1.kb12
         Overlay { mode: 0, bucket: 0, n: 9728, k: 2560, candidate: 14 }, // decode.fused.c32.kb12
         Overlay { mode: 0, bucket: 0, n: 12288, k: 4096, candidate: 14 }, // decode.fused.c32.kb12
         Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 4 }, // decode.fused.c16.cap8
         Overlay { mode: 0, bucket: 0, n: 18944, k: 3584, candidate: 9 }, // decode.fused.c16.kb8
-        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 23 }, // decode.kpar.tn128.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 48 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 48 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 48 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 48 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 2, n: 2048, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 2560, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 7168, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 2048, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 12288, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 14336, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 10240, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 17408, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 8192, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 8192, k: 28672, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 9728, k: 2560, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 12288, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 14336, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 17408, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 18944, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 28672, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 128256, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 128256, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 151936, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 151936, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 152064, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 248320, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 7168, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 18944, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 2048, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 12288, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 14336, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 10240, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 17408, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 8192, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 8192, k: 28672, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 12288, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 14336, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 17408, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 18944, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 28672, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 128256, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 128256, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 151936, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 151936, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 152064, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 248320, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 2048, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 2560, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 7168, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 18944, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 2048, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 12288, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 14336, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 10240, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 17408, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 8192, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 8192, k: 28672, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 9728, k: 2560, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 12288, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 14336, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 17408, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 18944, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 28672, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 128256, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 128256, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 151936, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 151936, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 152064, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 248320, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 2048, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 2560, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 7168, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 18944, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 2048, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 12288, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 14336, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 10240, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 17408, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 8192, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 8192, k: 28672, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 9728, k: 2560, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 12288, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 14336, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 17408, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 18944, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 28672, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 128256, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 128256, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 151936, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 151936, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 152064, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 248320, k: 4096, candidate: 56 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 24 }, // decode.kpar.tn128.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 42 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 42 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 49 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 49 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 49 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 49 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 7168, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 2048, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 12288, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 14336, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 10240, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 17408, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 8192, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 8192, k: 28672, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 9728, k: 2560, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 12288, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 14336, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 17408, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 18944, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 28672, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 128256, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 128256, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 151936, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 151936, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 152064, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 248320, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 2, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 7168, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 18944, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 2048, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 12288, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 14336, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 10240, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 17408, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 8192, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 8192, k: 28672, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 12288, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 14336, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 17408, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 18944, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 28672, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 128256, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 128256, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 151936, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 151936, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 152064, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 248320, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 2048, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 2560, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 7168, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 18944, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 2048, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 12288, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 14336, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 10240, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 17408, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 8192, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 8192, k: 28672, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 9728, k: 2560, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 12288, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 14336, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 17408, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 18944, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 28672, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 128256, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 128256, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 151936, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 151936, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 152064, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 248320, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r16
     ],
     // s4
     &[
@@ -2519,156 +3400,156 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 4096, k: 14336, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 6 }, // decode.fused.c16.kb16
         Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 6 }, // decode.fused.c16.kb16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 40 }, // decode.kpar.tn64.cpt1.kb16
         Overlay { mode: 0, bucket: 0, n: 8192, k: 8192, candidate: 6 }, // decode.fused.c16.kb16
-        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 31 }, // decode.kpar.tn256.cpt1.kb12
+        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 32 }, // decode.kpar.tn256.cpt1.kb12
         Overlay { mode: 0, bucket: 0, n: 9728, k: 2560, candidate: 5 }, // decode.fused.c16.kb12
         Overlay { mode: 0, bucket: 0, n: 12288, k: 4096, candidate: 14 }, // decode.fused.c32.kb12
         Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 18944, k: 3584, candidate: 9 }, // decode.fused.c16.kb8
-        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 23 }, // decode.kpar.tn128.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 48 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 53 }, // decode.wide.tn512.cpt1
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 48 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 48 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 48 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 48 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 2, n: 2048, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 2560, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 7168, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 2048, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 12288, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 14336, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 10240, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 17408, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 8192, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 8192, k: 28672, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 9728, k: 2560, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 12288, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 14336, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 17408, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 18944, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 28672, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 128256, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 128256, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 151936, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 151936, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 152064, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 248320, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 7168, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 18944, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 2048, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 12288, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 14336, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 10240, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 17408, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 8192, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 8192, k: 28672, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 12288, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 14336, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 17408, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 18944, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 28672, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 128256, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 128256, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 151936, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 151936, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 152064, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 248320, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 2048, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 2560, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 7168, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 18944, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 2048, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 12288, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 14336, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 10240, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 17408, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 8192, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 8192, k: 28672, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 12288, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 14336, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 17408, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 18944, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 28672, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 128256, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 128256, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 151936, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 151936, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 152064, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 248320, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 5, n: 2560, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 7168, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 18944, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 2048, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 12288, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 14336, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 10240, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 17408, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 8192, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 8192, k: 28672, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 9728, k: 2560, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 12288, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 14336, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 17408, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 18944, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 28672, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 128256, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 128256, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 151936, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 151936, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 152064, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 248320, k: 4096, candidate: 56 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 24 }, // decode.kpar.tn128.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 49 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 54 }, // decode.wide.tn512.cpt1
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 49 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 49 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 49 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 49 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 7168, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 2048, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 12288, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 14336, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 10240, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 17408, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 8192, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 8192, k: 28672, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 9728, k: 2560, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 12288, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 14336, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 17408, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 18944, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 28672, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 128256, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 128256, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 151936, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 151936, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 152064, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 248320, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 2, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 7168, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 18944, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 2048, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 12288, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 14336, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 10240, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 17408, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 8192, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 8192, k: 28672, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 12288, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 14336, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 17408, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 18944, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 28672, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 128256, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 128256, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 151936, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 151936, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 152064, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 248320, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 2048, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 2560, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 7168, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 18944, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 2048, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 12288, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 14336, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 10240, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 17408, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 8192, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 8192, k: 28672, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 9728, k: 2560, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 12288, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 14336, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 17408, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 18944, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 28672, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 128256, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 128256, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 151936, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 151936, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 152064, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 248320, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 9728, k: 2560, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 28672, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 2048, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 5, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 2048, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r16
     ],
     // s5
     &[
@@ -2682,158 +3563,158 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 4096, k: 8192, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 12288, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 14336, candidate: 7 }, // decode.fused.c16.kb32
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 28 }, // decode.kpar.tn128.cpt1.waves4
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 29 }, // decode.kpar.tn128.cpt1.waves4
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 40 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 40 }, // decode.kpar.tn64.cpt1.kb16
         Overlay { mode: 0, bucket: 0, n: 8192, k: 8192, candidate: 15 }, // decode.fused.c32.kb16
-        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 31 }, // decode.kpar.tn256.cpt1.kb12
+        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 32 }, // decode.kpar.tn256.cpt1.kb12
         Overlay { mode: 0, bucket: 0, n: 9728, k: 2560, candidate: 6 }, // decode.fused.c16.kb16
         Overlay { mode: 0, bucket: 0, n: 12288, k: 4096, candidate: 14 }, // decode.fused.c32.kb12
         Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 18944, k: 3584, candidate: 9 }, // decode.fused.c16.kb8
-        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 43 }, // decode.kpar.tn64.cpt1.kb6
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 53 }, // decode.wide.tn512.cpt1
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 53 }, // decode.wide.tn512.cpt1
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 43 }, // decode.kpar.tn64.cpt1.kb6
-        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 40 }, // decode.kpar.tn64.cpt1.kb2
-        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 2, n: 2048, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 2560, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 7168, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 2048, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 12288, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 14336, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 10240, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 17408, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 8192, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 8192, k: 28672, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 9728, k: 2560, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 12288, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 14336, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 17408, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 18944, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 28672, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 128256, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 128256, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 151936, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 151936, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 152064, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 248320, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 7168, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 18944, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 2048, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 12288, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 14336, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 10240, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 17408, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 8192, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 8192, k: 28672, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 12288, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 14336, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 17408, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 18944, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 28672, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 128256, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 128256, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 151936, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 151936, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 152064, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 248320, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 2048, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 2560, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 7168, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 18944, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 2048, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 12288, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 14336, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 10240, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 17408, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 8192, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 8192, k: 28672, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 9728, k: 2560, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 12288, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 14336, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 17408, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 18944, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 28672, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 128256, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 128256, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 151936, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 151936, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 152064, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 248320, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 2048, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 2560, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 7168, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 18944, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 2048, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 12288, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 14336, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 10240, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 17408, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 8192, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 8192, k: 28672, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 9728, k: 2560, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 12288, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 14336, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 17408, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 18944, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 28672, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 128256, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 128256, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 151936, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 151936, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 152064, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 248320, k: 4096, candidate: 56 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 44 }, // decode.kpar.tn64.cpt1.kb6
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 54 }, // decode.wide.tn512.cpt1
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 54 }, // decode.wide.tn512.cpt1
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 42 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 44 }, // decode.kpar.tn64.cpt1.kb6
+        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 41 }, // decode.kpar.tn64.cpt1.kb2
+        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 42 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 7168, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 2048, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 12288, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 14336, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 10240, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 17408, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 8192, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 8192, k: 28672, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 9728, k: 2560, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 12288, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 14336, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 17408, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 18944, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 28672, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 128256, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 128256, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 151936, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 151936, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 152064, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 248320, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 2, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 7168, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 18944, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 2048, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 12288, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 14336, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 10240, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 17408, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 8192, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 8192, k: 28672, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 12288, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 14336, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 17408, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 18944, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 28672, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 128256, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 128256, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 151936, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 151936, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 152064, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 248320, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 2048, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 2560, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 7168, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 18944, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 2048, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 12288, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 14336, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 10240, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 17408, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 8192, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 8192, k: 28672, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 9728, k: 2560, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 12288, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 14336, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 17408, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 18944, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 28672, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 128256, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 128256, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 151936, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 151936, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 152064, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 248320, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r16
     ],
     // s6d
     &[
@@ -2841,164 +3722,164 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 2560, k: 5120, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 3584, k: 3584, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 3584, k: 7168, candidate: 7 }, // decode.fused.c16.kb32
-        Overlay { mode: 0, bucket: 0, n: 3584, k: 18944, candidate: 34 }, // decode.kpar.tn256.cpt1.waves2
+        Overlay { mode: 0, bucket: 0, n: 3584, k: 18944, candidate: 35 }, // decode.kpar.tn256.cpt1.waves2
         Overlay { mode: 0, bucket: 0, n: 4096, k: 2048, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 4096, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 8192, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 12288, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 14336, candidate: 7 }, // decode.fused.c16.kb32
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 22 }, // decode.kpar.tn128.cpt1.kb16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 32 }, // decode.kpar.tn256.cpt1.kb32
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 23 }, // decode.kpar.tn128.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 33 }, // decode.kpar.tn256.cpt1.kb32
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 40 }, // decode.kpar.tn64.cpt1.kb16
         Overlay { mode: 0, bucket: 0, n: 8192, k: 8192, candidate: 15 }, // decode.fused.c32.kb16
-        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 31 }, // decode.kpar.tn256.cpt1.kb12
+        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 32 }, // decode.kpar.tn256.cpt1.kb12
         Overlay { mode: 0, bucket: 0, n: 9728, k: 2560, candidate: 6 }, // decode.fused.c16.kb16
         Overlay { mode: 0, bucket: 0, n: 12288, k: 4096, candidate: 14 }, // decode.fused.c32.kb12
-        Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 38 }, // decode.kpar.tn64.cpt1.kb12
-        Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 39 }, // decode.kpar.tn64.cpt1.kb12
+        Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 40 }, // decode.kpar.tn64.cpt1.kb16
         Overlay { mode: 0, bucket: 0, n: 18944, k: 3584, candidate: 9 }, // decode.fused.c16.kb8
-        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 38 }, // decode.kpar.tn64.cpt1.kb12
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 42 }, // decode.kpar.tn64.cpt1.kb4
-        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 40 }, // decode.kpar.tn64.cpt1.kb2
-        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 42 }, // decode.kpar.tn64.cpt1.kb4
-        Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 2, n: 2048, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 2560, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 7168, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 2048, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 12288, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 14336, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 10240, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 17408, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 8192, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 8192, k: 28672, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 9728, k: 2560, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 12288, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 14336, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 17408, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 18944, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 28672, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 128256, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 128256, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 151936, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 151936, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 152064, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 248320, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 7168, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 18944, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 2048, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 12288, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 14336, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 10240, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 17408, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 8192, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 8192, k: 28672, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 12288, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 14336, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 17408, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 18944, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 28672, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 128256, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 128256, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 151936, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 151936, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 152064, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 248320, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 2048, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 2560, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 7168, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 18944, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 2048, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 12288, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 14336, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 10240, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 17408, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 8192, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 8192, k: 28672, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 9728, k: 2560, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 12288, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 14336, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 17408, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 18944, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 28672, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 128256, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 128256, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 151936, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 151936, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 152064, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 248320, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 2048, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 2560, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 7168, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 18944, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 2048, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 12288, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 14336, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 10240, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 17408, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 8192, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 8192, k: 28672, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 9728, k: 2560, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 12288, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 14336, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 17408, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 18944, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 28672, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 128256, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 128256, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 151936, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 151936, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 152064, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 248320, k: 4096, candidate: 56 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 39 }, // decode.kpar.tn64.cpt1.kb12
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 42 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 42 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 42 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 43 }, // decode.kpar.tn64.cpt1.kb4
+        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 41 }, // decode.kpar.tn64.cpt1.kb2
+        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 43 }, // decode.kpar.tn64.cpt1.kb4
+        Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 7168, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 2048, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 12288, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 14336, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 10240, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 17408, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 8192, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 8192, k: 28672, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 9728, k: 2560, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 12288, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 14336, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 17408, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 18944, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 28672, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 128256, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 128256, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 151936, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 151936, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 152064, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 248320, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 2, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 7168, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 18944, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 2048, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 12288, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 14336, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 10240, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 17408, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 8192, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 8192, k: 28672, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 12288, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 14336, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 17408, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 18944, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 28672, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 128256, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 128256, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 151936, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 151936, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 152064, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 248320, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 2048, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 2560, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 7168, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 18944, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 2048, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 12288, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 14336, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 10240, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 17408, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 8192, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 8192, k: 28672, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 9728, k: 2560, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 12288, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 14336, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 17408, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 18944, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 28672, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 128256, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 128256, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 151936, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 151936, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 152064, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 248320, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r16
     ],
     // s8
     &[
@@ -3012,158 +3893,158 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 4096, k: 8192, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 12288, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 14336, candidate: 7 }, // decode.fused.c16.kb32
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 28 }, // decode.kpar.tn128.cpt1.waves4
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 29 }, // decode.kpar.tn128.cpt1.waves4
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 40 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 40 }, // decode.kpar.tn64.cpt1.kb16
         Overlay { mode: 0, bucket: 0, n: 8192, k: 8192, candidate: 6 }, // decode.fused.c16.kb16
-        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 28 }, // decode.kpar.tn128.cpt1.waves4
+        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 29 }, // decode.kpar.tn128.cpt1.waves4
         Overlay { mode: 0, bucket: 0, n: 9728, k: 2560, candidate: 6 }, // decode.fused.c16.kb16
         Overlay { mode: 0, bucket: 0, n: 12288, k: 4096, candidate: 5 }, // decode.fused.c16.kb12
         Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 18944, k: 3584, candidate: 9 }, // decode.fused.c16.kb8
-        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 51 }, // decode.wide.tn256.cpt2
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 51 }, // decode.wide.tn256.cpt2
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 48 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 48 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 47 }, // decode.wide.tn128.cpt1
-        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 49 }, // decode.wide.tn128.cpt4
-        Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 2, n: 2048, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 2560, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 7168, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 2048, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 12288, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 14336, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 10240, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 17408, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 8192, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 8192, k: 28672, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 9728, k: 2560, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 12288, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 14336, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 17408, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 18944, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 28672, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 128256, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 2, n: 128256, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 151936, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 151936, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 152064, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 248320, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 7168, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 18944, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 2048, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 12288, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 14336, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 10240, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 17408, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 8192, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 8192, k: 28672, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 12288, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 14336, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 17408, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 18944, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 28672, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 128256, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 128256, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 151936, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 151936, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 152064, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 248320, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 2048, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 2560, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 7168, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 18944, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 2048, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 12288, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 14336, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 10240, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 17408, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 8192, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 8192, k: 28672, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 9728, k: 2560, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 12288, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 14336, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 17408, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 18944, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 28672, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 128256, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 128256, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 151936, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 151936, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 152064, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 248320, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 2048, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 2560, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 7168, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 18944, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 2048, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 12288, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 14336, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 10240, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 17408, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 8192, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 8192, k: 28672, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 9728, k: 2560, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 12288, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 14336, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 17408, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 18944, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 28672, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 128256, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 128256, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 151936, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 151936, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 152064, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 248320, k: 4096, candidate: 56 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 42 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 52 }, // decode.wide.tn256.cpt2
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 52 }, // decode.wide.tn256.cpt2
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 49 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 49 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 48 }, // decode.wide.tn128.cpt1
+        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 50 }, // decode.wide.tn128.cpt4
+        Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 7168, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 2048, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 12288, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 14336, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 10240, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 17408, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 8192, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 8192, k: 28672, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 9728, k: 2560, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 12288, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 14336, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 17408, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 18944, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 28672, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 128256, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 128256, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 151936, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 151936, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 152064, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 248320, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 2, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 7168, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 18944, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 2048, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 12288, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 14336, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 10240, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 17408, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 8192, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 8192, k: 28672, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 12288, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 14336, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 17408, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 18944, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 28672, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 128256, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 2, n: 128256, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 151936, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 151936, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 152064, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 248320, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 2048, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 2560, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 7168, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 18944, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 2048, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 12288, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 14336, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 10240, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 17408, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 8192, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 8192, k: 28672, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 9728, k: 2560, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 12288, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 14336, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 17408, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 18944, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 28672, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 128256, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 128256, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 151936, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 151936, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 152064, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 248320, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r16
     ],
     // u4
     &[
@@ -3171,164 +4052,164 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 2560, k: 5120, candidate: 16 }, // decode.fused.c32.kb32
         Overlay { mode: 0, bucket: 0, n: 3584, k: 3584, candidate: 16 }, // decode.fused.c32.kb32
         Overlay { mode: 0, bucket: 0, n: 3584, k: 7168, candidate: 16 }, // decode.fused.c32.kb32
-        Overlay { mode: 0, bucket: 0, n: 3584, k: 18944, candidate: 34 }, // decode.kpar.tn256.cpt1.waves2
+        Overlay { mode: 0, bucket: 0, n: 3584, k: 18944, candidate: 35 }, // decode.kpar.tn256.cpt1.waves2
         Overlay { mode: 0, bucket: 0, n: 4096, k: 2048, candidate: 16 }, // decode.fused.c32.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 4096, candidate: 16 }, // decode.fused.c32.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 8192, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 12288, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 14336, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 6 }, // decode.fused.c16.kb16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 22 }, // decode.kpar.tn128.cpt1.kb16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 19 }, // decode.kpar.tn128.cpt1.cap16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 23 }, // decode.kpar.tn128.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 20 }, // decode.kpar.tn128.cpt1.cap16
         Overlay { mode: 0, bucket: 0, n: 8192, k: 8192, candidate: 6 }, // decode.fused.c16.kb16
-        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 25 }, // decode.kpar.tn128.cpt1.kb8
+        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 26 }, // decode.kpar.tn128.cpt1.kb8
         Overlay { mode: 0, bucket: 0, n: 9728, k: 2560, candidate: 5 }, // decode.fused.c16.kb12
-        Overlay { mode: 0, bucket: 0, n: 12288, k: 4096, candidate: 20 }, // decode.kpar.tn128.cpt1.cap8
+        Overlay { mode: 0, bucket: 0, n: 12288, k: 4096, candidate: 21 }, // decode.kpar.tn128.cpt1.cap8
         Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 9 }, // decode.fused.c16.kb8
-        Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 24 }, // decode.kpar.tn128.cpt1.kb4
+        Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 25 }, // decode.kpar.tn128.cpt1.kb4
         Overlay { mode: 0, bucket: 0, n: 18944, k: 3584, candidate: 8 }, // decode.fused.c16.kb6
-        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 40 }, // decode.kpar.tn64.cpt1.kb2
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 53 }, // decode.wide.tn512.cpt1
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 53 }, // decode.wide.tn512.cpt1
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 49 }, // decode.wide.tn128.cpt4
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 49 }, // decode.wide.tn128.cpt4
-        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 49 }, // decode.wide.tn128.cpt4
-        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 48 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 2, n: 2048, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 2560, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 7168, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 2048, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 12288, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 14336, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 10240, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 17408, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 8192, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 2, n: 9728, k: 2560, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 12288, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 14336, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 17408, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 18944, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 28672, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 128256, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 128256, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 151936, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 151936, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 152064, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 248320, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 2048, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 7168, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 2048, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 12288, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 14336, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 10240, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 17408, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 8192, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 8192, k: 28672, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 9728, k: 2560, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 12288, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 14336, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 17408, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 18944, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 28672, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 128256, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 128256, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 151936, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 151936, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 152064, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 248320, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 2048, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 2560, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 7168, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 2048, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 12288, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 14336, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 10240, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 17408, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 8192, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 8192, k: 28672, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 12288, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 14336, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 17408, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 18944, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 28672, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 128256, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 128256, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 151936, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 151936, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 152064, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 248320, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 2048, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 2560, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 7168, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 18944, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 2048, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 12288, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 14336, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 10240, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 17408, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 8192, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 8192, k: 28672, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 9728, k: 2560, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 12288, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 14336, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 17408, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 18944, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 28672, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 128256, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 128256, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 151936, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 151936, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 152064, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 248320, k: 4096, candidate: 56 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 41 }, // decode.kpar.tn64.cpt1.kb2
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 54 }, // decode.wide.tn512.cpt1
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 54 }, // decode.wide.tn512.cpt1
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 50 }, // decode.wide.tn128.cpt4
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 50 }, // decode.wide.tn128.cpt4
+        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 50 }, // decode.wide.tn128.cpt4
+        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 49 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 7168, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 2048, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 12288, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 14336, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 10240, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 17408, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 8192, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 8192, k: 28672, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 9728, k: 2560, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 12288, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 14336, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 17408, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 18944, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 28672, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 128256, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 128256, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 151936, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 151936, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 152064, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 248320, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 2, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 7168, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 2048, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 12288, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 14336, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 10240, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 17408, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 8192, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 8192, k: 28672, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 2, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 12288, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 14336, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 17408, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 18944, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 28672, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 128256, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 128256, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 151936, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 151936, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 152064, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 248320, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 2560, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 7168, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 18944, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 2048, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 12288, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 14336, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 10240, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 17408, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 8192, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 8192, k: 28672, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 12288, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 14336, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 17408, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 18944, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 28672, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 128256, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 128256, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 151936, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 151936, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 152064, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 248320, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 7168, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 18944, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 9728, k: 2560, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 12288, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 14336, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r16
     ],
     // u5
     &[
@@ -3342,9 +4223,9 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 4096, k: 8192, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 12288, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 14336, candidate: 7 }, // decode.fused.c16.kb32
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 28 }, // decode.kpar.tn128.cpt1.waves4
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 29 }, // decode.kpar.tn128.cpt1.waves4
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 40 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 40 }, // decode.kpar.tn64.cpt1.kb16
         Overlay { mode: 0, bucket: 0, n: 8192, k: 8192, candidate: 15 }, // decode.fused.c32.kb16
         Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 6 }, // decode.fused.c16.kb16
         Overlay { mode: 0, bucket: 0, n: 9728, k: 2560, candidate: 14 }, // decode.fused.c32.kb12
@@ -3352,148 +4233,148 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 17 }, // decode.fused.c32.kb8
         Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 18944, k: 3584, candidate: 9 }, // decode.fused.c16.kb8
-        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 53 }, // decode.wide.tn512.cpt1
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 53 }, // decode.wide.tn512.cpt1
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 48 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 48 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 48 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 49 }, // decode.wide.tn128.cpt4
-        Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 1, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r2
-        Overlay { mode: 0, bucket: 2, n: 2048, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 2560, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 7168, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 2048, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 12288, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 4096, k: 14336, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 10240, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 5120, k: 17408, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 8192, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 8192, k: 28672, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 9728, k: 2560, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 12288, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 14336, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 17408, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 18944, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 28672, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 128256, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 128256, k: 8192, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 151936, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 151936, k: 5120, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 152064, k: 3584, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 2, n: 248320, k: 4096, candidate: 58 }, // grouped.rows.r4
-        Overlay { mode: 0, bucket: 3, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 7168, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 3584, k: 18944, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 2048, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 12288, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 4096, k: 14336, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 10240, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 5120, k: 17408, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 8192, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 8192, k: 28672, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 12288, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 14336, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 17408, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 18944, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 28672, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 128256, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 128256, k: 8192, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 151936, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 151936, k: 5120, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 152064, k: 3584, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 3, n: 248320, k: 4096, candidate: 59 }, // grouped.rows.r8
-        Overlay { mode: 0, bucket: 4, n: 2048, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 2560, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 7168, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 3584, k: 18944, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 2048, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 12288, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 4096, k: 14336, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 10240, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 5120, k: 17408, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 8192, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 8192, k: 28672, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 9728, k: 2560, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 12288, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 14336, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 17408, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 18944, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 28672, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 128256, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 128256, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 151936, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 151936, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 152064, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 4, n: 248320, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 2048, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 2560, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 7168, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 3584, k: 18944, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 2048, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 12288, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 4096, k: 14336, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 10240, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 5120, k: 17408, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 8192, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 8192, k: 28672, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 9728, k: 2560, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 12288, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 14336, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 17408, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 18944, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 28672, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 128256, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 128256, k: 8192, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 151936, k: 4096, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 151936, k: 5120, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 152064, k: 3584, candidate: 56 }, // grouped.rows.r16
-        Overlay { mode: 0, bucket: 5, n: 248320, k: 4096, candidate: 56 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 42 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 54 }, // decode.wide.tn512.cpt1
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 54 }, // decode.wide.tn512.cpt1
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 49 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 49 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 49 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 50 }, // decode.wide.tn128.cpt4
+        Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 7168, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 3584, k: 18944, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 2048, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 12288, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 4096, k: 14336, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 10240, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 5120, k: 17408, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 8192, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 8192, k: 28672, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 9728, k: 2560, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 12288, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 14336, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 17408, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 18944, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 28672, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 128256, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 128256, k: 8192, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 151936, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 151936, k: 5120, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 152064, k: 3584, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 1, n: 248320, k: 4096, candidate: 58 }, // grouped.rows.r2
+        Overlay { mode: 0, bucket: 2, n: 2048, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 2560, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 7168, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 3584, k: 18944, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 2048, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 12288, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 4096, k: 14336, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 10240, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 5120, k: 17408, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 8192, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 8192, k: 28672, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 9728, k: 2560, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 12288, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 14336, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 17408, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 18944, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 28672, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 128256, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 128256, k: 8192, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 151936, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 151936, k: 5120, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 152064, k: 3584, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 2, n: 248320, k: 4096, candidate: 59 }, // grouped.rows.r4
+        Overlay { mode: 0, bucket: 3, n: 2048, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 2560, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 7168, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 3584, k: 18944, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 2048, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 12288, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 4096, k: 14336, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 10240, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 5120, k: 17408, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 8192, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 8192, k: 28672, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 9728, k: 2560, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 12288, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 14336, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 17408, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 18944, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 28672, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 128256, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 128256, k: 8192, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 151936, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 151936, k: 5120, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 152064, k: 3584, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 3, n: 248320, k: 4096, candidate: 60 }, // grouped.rows.r8
+        Overlay { mode: 0, bucket: 4, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 4, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 2048, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 2560, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 7168, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 3584, k: 18944, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 2048, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 12288, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 4096, k: 14336, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 10240, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 5120, k: 17408, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 8192, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 8192, k: 28672, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 9728, k: 2560, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 12288, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 14336, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 17408, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 18944, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 28672, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 128256, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 128256, k: 8192, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 151936, k: 4096, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 151936, k: 5120, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 152064, k: 3584, candidate: 57 }, // grouped.rows.r16
+        Overlay { mode: 0, bucket: 5, n: 248320, k: 4096, candidate: 57 }, // grouped.rows.r16
     ],
 ];
 

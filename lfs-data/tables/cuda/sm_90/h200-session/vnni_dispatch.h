@@ -4,9 +4,9 @@
 // corpus id        b67a12159ab9f746e74ac48b269adbf41081100247e2940619ab1151ba4aa6d8
 // registry digest  8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717
 // inventory digest 70f6c89825324e079de42f416d5636e5dcc6688d88a707750986eeb490f7e8f6
-// policy digest    4b5dc9aef8953fede397c3f6a45bb315d85a2cd42212f4c218d74b4d73399775
+// policy digest    d66fefbd6c29156d2aa07509148718e3fc6145e8af9321498f5440fc0bc1fa49
 // backend / arch   cuda / sm_90, profile h200-session, learner 0.1.0
-// gates NOT passed: 32/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 384 rows (p95 regret 5.38%, geomean 1.05%; decode 64 rows p95 27.16% geomean 5.63%; grouped 320 rows p95 1.04% geomean 0.16%)
+// gates NOT passed: 32/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 384 rows (p95 regret 5.38%, geomean 1.03%; decode 64 rows p95 27.16% geomean 5.45%; grouped 320 rows p95 1.04% geomean 0.16%)
 //
 // Declarations of the generated dispatch tables. The definitions are in the .inc of the same
 // generation: include that in exactly one translation unit, this header in the others.

@@ -4,9 +4,9 @@
 // corpus id        b67a12159ab9f746e74ac48b269adbf41081100247e2940619ab1151ba4aa6d8
 // registry digest  8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717
 // inventory digest 70f6c89825324e079de42f416d5636e5dcc6688d88a707750986eeb490f7e8f6
-// policy digest    4b5dc9aef8953fede397c3f6a45bb315d85a2cd42212f4c218d74b4d73399775
+// policy digest    d66fefbd6c29156d2aa07509148718e3fc6145e8af9321498f5440fc0bc1fa49
 // backend / arch   cuda / sm_90, profile h200-session, learner 0.1.0
-// gates NOT passed: 32/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 384 rows (p95 regret 5.38%, geomean 1.05%; decode 64 rows p95 27.16% geomean 5.63%; grouped 320 rows p95 1.04% geomean 0.16%)
+// gates NOT passed: 32/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 384 rows (p95 regret 5.38%, geomean 1.03%; decode 64 rows p95 27.16% geomean 5.45%; grouped 320 rows p95 1.04% geomean 0.16%)
 //
 // Rust dispatch tables: the same tables and decisions as the C++ .inc of this generation.
 // Embed as a module file, e.g. `#[path = "vnni_dispatch.rs"] mod vnni_dispatch;`. Integer
@@ -17,8 +17,8 @@ pub mod provenance {
     pub const CORPUS_ID: &str = "b67a12159ab9f746e74ac48b269adbf41081100247e2940619ab1151ba4aa6d8";
     pub const REGISTRY_DIGEST: &str = "8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717";
     pub const INVENTORY_DIGEST: &str = "70f6c89825324e079de42f416d5636e5dcc6688d88a707750986eeb490f7e8f6";
-    pub const POLICY_DIGEST: &str = "4b5dc9aef8953fede397c3f6a45bb315d85a2cd42212f4c218d74b4d73399775";
-    pub const GATES: &str = "gates NOT passed: 32/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 384 rows (p95 regret 5.38%, geomean 1.05%; decode 64 rows p95 27.16% geomean 5.63%; grouped 320 rows p95 1.04% geomean 0.16%)";
+    pub const POLICY_DIGEST: &str = "d66fefbd6c29156d2aa07509148718e3fc6145e8af9321498f5440fc0bc1fa49";
+    pub const GATES: &str = "gates NOT passed: 32/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 384 rows (p95 regret 5.38%, geomean 1.03%; decode 64 rows p95 27.16% geomean 5.45%; grouped 320 rows p95 1.04% geomean 0.16%)";
     pub const GENERATOR: &str = "vnni-generator 0.1.0 templates 72942bff8639a3fa";
 }
 
@@ -127,41 +127,41 @@ pub static CANDIDATES: &[Candidate] = &[
     Candidate { id: "decode.fused.c32.kb32", family: "fused_kpar", surface: Surface::Decode, tile: 32, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 32, max_kb: 32, generic_legal: false }, // 15
     Candidate { id: "decode.fused.c32.kb8", family: "fused_kpar", surface: Surface::Decode, tile: 32, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 8, max_kb: 32, generic_legal: false }, // 16
     Candidate { id: "decode.fused.c32.waves1", family: "fused_kpar", surface: Surface::Decode, tile: 32, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 1, max_kb: 32, generic_legal: true }, // 17
-    Candidate { id: "decode.fused.c32.waves2", family: "fused_kpar", surface: Surface::Decode, tile: 32, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 2, max_kb: 32, generic_legal: true }, // 18
-    Candidate { id: "decode.kpar.tn128.cpt1.cap16", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 16, max_kb: -1, generic_legal: true }, // 19
-    Candidate { id: "decode.kpar.tn128.cpt1.cap8", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 8, max_kb: -1, generic_legal: true }, // 20
-    Candidate { id: "decode.kpar.tn128.cpt1.kb12", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 12, max_kb: -1, generic_legal: false }, // 21
-    Candidate { id: "decode.kpar.tn128.cpt1.kb3", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 3, max_kb: -1, generic_legal: false }, // 22
-    Candidate { id: "decode.kpar.tn128.cpt1.kb32", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 32, max_kb: -1, generic_legal: false }, // 23
-    Candidate { id: "decode.kpar.tn128.cpt1.kb4", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 4, max_kb: -1, generic_legal: false }, // 24
-    Candidate { id: "decode.kpar.tn128.cpt1.kb8", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 8, max_kb: -1, generic_legal: false }, // 25
-    Candidate { id: "decode.kpar.tn128.cpt1.waves1", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 1, max_kb: -1, generic_legal: true }, // 26
-    Candidate { id: "decode.kpar.tn128.cpt1.waves2", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 2, max_kb: -1, generic_legal: true }, // 27
-    Candidate { id: "decode.kpar.tn128.cpt1.waves4", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 4, max_kb: -1, generic_legal: true }, // 28
-    Candidate { id: "decode.kpar.tn256.cpt1.cap16", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 16, max_kb: -1, generic_legal: true }, // 29
-    Candidate { id: "decode.kpar.tn256.cpt1.cap8", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 8, max_kb: -1, generic_legal: true }, // 30
-    Candidate { id: "decode.kpar.tn256.cpt1.kb12", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 12, max_kb: -1, generic_legal: false }, // 31
-    Candidate { id: "decode.kpar.tn256.cpt1.kb32", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 32, max_kb: -1, generic_legal: false }, // 32
-    Candidate { id: "decode.kpar.tn256.cpt1.waves1", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 1, max_kb: -1, generic_legal: true }, // 33
-    Candidate { id: "decode.kpar.tn256.cpt1.waves2", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 2, max_kb: -1, generic_legal: true }, // 34
-    Candidate { id: "decode.kpar.tn256.cpt1.waves4", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 4, max_kb: -1, generic_legal: true }, // 35
-    Candidate { id: "decode.kpar.tn64.cpt1.cap16", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 16, max_kb: -1, generic_legal: true }, // 36
-    Candidate { id: "decode.kpar.tn64.cpt1.cap8", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 8, max_kb: -1, generic_legal: true }, // 37
-    Candidate { id: "decode.kpar.tn64.cpt1.kb12", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 12, max_kb: -1, generic_legal: false }, // 38
-    Candidate { id: "decode.kpar.tn64.cpt1.kb16", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 16, max_kb: -1, generic_legal: false }, // 39
-    Candidate { id: "decode.kpar.tn64.cpt1.kb2", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 2, max_kb: -1, generic_legal: false }, // 40
-    Candidate { id: "decode.kpar.tn64.cpt1.kb3", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 3, max_kb: -1, generic_legal: false }, // 41
-    Candidate { id: "decode.kpar.tn64.cpt1.kb6", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 6, max_kb: -1, generic_legal: false }, // 42
-    Candidate { id: "decode.kpar.tn64.cpt1.waves1", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 1, max_kb: -1, generic_legal: true }, // 43
-    Candidate { id: "decode.kpar.tn64.cpt1.waves2", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 2, max_kb: -1, generic_legal: true }, // 44
-    Candidate { id: "decode.kpar.tn64.cpt1.waves4", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 4, max_kb: -1, generic_legal: true }, // 45
-    Candidate { id: "decode.wide.tn128.cpt1", family: "wide", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 46
-    Candidate { id: "decode.wide.tn128.cpt2", family: "wide", surface: Surface::Decode, tile: 128, cpt: 2, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 47
-    Candidate { id: "decode.wide.tn128.cpt4", family: "wide", surface: Surface::Decode, tile: 128, cpt: 4, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 48
-    Candidate { id: "decode.wide.tn256.cpt1", family: "wide", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 49
-    Candidate { id: "decode.wide.tn256.cpt2", family: "wide", surface: Surface::Decode, tile: 256, cpt: 2, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 50
-    Candidate { id: "decode.wide.tn512.cpt1", family: "wide", surface: Surface::Decode, tile: 512, cpt: 1, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 51
-    Candidate { id: "decode.wide.tn512.cpt2", family: "wide", surface: Surface::Decode, tile: 512, cpt: 2, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 52
+    Candidate { id: "decode.kpar.tn128.cpt1.cap16", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 16, max_kb: -1, generic_legal: true }, // 18
+    Candidate { id: "decode.kpar.tn128.cpt1.cap8", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 8, max_kb: -1, generic_legal: true }, // 19
+    Candidate { id: "decode.kpar.tn128.cpt1.kb12", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 12, max_kb: -1, generic_legal: false }, // 20
+    Candidate { id: "decode.kpar.tn128.cpt1.kb3", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 3, max_kb: -1, generic_legal: false }, // 21
+    Candidate { id: "decode.kpar.tn128.cpt1.kb32", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 32, max_kb: -1, generic_legal: false }, // 22
+    Candidate { id: "decode.kpar.tn128.cpt1.kb4", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 4, max_kb: -1, generic_legal: false }, // 23
+    Candidate { id: "decode.kpar.tn128.cpt1.kb8", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 8, max_kb: -1, generic_legal: false }, // 24
+    Candidate { id: "decode.kpar.tn128.cpt1.waves1", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 1, max_kb: -1, generic_legal: true }, // 25
+    Candidate { id: "decode.kpar.tn128.cpt1.waves2", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 2, max_kb: -1, generic_legal: true }, // 26
+    Candidate { id: "decode.kpar.tn128.cpt1.waves4", family: "kpar", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 4, max_kb: -1, generic_legal: true }, // 27
+    Candidate { id: "decode.kpar.tn256.cpt1.cap16", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 16, max_kb: -1, generic_legal: true }, // 28
+    Candidate { id: "decode.kpar.tn256.cpt1.cap8", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 8, max_kb: -1, generic_legal: true }, // 29
+    Candidate { id: "decode.kpar.tn256.cpt1.kb12", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 12, max_kb: -1, generic_legal: false }, // 30
+    Candidate { id: "decode.kpar.tn256.cpt1.kb32", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 32, max_kb: -1, generic_legal: false }, // 31
+    Candidate { id: "decode.kpar.tn256.cpt1.waves1", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 1, max_kb: -1, generic_legal: true }, // 32
+    Candidate { id: "decode.kpar.tn256.cpt1.waves2", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 2, max_kb: -1, generic_legal: true }, // 33
+    Candidate { id: "decode.kpar.tn256.cpt1.waves4", family: "kpar", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 4, max_kb: -1, generic_legal: true }, // 34
+    Candidate { id: "decode.kpar.tn64.cpt1.cap16", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 16, max_kb: -1, generic_legal: true }, // 35
+    Candidate { id: "decode.kpar.tn64.cpt1.cap8", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Capped, kb_param: 8, max_kb: -1, generic_legal: true }, // 36
+    Candidate { id: "decode.kpar.tn64.cpt1.kb12", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 12, max_kb: -1, generic_legal: false }, // 37
+    Candidate { id: "decode.kpar.tn64.cpt1.kb16", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 16, max_kb: -1, generic_legal: false }, // 38
+    Candidate { id: "decode.kpar.tn64.cpt1.kb2", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 2, max_kb: -1, generic_legal: false }, // 39
+    Candidate { id: "decode.kpar.tn64.cpt1.kb3", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 3, max_kb: -1, generic_legal: false }, // 40
+    Candidate { id: "decode.kpar.tn64.cpt1.kb6", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Literal, kb_param: 6, max_kb: -1, generic_legal: false }, // 41
+    Candidate { id: "decode.kpar.tn64.cpt1.waves1", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 1, max_kb: -1, generic_legal: true }, // 42
+    Candidate { id: "decode.kpar.tn64.cpt1.waves2", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 2, max_kb: -1, generic_legal: true }, // 43
+    Candidate { id: "decode.kpar.tn64.cpt1.waves4", family: "kpar", surface: Surface::Decode, tile: 64, cpt: 1, rows: 1, kb_kind: KbKind::Waves, kb_param: 4, max_kb: -1, generic_legal: true }, // 44
+    Candidate { id: "decode.wide.tn128.cpt1", family: "wide", surface: Surface::Decode, tile: 128, cpt: 1, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 45
+    Candidate { id: "decode.wide.tn128.cpt2", family: "wide", surface: Surface::Decode, tile: 128, cpt: 2, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 46
+    Candidate { id: "decode.wide.tn128.cpt4", family: "wide", surface: Surface::Decode, tile: 128, cpt: 4, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 47
+    Candidate { id: "decode.wide.tn256.cpt1", family: "wide", surface: Surface::Decode, tile: 256, cpt: 1, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 48
+    Candidate { id: "decode.wide.tn256.cpt2", family: "wide", surface: Surface::Decode, tile: 256, cpt: 2, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 49
+    Candidate { id: "decode.wide.tn512.cpt1", family: "wide", surface: Surface::Decode, tile: 512, cpt: 1, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 50
+    Candidate { id: "decode.wide.tn512.cpt2", family: "wide", surface: Surface::Decode, tile: 512, cpt: 2, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 51
+    Candidate { id: "decode.wide.tn512.cpt4", family: "wide", surface: Surface::Decode, tile: 512, cpt: 4, rows: 1, kb_kind: KbKind::Wide, kb_param: 0, max_kb: -1, generic_legal: true }, // 52
     Candidate { id: "grouped.rows.r16", family: "rows", surface: Surface::Grouped, tile: 128, cpt: 1, rows: 16, kb_kind: KbKind::Inherited, kb_param: 0, max_kb: -1, generic_legal: true }, // 53
     Candidate { id: "grouped.rows.r2", family: "rows", surface: Surface::Grouped, tile: 128, cpt: 1, rows: 2, kb_kind: KbKind::Inherited, kb_param: 0, max_kb: -1, generic_legal: true }, // 54
     Candidate { id: "grouped.rows.r4", family: "rows", surface: Surface::Grouped, tile: 128, cpt: 1, rows: 4, kb_kind: KbKind::Inherited, kb_param: 0, max_kb: -1, generic_legal: true }, // 55
@@ -228,103 +228,63 @@ static DOMAIN_TABLE: &[usize] = &[
 // domain 0: nl4 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_0(n: i64, k: i64) -> usize {
-    if k <= 4991 {
-        if n <= 8959 {
-            if n * 1024 / k <= 245 {
-                if n * k <= 2414591 {
-                    if n * k <= 534527 {
-                        return 18; // decode.fused.c32.waves2
-                    } else {
-                        if k <= 2303 {
-                            return 3; // decode.fused.c16.cap32
-                        } else {
-                            return 26; // decode.kpar.tn128.cpt1.waves1
-                        }
-                    }
+    if k <= 4607 {
+        if n <= 4223 {
+            if k <= 639 {
+                if n <= 263 {
+                    return 17; // decode.fused.c32.waves1
                 } else {
-                    return 33; // decode.kpar.tn256.cpt1.waves1
+                    return 10; // decode.fused.c32.cap16
                 }
             } else {
-                if n <= 4479 {
-                    if k <= 639 {
-                        if n * k <= 143359 {
-                            return 17; // decode.fused.c32.waves1
-                        } else {
-                            return 10; // decode.fused.c32.cap16
-                        }
-                    } else {
-                        if n <= 3511 {
-                            return 3; // decode.fused.c16.cap32
-                        } else {
-                            return 11; // decode.fused.c32.cap32
-                        }
-                    }
+                if n <= 439 {
+                    return 25; // decode.kpar.tn128.cpt1.waves1
                 } else {
-                    if n * k <= 7782399 {
-                        return 3; // decode.fused.c16.cap32
-                    } else {
-                        if n * 1024 / k <= 1221 {
-                            return 2; // decode.fused.c16.cap16
-                        } else {
-                            return 10; // decode.fused.c32.cap16
-                        }
-                    }
+                    return 3; // decode.fused.c16.cap32
                 }
             }
         } else {
-            if n <= 19215 {
-                if n <= 13031 {
-                    if n * k <= 17557503 {
-                        return 2; // decode.fused.c16.cap16
-                    } else {
-                        if n <= 9735 {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
-                        } else {
-                            return 12; // decode.fused.c32.cap8
-                        }
-                    }
+            if n <= 8447 {
+                if k <= 895 {
+                    return 3; // decode.fused.c16.cap32
                 } else {
-                    return 4; // decode.fused.c16.cap8
+                    return 10; // decode.fused.c32.cap16
                 }
             } else {
-                if n * 1024 / k <= 7106 {
-                    return 28; // decode.kpar.tn128.cpt1.waves4
+                if n <= 19199 {
+                    return 4; // decode.fused.c16.cap8
                 } else {
-                    return 2; // decode.fused.c16.cap16
+                    return 27; // decode.kpar.tn128.cpt1.waves4
                 }
             }
         }
     } else {
-        if n <= 50719 {
-            if n * k <= 8644607 {
-                if n * k <= 2134015 {
-                    if n * 1024 / k <= 37 {
-                        return 33; // decode.kpar.tn256.cpt1.waves1
-                    } else {
-                        return 26; // decode.kpar.tn128.cpt1.waves1
-                    }
+        if n <= 50175 {
+            if n <= 655 {
+                if k <= 22527 {
+                    return 32; // decode.kpar.tn256.cpt1.waves1
                 } else {
-                    return 33; // decode.kpar.tn256.cpt1.waves1
+                    return 27; // decode.kpar.tn128.cpt1.waves4
                 }
             } else {
-                return 28; // decode.kpar.tn128.cpt1.waves4
+                if k <= 5631 {
+                    return 3; // decode.fused.c16.cap32
+                } else {
+                    return 27; // decode.kpar.tn128.cpt1.waves4
+                }
             }
         } else {
-            if n <= 101455 {
-                if n <= 71735 {
-                    if n * k <= 637927423 {
-                        return 44; // decode.kpar.tn64.cpt1.waves2
-                    } else {
-                        return 35; // decode.kpar.tn256.cpt1.waves4
-                    }
+            if n <= 100351 {
+                if n <= 67583 {
+                    return 34; // decode.kpar.tn256.cpt1.waves4
                 } else {
-                    return 44; // decode.kpar.tn64.cpt1.waves2
+                    return 43; // decode.kpar.tn64.cpt1.waves2
                 }
             } else {
-                if n <= 143471 {
+                if n <= 135167 {
                     return 17; // decode.fused.c32.waves1
                 } else {
-                    return 47; // decode.wide.tn128.cpt2
+                    return 46; // decode.wide.tn128.cpt2
                 }
             }
         }
@@ -335,30 +295,30 @@ fn tree_0(n: i64, k: i64) -> usize {
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_1(n: i64, k: i64) -> usize {
     if k <= 895 {
-        return 50; // decode.wide.tn256.cpt2
+        return 49; // decode.wide.tn256.cpt2
     } else {
-        if n <= 101455 {
-            if n <= 50719 {
-                if n <= 17935 {
-                    return 27; // decode.kpar.tn128.cpt1.waves2
+        if n <= 100351 {
+            if n <= 50175 {
+                if n <= 16895 {
+                    return 26; // decode.kpar.tn128.cpt1.waves2
                 } else {
-                    return 28; // decode.kpar.tn128.cpt1.waves4
+                    return 27; // decode.kpar.tn128.cpt1.waves4
                 }
             } else {
-                if n <= 71735 {
-                    return 51; // decode.wide.tn512.cpt1
+                if n <= 67583 {
+                    return 50; // decode.wide.tn512.cpt1
                 } else {
-                    return 27; // decode.kpar.tn128.cpt1.waves2
+                    return 26; // decode.kpar.tn128.cpt1.waves2
                 }
             }
         } else {
-            if k <= 3071 {
-                return 50; // decode.wide.tn256.cpt2
+            if k <= 2815 {
+                return 49; // decode.wide.tn256.cpt2
             } else {
-                if n <= 119239 {
-                    return 37; // decode.kpar.tn64.cpt1.cap8
+                if k <= 11263 {
+                    return 46; // decode.wide.tn128.cpt2
                 } else {
-                    return 47; // decode.wide.tn128.cpt2
+                    return 36; // decode.kpar.tn64.cpt1.cap8
                 }
             }
         }
@@ -398,197 +358,129 @@ fn tree_6(n: i64, k: i64) -> usize {
 // domain 7: s4 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_7(n: i64, k: i64) -> usize {
-    if n <= 50719 {
-        if n <= 1887 {
-            if k <= 6399 {
-                if n <= 1335 {
-                    return 34; // decode.kpar.tn256.cpt1.waves2
-                } else {
-                    if k <= 639 {
-                        return 34; // decode.kpar.tn256.cpt1.waves2
+    if n <= 50175 {
+        if n <= 3135 {
+            if n <= 2015 {
+                if k <= 3327 {
+                    if n <= 1695 {
+                        return 33; // decode.kpar.tn256.cpt1.waves2
                     } else {
-                        if k <= 4991 {
+                        if k <= 639 {
+                            return 33; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            return 11; // decode.fused.c32.cap32
+                        }
+                    }
+                } else {
+                    if n <= 1567 {
+                        if k <= 6655 {
+                            return 33; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            return 32; // decode.kpar.tn256.cpt1.waves1
+                        }
+                    } else {
+                        if k <= 5631 {
                             return 11; // decode.fused.c32.cap32
                         } else {
-                            return 34; // decode.kpar.tn256.cpt1.waves2
+                            return 33; // decode.kpar.tn256.cpt1.waves2
                         }
                     }
                 }
             } else {
-                if n <= 1591 {
-                    return 33; // decode.kpar.tn256.cpt1.waves1
-                } else {
-                    if k <= 8959 {
-                        return 33; // decode.kpar.tn256.cpt1.waves1
+                if k <= 9215 {
+                    if k <= 639 {
+                        return 12; // decode.fused.c32.cap8
                     } else {
-                        if k <= 25471 {
-                            return 34; // decode.kpar.tn256.cpt1.waves2
+                        if k <= 5631 {
+                            return 11; // decode.fused.c32.cap32
                         } else {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
+                            return 3; // decode.fused.c16.cap32
                         }
+                    }
+                } else {
+                    if n <= 2623 {
+                        if n <= 2495 {
+                            return 33; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            return 27; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    } else {
+                        return 32; // decode.kpar.tn256.cpt1.waves1
                     }
                 }
             }
         } else {
-            if k <= 8959 {
-                if n <= 8959 {
-                    if n <= 4479 {
+            if k <= 6655 {
+                if n <= 8447 {
+                    if n <= 4223 {
                         if k <= 639 {
                             return 12; // decode.fused.c32.cap8
                         } else {
-                            if k <= 7679 {
-                                return 11; // decode.fused.c32.cap32
-                            } else {
-                                if n <= 3167 {
-                                    return 33; // decode.kpar.tn256.cpt1.waves1
-                                } else {
-                                    return 3; // decode.fused.c16.cap32
-                                }
-                            }
+                            return 11; // decode.fused.c32.cap32
                         }
                     } else {
-                        if n <= 6343 {
-                            if k <= 1663 {
-                                return 3; // decode.fused.c16.cap32
-                            } else {
-                                return 2; // decode.fused.c16.cap16
-                            }
+                        if n <= 6271 {
+                            return 2; // decode.fused.c16.cap16
                         } else {
                             return 10; // decode.fused.c32.cap16
                         }
                     }
                 } else {
-                    if n <= 19215 {
-                        if n <= 13031 {
-                            if k <= 4991 {
-                                if n <= 9735 {
-                                    return 4; // decode.fused.c16.cap8
-                                } else {
-                                    return 12; // decode.fused.c32.cap8
-                                }
-                            } else {
-                                return 20; // decode.kpar.tn128.cpt1.cap8
-                            }
+                    if n <= 12543 {
+                        if k <= 5631 {
+                            return 12; // decode.fused.c32.cap8
                         } else {
-                            return 4; // decode.fused.c16.cap8
+                            return 19; // decode.kpar.tn128.cpt1.cap8
                         }
                     } else {
-                        if k <= 4479 {
-                            if n <= 21327 {
-                                return 10; // decode.fused.c32.cap16
-                            } else {
-                                return 2; // decode.fused.c16.cap16
-                            }
+                        if n <= 19199 {
+                            return 4; // decode.fused.c16.cap8
                         } else {
-                            if n <= 42647 {
-                                if n <= 28111 {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                } else {
-                                    return 34; // decode.kpar.tn256.cpt1.waves2
-                                }
-                            } else {
-                                return 27; // decode.kpar.tn128.cpt1.waves2
-                            }
+                            return 33; // decode.kpar.tn256.cpt1.waves2
                         }
                     }
                 }
             } else {
-                if n <= 7543 {
-                    if n <= 3839 {
-                        if n <= 3511 {
-                            return 34; // decode.kpar.tn256.cpt1.waves2
+                if n <= 4223 {
+                    if k <= 19711 {
+                        if k <= 16895 {
+                            return 3; // decode.fused.c16.cap32
                         } else {
                             return 11; // decode.fused.c32.cap32
                         }
                     } else {
-                        if n <= 4479 {
-                            if k <= 25471 {
-                                if k <= 15359 {
-                                    return 11; // decode.fused.c32.cap32
-                                } else {
-                                    return 3; // decode.fused.c16.cap32
-                                }
-                            } else {
-                                return 28; // decode.kpar.tn128.cpt1.waves4
-                            }
+                        if n <= 3263 {
+                            return 33; // decode.kpar.tn256.cpt1.waves2
                         } else {
-                            if n <= 6343 {
-                                if k <= 11903 {
-                                    return 2; // decode.fused.c16.cap16
-                                } else {
-                                    return 36; // decode.kpar.tn64.cpt1.cap16
-                                }
-                            } else {
-                                if k <= 11903 {
-                                    return 10; // decode.fused.c32.cap16
-                                } else {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                }
-                            }
+                            return 27; // decode.kpar.tn128.cpt1.waves4
                         }
                     }
                 } else {
-                    if n <= 11935 {
-                        if n <= 8959 {
-                            if k <= 14079 {
-                                return 10; // decode.fused.c32.cap16
-                            } else {
-                                if k <= 21375 {
-                                    return 37; // decode.kpar.tn64.cpt1.cap8
-                                } else {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                }
-                            }
+                    if n <= 18687 {
+                        if n <= 14591 {
+                            return 27; // decode.kpar.tn128.cpt1.waves4
                         } else {
-                            if k <= 25471 {
-                                return 20; // decode.kpar.tn128.cpt1.cap8
-                            } else {
-                                return 30; // decode.kpar.tn256.cpt1.cap8
-                            }
+                            return 4; // decode.fused.c16.cap8
                         }
                     } else {
-                        if n <= 16895 {
-                            if n <= 14055 {
-                                if k <= 11903 {
-                                    return 4; // decode.fused.c16.cap8
-                                } else {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                }
-                            } else {
-                                if k <= 21375 {
-                                    return 4; // decode.fused.c16.cap8
-                                } else {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                }
-                            }
+                        if k <= 9215 {
+                            return 33; // decode.kpar.tn256.cpt1.waves2
                         } else {
-                            if k <= 9983 {
-                                if n <= 25359 {
-                                    return 37; // decode.kpar.tn64.cpt1.cap8
-                                } else {
-                                    return 34; // decode.kpar.tn256.cpt1.waves2
-                                }
-                            } else {
-                                return 37; // decode.kpar.tn64.cpt1.cap8
-                            }
+                            return 36; // decode.kpar.tn64.cpt1.cap8
                         }
                     }
                 }
             }
         }
     } else {
-        if n <= 101455 {
-            if n <= 71735 {
-                if k <= 8959 {
-                    return 33; // decode.kpar.tn256.cpt1.waves1
-                } else {
-                    return 51; // decode.wide.tn512.cpt1
-                }
+        if n <= 100351 {
+            if n <= 67583 {
+                return 50; // decode.wide.tn512.cpt1
             } else {
-                return 49; // decode.wide.tn256.cpt1
+                return 48; // decode.wide.tn256.cpt1
             }
         } else {
-            return 47; // decode.wide.tn128.cpt2
+            return 46; // decode.wide.tn128.cpt2
         }
     }
 }
@@ -596,39 +488,59 @@ fn tree_7(n: i64, k: i64) -> usize {
 // domain 8: s4 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_8(n: i64, k: i64) -> usize {
-    if n <= 101455 {
-        if n * k <= 2729983 {
-            return 35; // decode.kpar.tn256.cpt1.waves4
+    if n <= 100351 {
+        if n <= 6271 {
+            if k <= 383 {
+                return 34; // decode.kpar.tn256.cpt1.waves4
+            } else {
+                if n <= 4991 {
+                    return 34; // decode.kpar.tn256.cpt1.waves4
+                } else {
+                    return 27; // decode.kpar.tn128.cpt1.waves4
+                }
+            }
         } else {
             if k <= 383 {
-                return 50; // decode.wide.tn256.cpt2
-            } else {
-                if n * k <= 264517631 {
-                    return 28; // decode.kpar.tn128.cpt1.waves4
+                if n <= 8959 {
+                    return 34; // decode.kpar.tn256.cpt1.waves4
                 } else {
-                    return 35; // decode.kpar.tn256.cpt1.waves4
+                    return 49; // decode.wide.tn256.cpt2
+                }
+            } else {
+                if k <= 5631 {
+                    return 27; // decode.kpar.tn128.cpt1.waves4
+                } else {
+                    return 34; // decode.kpar.tn256.cpt1.waves4
                 }
             }
         }
     } else {
-        if k <= 7551 {
-            if n * 1024 / k <= 573887 {
-                if k <= 3455 {
-                    return 50; // decode.wide.tn256.cpt2
+        if k <= 6655 {
+            if k <= 2815 {
+                if n <= 247039 {
+                    return 49; // decode.wide.tn256.cpt2
                 } else {
-                    return 47; // decode.wide.tn128.cpt2
+                    return 34; // decode.kpar.tn256.cpt1.waves4
                 }
             } else {
-                return 35; // decode.kpar.tn256.cpt1.waves4
+                if n <= 108543 {
+                    return 51; // decode.wide.tn512.cpt2
+                } else {
+                    return 46; // decode.wide.tn128.cpt2
+                }
             }
         } else {
-            if n * k <= 1059219455 {
-                return 51; // decode.wide.tn512.cpt1
-            } else {
-                if n * k <= 1075564543 {
-                    return 36; // decode.kpar.tn64.cpt1.cap16
+            if k <= 7679 {
+                if n <= 124927 {
+                    return 36; // decode.kpar.tn64.cpt1.cap8
                 } else {
-                    return 19; // decode.kpar.tn128.cpt1.cap16
+                    return 46; // decode.wide.tn128.cpt2
+                }
+            } else {
+                if n <= 112639 {
+                    return 35; // decode.kpar.tn64.cpt1.cap16
+                } else {
+                    return 18; // decode.kpar.tn128.cpt1.cap16
                 }
             }
         }
@@ -668,21 +580,45 @@ fn tree_13(n: i64, k: i64) -> usize {
 // domain 14: s5 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_14(n: i64, k: i64) -> usize {
-    if n <= 50719 {
-        if n <= 1887 {
-            return 34; // decode.kpar.tn256.cpt1.waves2
-        } else {
-            if k <= 4991 {
-                if n <= 4479 {
+    if n <= 50175 {
+        if n <= 3775 {
+            if n <= 2015 {
+                return 33; // decode.kpar.tn256.cpt1.waves2
+            } else {
+                if k <= 11263 {
                     if k <= 639 {
                         return 2; // decode.fused.c16.cap16
                     } else {
                         return 3; // decode.fused.c16.cap32
                     }
                 } else {
-                    if n <= 10663 {
+                    if n <= 3519 {
+                        return 27; // decode.kpar.tn128.cpt1.waves4
+                    } else {
+                        if k <= 22527 {
+                            return 3; // decode.fused.c16.cap32
+                        } else {
+                            if n <= 3647 {
+                                return 34; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                return 28; // decode.kpar.tn256.cpt1.cap16
+                            }
+                        }
+                    }
+                }
+            }
+        } else {
+            if k <= 5631 {
+                if n <= 10495 {
+                    if n <= 4223 {
+                        if k <= 639 {
+                            return 2; // decode.fused.c16.cap16
+                        } else {
+                            return 3; // decode.fused.c16.cap32
+                        }
+                    } else {
                         if k <= 1407 {
-                            if n <= 7543 {
+                            if n <= 8447 {
                                 return 3; // decode.fused.c16.cap32
                             } else {
                                 return 2; // decode.fused.c16.cap16
@@ -690,103 +626,135 @@ fn tree_14(n: i64, k: i64) -> usize {
                         } else {
                             return 2; // decode.fused.c16.cap16
                         }
+                    }
+                } else {
+                    if n <= 20991 {
+                        if k <= 1663 {
+                            return 3; // decode.fused.c16.cap32
+                        } else {
+                            return 12; // decode.fused.c32.cap8
+                        }
                     } else {
-                        if n <= 21327 {
-                            if n <= 11935 {
-                                if k <= 3071 {
-                                    return 12; // decode.fused.c32.cap8
+                        if n <= 25087 {
+                            if n <= 22015 {
+                                return 27; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                if k <= 4607 {
+                                    return 10; // decode.fused.c32.cap16
                                 } else {
-                                    return 3; // decode.fused.c16.cap32
+                                    return 36; // decode.kpar.tn64.cpt1.cap8
+                                }
+                            }
+                        } else {
+                            if n <= 33791 {
+                                if n <= 27135 {
+                                    return 34; // decode.kpar.tn256.cpt1.waves4
+                                } else {
+                                    return 27; // decode.kpar.tn128.cpt1.waves4
                                 }
                             } else {
                                 return 12; // decode.fused.c32.cap8
-                            }
-                        } else {
-                            if n <= 25359 {
-                                return 10; // decode.fused.c32.cap16
-                            } else {
-                                return 28; // decode.kpar.tn128.cpt1.waves4
                             }
                         }
                     }
                 }
             } else {
-                if n <= 6343 {
-                    if k <= 8959 {
-                        if n <= 4479 {
-                            if k <= 5503 {
-                                return 11; // decode.fused.c32.cap32
-                            } else {
-                                if n <= 2239 {
-                                    return 34; // decode.kpar.tn256.cpt1.waves2
-                                } else {
-                                    return 3; // decode.fused.c16.cap32
-                                }
-                            }
+                if n <= 6271 {
+                    if n <= 4223 {
+                        if k <= 22527 {
+                            return 3; // decode.fused.c16.cap32
                         } else {
-                            if k <= 6399 {
-                                return 2; // decode.fused.c16.cap16
-                            } else {
-                                return 19; // decode.kpar.tn128.cpt1.cap16
-                            }
+                            return 28; // decode.kpar.tn256.cpt1.cap16
                         }
                     } else {
-                        if n <= 4479 {
-                            if n <= 3511 {
-                                if n <= 3167 {
-                                    return 34; // decode.kpar.tn256.cpt1.waves2
-                                } else {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                }
+                        if k <= 6655 {
+                            if n <= 4735 {
+                                return 27; // decode.kpar.tn128.cpt1.waves4
                             } else {
-                                if k <= 21375 {
-                                    return 3; // decode.fused.c16.cap32
-                                } else {
-                                    return 29; // decode.kpar.tn256.cpt1.cap16
-                                }
+                                return 2; // decode.fused.c16.cap16
                             }
                         } else {
-                            return 19; // decode.kpar.tn128.cpt1.cap16
+                            return 18; // decode.kpar.tn128.cpt1.cap16
                         }
                     }
                 } else {
-                    if n <= 8959 {
-                        if k <= 21375 {
+                    if n <= 8447 {
+                        if k <= 16895 {
                             return 2; // decode.fused.c16.cap16
                         } else {
-                            if n <= 7543 {
-                                return 35; // decode.kpar.tn256.cpt1.waves4
+                            if n <= 7039 {
+                                return 34; // decode.kpar.tn256.cpt1.waves4
                             } else {
-                                if k <= 28159 {
-                                    return 30; // decode.kpar.tn256.cpt1.cap8
+                                if n <= 8063 {
+                                    return 19; // decode.kpar.tn128.cpt1.cap8
                                 } else {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
+                                    return 29; // decode.kpar.tn256.cpt1.cap8
                                 }
                             }
                         }
                     } else {
-                        if n <= 25359 {
-                            if k <= 6399 {
-                                if n <= 11935 {
-                                    return 20; // decode.kpar.tn128.cpt1.cap8
+                        if k <= 9215 {
+                            if n <= 12543 {
+                                if n <= 10495 {
+                                    return 2; // decode.fused.c16.cap16
                                 } else {
-                                    return 12; // decode.fused.c32.cap8
+                                    return 36; // decode.kpar.tn64.cpt1.cap8
                                 }
                             } else {
-                                if n <= 10663 {
-                                    return 20; // decode.kpar.tn128.cpt1.cap8
+                                if n <= 20991 {
+                                    if n <= 13567 {
+                                        if k <= 6655 {
+                                            return 12; // decode.fused.c32.cap8
+                                        } else {
+                                            return 27; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    } else {
+                                        return 12; // decode.fused.c32.cap8
+                                    }
                                 } else {
-                                    return 37; // decode.kpar.tn64.cpt1.cap8
+                                    if n <= 25087 {
+                                        if n <= 22015 {
+                                            return 27; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 36; // decode.kpar.tn64.cpt1.cap8
+                                        }
+                                    } else {
+                                        if n <= 44031 {
+                                            return 34; // decode.kpar.tn256.cpt1.waves4
+                                        } else {
+                                            return 27; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    }
                                 }
                             }
                         } else {
-                            if k <= 25471 {
-                                return 28; // decode.kpar.tn128.cpt1.waves4
-                            } else {
-                                if n <= 35863 {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
+                            if n <= 46079 {
+                                if n <= 37887 {
+                                    if n <= 10495 {
+                                        return 19; // decode.kpar.tn128.cpt1.cap8
+                                    } else {
+                                        return 36; // decode.kpar.tn64.cpt1.cap8
+                                    }
                                 } else {
-                                    return 37; // decode.kpar.tn64.cpt1.cap8
+                                    if n <= 44031 {
+                                        return 34; // decode.kpar.tn256.cpt1.waves4
+                                    } else {
+                                        if k <= 13311 {
+                                            return 27; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 36; // decode.kpar.tn64.cpt1.cap8
+                                        }
+                                    }
+                                }
+                            } else {
+                                if k <= 26623 {
+                                    return 27; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    if n <= 48127 {
+                                        return 36; // decode.kpar.tn64.cpt1.cap8
+                                    } else {
+                                        return 27; // decode.kpar.tn128.cpt1.waves4
+                                    }
                                 }
                             }
                         }
@@ -795,13 +763,13 @@ fn tree_14(n: i64, k: i64) -> usize {
             }
         }
     } else {
-        if n <= 101455 {
-            return 44; // decode.kpar.tn64.cpt1.waves2
+        if n <= 100351 {
+            return 43; // decode.kpar.tn64.cpt1.waves2
         } else {
-            if n <= 202895 {
-                return 47; // decode.wide.tn128.cpt2
+            if n <= 184319 {
+                return 46; // decode.wide.tn128.cpt2
             } else {
-                return 50; // decode.wide.tn256.cpt2
+                return 49; // decode.wide.tn256.cpt2
             }
         }
     }
@@ -810,40 +778,60 @@ fn tree_14(n: i64, k: i64) -> usize {
 // domain 15: s5 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_15(n: i64, k: i64) -> usize {
-    if k <= 4479 {
-        if n <= 234375 {
-            return 47; // decode.wide.tn128.cpt2
-        } else {
-            if k <= 895 {
-                return 47; // decode.wide.tn128.cpt2
-            } else {
-                if n <= 255231 {
-                    return 43; // decode.kpar.tn64.cpt1.waves1
+    if k <= 4607 {
+        if n * k <= 662700031 {
+            if k <= 3839 {
+                if n * k <= 568328191 {
+                    return 46; // decode.wide.tn128.cpt2
                 } else {
-                    return 51; // decode.wide.tn512.cpt1
+                    return 44; // decode.kpar.tn64.cpt1.waves4
                 }
+            } else {
+                if n <= 88063 {
+                    return 19; // decode.kpar.tn128.cpt1.cap8
+                } else {
+                    return 46; // decode.wide.tn128.cpt2
+                }
+            }
+        } else {
+            if n <= 258047 {
+                if n <= 200703 {
+                    return 1; // decode.direct.tn64.cpt1
+                } else {
+                    return 46; // decode.wide.tn128.cpt2
+                }
+            } else {
+                return 50; // decode.wide.tn512.cpt1
             }
         }
     } else {
-        if n <= 101455 {
-            if n <= 85311 {
-                return 20; // decode.kpar.tn128.cpt1.cap8
-            } else {
-                if k <= 6399 {
-                    return 45; // decode.kpar.tn64.cpt1.waves4
+        if n * 1024 / k <= 31265 {
+            if n <= 96255 {
+                if n <= 88063 {
+                    return 19; // decode.kpar.tn128.cpt1.cap8
                 } else {
                     return 1; // decode.direct.tn64.cpt1
                 }
+            } else {
+                if n <= 100351 {
+                    return 1; // decode.direct.tn64.cpt1
+                } else {
+                    return 36; // decode.kpar.tn64.cpt1.cap8
+                }
             }
         } else {
-            if k <= 4991 {
-                if n <= 141503 {
-                    return 37; // decode.kpar.tn64.cpt1.cap8
+            if n * k <= 1011875839 {
+                if n <= 176127 {
+                    return 26; // decode.kpar.tn128.cpt1.waves2
                 } else {
-                    return 46; // decode.wide.tn128.cpt1
+                    return 1; // decode.direct.tn64.cpt1
                 }
             } else {
-                return 37; // decode.kpar.tn64.cpt1.cap8
+                if n <= 241663 {
+                    return 36; // decode.kpar.tn64.cpt1.cap8
+                } else {
+                    return 45; // decode.wide.tn128.cpt1
+                }
             }
         }
     }
@@ -882,42 +870,58 @@ fn tree_20(n: i64, k: i64) -> usize {
 // domain 21: s6d graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_21(n: i64, k: i64) -> usize {
-    if k <= 4479 {
-        if n <= 1335 {
-            if k <= 3071 {
-                if n <= 1119 {
-                    return 44; // decode.kpar.tn64.cpt1.waves2
+    if k <= 4607 {
+        if n <= 1247 {
+            if k <= 2815 {
+                if n <= 1183 {
+                    if n <= 1055 {
+                        return 43; // decode.kpar.tn64.cpt1.waves2
+                    } else {
+                        if k <= 639 {
+                            return 25; // decode.kpar.tn128.cpt1.waves1
+                        } else {
+                            return 3; // decode.fused.c16.cap32
+                        }
+                    }
                 } else {
                     if k <= 639 {
-                        return 44; // decode.kpar.tn64.cpt1.waves2
+                        return 43; // decode.kpar.tn64.cpt1.waves2
                     } else {
-                        if k <= 2303 {
-                            return 3; // decode.fused.c16.cap32
-                        } else {
-                            return 33; // decode.kpar.tn256.cpt1.waves1
-                        }
+                        return 3; // decode.fused.c16.cap32
                     }
                 }
             } else {
-                if n <= 943 {
-                    if n <= 471 {
-                        if n <= 279 {
-                            return 44; // decode.kpar.tn64.cpt1.waves2
-                        } else {
-                            return 26; // decode.kpar.tn128.cpt1.waves1
-                        }
+                if n <= 847 {
+                    if n <= 263 {
+                        return 43; // decode.kpar.tn64.cpt1.waves2
                     } else {
-                        return 44; // decode.kpar.tn64.cpt1.waves2
+                        if n <= 327 {
+                            return 25; // decode.kpar.tn128.cpt1.waves1
+                        } else {
+                            return 43; // decode.kpar.tn64.cpt1.waves2
+                        }
                     }
                 } else {
-                    return 33; // decode.kpar.tn256.cpt1.waves1
+                    if k <= 3839 {
+                        if n <= 1007 {
+                            return 43; // decode.kpar.tn64.cpt1.waves2
+                        } else {
+                            return 32; // decode.kpar.tn256.cpt1.waves1
+                        }
+                    } else {
+                        return 32; // decode.kpar.tn256.cpt1.waves1
+                    }
                 }
             }
         } else {
-            if n <= 4479 {
+            if n <= 4223 {
                 if k <= 639 {
-                    if n <= 1591 {
-                        return 44; // decode.kpar.tn64.cpt1.waves2
+                    if n <= 1439 {
+                        if k <= 383 {
+                            return 43; // decode.kpar.tn64.cpt1.waves2
+                        } else {
+                            return 2; // decode.fused.c16.cap16
+                        }
                     } else {
                         return 2; // decode.fused.c16.cap16
                     }
@@ -925,85 +929,93 @@ fn tree_21(n: i64, k: i64) -> usize {
                     return 3; // decode.fused.c16.cap32
                 }
             } else {
-                if n <= 10663 {
+                if n <= 10495 {
                     if k <= 895 {
                         return 3; // decode.fused.c16.cap32
                     } else {
                         return 2; // decode.fused.c16.cap16
                     }
                 } else {
-                    if n <= 21327 {
-                        if n <= 11935 {
+                    if n <= 20991 {
+                        if n <= 12543 {
                             return 3; // decode.fused.c16.cap32
                         } else {
-                            return 12; // decode.fused.c32.cap8
+                            return 4; // decode.fused.c16.cap8
                         }
                     } else {
-                        return 20; // decode.kpar.tn128.cpt1.cap8
+                        if n <= 25087 {
+                            return 19; // decode.kpar.tn128.cpt1.cap8
+                        } else {
+                            return 34; // decode.kpar.tn256.cpt1.waves4
+                        }
                     }
                 }
             }
         }
     } else {
-        if n <= 42647 {
-            if n <= 6343 {
-                if n <= 4479 {
-                    if n <= 3167 {
-                        if n <= 335 {
-                            return 26; // decode.kpar.tn128.cpt1.waves1
+        if n <= 39935 {
+            if n <= 6271 {
+                if n <= 3647 {
+                    if n <= 527 {
+                        if k <= 13311 {
+                            return 25; // decode.kpar.tn128.cpt1.waves1
                         } else {
-                            return 34; // decode.kpar.tn256.cpt1.waves2
+                            return 33; // decode.kpar.tn256.cpt1.waves2
                         }
                     } else {
-                        if k <= 19199 {
-                            return 3; // decode.fused.c16.cap32
+                        if n <= 2111 {
+                            return 33; // decode.kpar.tn256.cpt1.waves2
                         } else {
-                            return 29; // decode.kpar.tn256.cpt1.cap16
+                            return 27; // decode.kpar.tn128.cpt1.waves4
                         }
                     }
                 } else {
-                    if k <= 4991 {
-                        return 2; // decode.fused.c16.cap16
-                    } else {
-                        if k <= 5503 {
-                            return 34; // decode.kpar.tn256.cpt1.waves2
+                    if n <= 4223 {
+                        if k <= 15359 {
+                            return 3; // decode.fused.c16.cap32
                         } else {
-                            return 19; // decode.kpar.tn128.cpt1.cap16
+                            return 28; // decode.kpar.tn256.cpt1.cap16
                         }
+                    } else {
+                        return 18; // decode.kpar.tn128.cpt1.cap16
                     }
                 }
             } else {
-                if n <= 8959 {
-                    if k <= 14079 {
-                        if k <= 11903 {
-                            return 2; // decode.fused.c16.cap16
-                        } else {
-                            return 30; // decode.kpar.tn256.cpt1.cap8
-                        }
+                if n <= 8447 {
+                    if k <= 13311 {
+                        return 2; // decode.fused.c16.cap16
                     } else {
-                        if n <= 7543 {
-                            return 35; // decode.kpar.tn256.cpt1.waves4
+                        if n <= 7551 {
+                            return 34; // decode.kpar.tn256.cpt1.waves4
                         } else {
-                            return 30; // decode.kpar.tn256.cpt1.cap8
+                            return 29; // decode.kpar.tn256.cpt1.cap8
                         }
                     }
                 } else {
-                    if n <= 30719 {
-                        if n <= 28111 {
-                            return 20; // decode.kpar.tn128.cpt1.cap8
-                        } else {
-                            return 36; // decode.kpar.tn64.cpt1.cap16
-                        }
+                    if n <= 37887 {
+                        return 19; // decode.kpar.tn128.cpt1.cap8
                     } else {
-                        return 35; // decode.kpar.tn256.cpt1.waves4
+                        return 34; // decode.kpar.tn256.cpt1.waves4
                     }
                 }
             }
         } else {
-            if n <= 101455 {
-                return 49; // decode.wide.tn256.cpt1
+            if n <= 100351 {
+                if n <= 44031 {
+                    return 34; // decode.kpar.tn256.cpt1.waves4
+                } else {
+                    if n <= 46079 {
+                        if k <= 9215 {
+                            return 48; // decode.wide.tn256.cpt1
+                        } else {
+                            return 19; // decode.kpar.tn128.cpt1.cap8
+                        }
+                    } else {
+                        return 48; // decode.wide.tn256.cpt1
+                    }
+                }
             } else {
-                return 47; // decode.wide.tn128.cpt2
+                return 46; // decode.wide.tn128.cpt2
             }
         }
     }
@@ -1013,108 +1025,96 @@ fn tree_21(n: i64, k: i64) -> usize {
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_22(n: i64, k: i64) -> usize {
     if k <= 1663 {
-        if n <= 8967 {
-            if n <= 3767 {
-                if n <= 2663 {
-                    return 36; // decode.kpar.tn64.cpt1.cap16
-                } else {
-                    return 29; // decode.kpar.tn256.cpt1.cap16
-                }
+        if n <= 8447 {
+            if n <= 2239 {
+                return 28; // decode.kpar.tn256.cpt1.cap16
             } else {
-                return 36; // decode.kpar.tn64.cpt1.cap16
+                return 35; // decode.kpar.tn64.cpt1.cap16
             }
         } else {
-            if n <= 234375 {
+            if n <= 241663 {
                 if k <= 1407 {
-                    return 50; // decode.wide.tn256.cpt2
+                    return 49; // decode.wide.tn256.cpt2
                 } else {
-                    if n <= 119239 {
-                        if n <= 25359 {
-                            if n <= 17935 {
-                                return 36; // decode.kpar.tn64.cpt1.cap16
-                            } else {
-                                return 20; // decode.kpar.tn128.cpt1.cap8
-                            }
-                        } else {
-                            if n <= 42647 {
-                                return 50; // decode.wide.tn256.cpt2
-                            } else {
-                                return 47; // decode.wide.tn128.cpt2
-                            }
-                        }
+                    if n <= 18943 {
+                        return 35; // decode.kpar.tn64.cpt1.cap16
                     } else {
-                        if n <= 170615 {
-                            return 35; // decode.kpar.tn256.cpt1.waves4
+                        if n <= 124927 {
+                            return 46; // decode.wide.tn128.cpt2
                         } else {
-                            return 49; // decode.wide.tn256.cpt1
+                            return 34; // decode.kpar.tn256.cpt1.waves4
                         }
                     }
                 }
             } else {
-                if k <= 639 {
-                    return 50; // decode.wide.tn256.cpt2
+                if k <= 383 {
+                    return 49; // decode.wide.tn256.cpt2
                 } else {
-                    return 35; // decode.kpar.tn256.cpt1.waves4
+                    return 34; // decode.kpar.tn256.cpt1.waves4
                 }
             }
         }
     } else {
-        if k <= 10623 {
-            if n <= 255231 {
-                if k <= 6399 {
-                    if n <= 17935 {
-                        return 36; // decode.kpar.tn64.cpt1.cap16
-                    } else {
-                        if n <= 170615 {
-                            if n <= 153967 {
-                                if n <= 151999 {
-                                    return 20; // decode.kpar.tn128.cpt1.cap8
-                                } else {
-                                    return 37; // decode.kpar.tn64.cpt1.cap8
-                                }
-                            } else {
-                                if k <= 3455 {
-                                    return 35; // decode.kpar.tn256.cpt1.waves4
-                                } else {
-                                    return 20; // decode.kpar.tn128.cpt1.cap8
-                                }
-                            }
-                        } else {
-                            if k <= 3071 {
-                                if n <= 202895 {
-                                    return 35; // decode.kpar.tn256.cpt1.waves4
-                                } else {
-                                    return 33; // decode.kpar.tn256.cpt1.waves1
-                                }
-                            } else {
-                                if n <= 234375 {
-                                    return 37; // decode.kpar.tn64.cpt1.cap8
-                                } else {
-                                    return 27; // decode.kpar.tn128.cpt1.waves2
-                                }
-                            }
-                        }
-                    }
+        if k <= 9215 {
+            if n <= 241663 {
+                if n <= 18943 {
+                    return 35; // decode.kpar.tn64.cpt1.cap16
                 } else {
-                    if n <= 101455 {
-                        if k <= 8959 {
-                            return 20; // decode.kpar.tn128.cpt1.cap8
+                    if k <= 6655 {
+                        if n <= 225279 {
+                            return 19; // decode.kpar.tn128.cpt1.cap8
                         } else {
-                            return 19; // decode.kpar.tn128.cpt1.cap16
+                            return 26; // decode.kpar.tn128.cpt1.waves2
                         }
                     } else {
-                        return 37; // decode.kpar.tn64.cpt1.cap8
+                        if n <= 100351 {
+                            return 19; // decode.kpar.tn128.cpt1.cap8
+                        } else {
+                            return 36; // decode.kpar.tn64.cpt1.cap8
+                        }
                     }
                 }
             } else {
-                if k <= 4479 {
-                    return 35; // decode.kpar.tn256.cpt1.waves4
+                if k <= 3839 {
+                    if n <= 247039 {
+                        if k <= 2303 {
+                            return 34; // decode.kpar.tn256.cpt1.waves4
+                        } else {
+                            return 26; // decode.kpar.tn128.cpt1.waves2
+                        }
+                    } else {
+                        if k <= 3327 {
+                            return 34; // decode.kpar.tn256.cpt1.waves4
+                        } else {
+                            return 1; // decode.direct.tn64.cpt1
+                        }
+                    }
                 } else {
-                    return 37; // decode.kpar.tn64.cpt1.cap8
+                    if k <= 4607 {
+                        if n <= 251135 {
+                            return 26; // decode.kpar.tn128.cpt1.waves2
+                        } else {
+                            return 1; // decode.direct.tn64.cpt1
+                        }
+                    } else {
+                        return 36; // decode.kpar.tn64.cpt1.cap8
+                    }
                 }
             }
         } else {
-            return 19; // decode.kpar.tn128.cpt1.cap16
+            if k <= 11263 {
+                if n <= 108543 {
+                    return 18; // decode.kpar.tn128.cpt1.cap16
+                } else {
+                    return 36; // decode.kpar.tn64.cpt1.cap8
+                }
+            } else {
+                if n <= 104447 {
+                    return 36; // decode.kpar.tn64.cpt1.cap8
+                } else {
+                    return 18; // decode.kpar.tn128.cpt1.cap16
+                }
+            }
         }
     }
 }
@@ -1152,140 +1152,196 @@ fn tree_27(n: i64, k: i64) -> usize {
 // domain 28: s8 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_28(n: i64, k: i64) -> usize {
-    if k <= 4479 {
-        if n * 1024 / k <= 249 {
-            if n * k <= 2099199 {
-                return 35; // decode.kpar.tn256.cpt1.waves4
-            } else {
-                return 45; // decode.kpar.tn64.cpt1.waves4
-            }
-        } else {
-            if n <= 8959 {
-                if n * k <= 19347455 {
-                    if n * k <= 169983 {
-                        return 45; // decode.kpar.tn64.cpt1.waves4
+    if k <= 4607 {
+        if n <= 6015 {
+            if n <= 471 {
+                if k <= 1151 {
+                    if k <= 383 {
+                        return 44; // decode.kpar.tn64.cpt1.waves4
                     } else {
-                        if n <= 6343 {
-                            if n <= 471 {
-                                if k <= 1151 {
-                                    if n <= 279 {
-                                        return 3; // decode.fused.c16.cap32
-                                    } else {
-                                        return 11; // decode.fused.c32.cap32
-                                    }
+                        if n <= 455 {
+                            if k <= 639 {
+                                if n <= 359 {
+                                    return 44; // decode.kpar.tn64.cpt1.waves4
                                 } else {
-                                    return 35; // decode.kpar.tn256.cpt1.waves4
+                                    return 3; // decode.fused.c16.cap32
                                 }
                             } else {
                                 return 3; // decode.fused.c16.cap32
                             }
                         } else {
-                            if k <= 1407 {
-                                return 3; // decode.fused.c16.cap32
+                            return 11; // decode.fused.c32.cap32
+                        }
+                    }
+                } else {
+                    return 34; // decode.kpar.tn256.cpt1.waves4
+                }
+            } else {
+                if n <= 503 {
+                    if k <= 2303 {
+                        if k <= 383 {
+                            return 44; // decode.kpar.tn64.cpt1.waves4
+                        } else {
+                            if n <= 487 {
+                                if k <= 1151 {
+                                    return 3; // decode.fused.c16.cap32
+                                } else {
+                                    return 34; // decode.kpar.tn256.cpt1.waves4
+                                }
                             } else {
-                                return 2; // decode.fused.c16.cap16
+                                return 11; // decode.fused.c32.cap32
                             }
                         }
+                    } else {
+                        return 34; // decode.kpar.tn256.cpt1.waves4
+                    }
+                } else {
+                    return 3; // decode.fused.c16.cap32
+                }
+            }
+        } else {
+            if n <= 10495 {
+                if k <= 1407 {
+                    if n <= 8447 {
+                        return 3; // decode.fused.c16.cap32
+                    } else {
+                        return 2; // decode.fused.c16.cap16
                     }
                 } else {
                     return 2; // decode.fused.c16.cap16
                 }
             } else {
-                if n <= 10663 {
-                    return 2; // decode.fused.c16.cap16
-                } else {
-                    if n <= 21327 {
-                        if n <= 11935 {
-                            if k <= 3071 {
-                                if k <= 1919 {
-                                    return 3; // decode.fused.c16.cap32
-                                } else {
-                                    return 4; // decode.fused.c16.cap8
-                                }
-                            } else {
-                                return 3; // decode.fused.c16.cap32
-                            }
+                if n <= 20991 {
+                    if n <= 12543 {
+                        if k <= 1663 {
+                            return 3; // decode.fused.c16.cap32
                         } else {
-                            return 12; // decode.fused.c32.cap8
+                            return 4; // decode.fused.c16.cap8
                         }
                     } else {
-                        return 28; // decode.kpar.tn128.cpt1.waves4
+                        return 12; // decode.fused.c32.cap8
+                    }
+                } else {
+                    if n <= 29183 {
+                        if n <= 26111 {
+                            if k <= 3327 {
+                                return 10; // decode.fused.c32.cap16
+                            } else {
+                                if n <= 22015 {
+                                    return 33; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 27; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
+                        } else {
+                            return 2; // decode.fused.c16.cap16
+                        }
+                    } else {
+                        return 50; // decode.wide.tn512.cpt1
                     }
                 }
             }
         }
     } else {
-        if n <= 30719 {
-            if n * k <= 7249919 {
-                if n * k <= 2099199 {
-                    return 35; // decode.kpar.tn256.cpt1.waves4
-                } else {
-                    if n * 1024 / k <= 215 {
-                        if n <= 279 {
-                            if k <= 14079 {
-                                return 45; // decode.kpar.tn64.cpt1.waves4
-                            } else {
-                                return 33; // decode.kpar.tn256.cpt1.waves1
-                            }
+        if n <= 31231 {
+            if n <= 655 {
+                if k <= 22527 {
+                    if n <= 263 {
+                        if k <= 9215 {
+                            return 34; // decode.kpar.tn256.cpt1.waves4
                         } else {
-                            return 33; // decode.kpar.tn256.cpt1.waves1
+                            if k <= 15359 {
+                                return 44; // decode.kpar.tn64.cpt1.waves4
+                            } else {
+                                return 32; // decode.kpar.tn256.cpt1.waves1
+                            }
                         }
                     } else {
-                        return 3; // decode.fused.c16.cap32
+                        return 32; // decode.kpar.tn256.cpt1.waves1
+                    }
+                } else {
+                    if n <= 375 {
+                        if n <= 263 {
+                            return 27; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 32; // decode.kpar.tn256.cpt1.waves1
+                        }
+                    } else {
+                        return 27; // decode.kpar.tn128.cpt1.waves4
                     }
                 }
             } else {
-                if k <= 4991 {
-                    if n <= 4479 {
-                        return 3; // decode.fused.c16.cap32
-                    } else {
-                        if n <= 10663 {
-                            return 2; // decode.fused.c16.cap16
-                        } else {
-                            if n <= 21327 {
-                                if n <= 14055 {
-                                    return 4; // decode.fused.c16.cap8
+                if n <= 29183 {
+                    if n <= 26111 {
+                        if k <= 5631 {
+                            if n <= 4223 {
+                                if n <= 1247 {
+                                    return 32; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 3; // decode.fused.c16.cap32
+                                }
+                            } else {
+                                if n <= 10495 {
+                                    return 2; // decode.fused.c16.cap16
                                 } else {
                                     return 12; // decode.fused.c32.cap8
                                 }
+                            }
+                        } else {
+                            if n <= 25087 {
+                                return 27; // decode.kpar.tn128.cpt1.waves4
                             } else {
-                                return 28; // decode.kpar.tn128.cpt1.waves4
+                                if k <= 11263 {
+                                    return 27; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 34; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 27135 {
+                            if k <= 7679 {
+                                return 33; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                return 34; // decode.kpar.tn256.cpt1.waves4
+                            }
+                        } else {
+                            if k <= 5631 {
+                                return 2; // decode.fused.c16.cap16
+                            } else {
+                                return 33; // decode.kpar.tn256.cpt1.waves2
                             }
                         }
                     }
                 } else {
-                    if n <= 25359 {
-                        if n <= 335 {
-                            return 33; // decode.kpar.tn256.cpt1.waves1
-                        } else {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
-                        }
+                    if k <= 5631 {
+                        return 33; // decode.kpar.tn256.cpt1.waves2
                     } else {
-                        return 34; // decode.kpar.tn256.cpt1.waves2
+                        return 26; // decode.kpar.tn128.cpt1.waves2
                     }
                 }
             }
         } else {
-            if n <= 143471 {
-                if n <= 35863 {
-                    if k <= 8959 {
-                        return 51; // decode.wide.tn512.cpt1
+            if n <= 135167 {
+                if n <= 67583 {
+                    if n <= 33791 {
+                        if k <= 7679 {
+                            return 50; // decode.wide.tn512.cpt1
+                        } else {
+                            return 26; // decode.kpar.tn128.cpt1.waves2
+                        }
                     } else {
-                        return 27; // decode.kpar.tn128.cpt1.waves2
+                        return 50; // decode.wide.tn512.cpt1
                     }
                 } else {
-                    if n <= 71735 {
-                        return 51; // decode.wide.tn512.cpt1
+                    if n <= 100351 {
+                        return 43; // decode.kpar.tn64.cpt1.waves2
                     } else {
-                        if n <= 101455 {
-                            return 44; // decode.kpar.tn64.cpt1.waves2
-                        } else {
-                            return 51; // decode.wide.tn512.cpt1
-                        }
+                        return 50; // decode.wide.tn512.cpt1
                     }
                 }
             } else {
-                return 52; // decode.wide.tn512.cpt2
+                return 51; // decode.wide.tn512.cpt2
             }
         }
     }
@@ -1294,81 +1350,81 @@ fn tree_28(n: i64, k: i64) -> usize {
 // domain 29: s8 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_29(n: i64, k: i64) -> usize {
-    if n <= 50719 {
-        if n <= 5327 {
-            if k <= 383 {
-                return 44; // decode.kpar.tn64.cpt1.waves2
-            } else {
-                return 28; // decode.kpar.tn128.cpt1.waves4
-            }
+    if n <= 50175 {
+        if n <= 5503 {
+            return 43; // decode.kpar.tn64.cpt1.waves2
         } else {
-            return 28; // decode.kpar.tn128.cpt1.waves4
+            return 27; // decode.kpar.tn128.cpt1.waves4
         }
     } else {
-        if n <= 101455 {
-            if n <= 71735 {
-                if k <= 6399 {
-                    if n <= 60319 {
-                        if k <= 1407 {
+        if n <= 100351 {
+            if n <= 67583 {
+                if n <= 54271 {
+                    if k <= 4607 {
+                        if k <= 3327 {
                             return 1; // decode.direct.tn64.cpt1
                         } else {
-                            return 44; // decode.kpar.tn64.cpt1.waves2
+                            return 49; // decode.wide.tn256.cpt2
                         }
                     } else {
-                        return 44; // decode.kpar.tn64.cpt1.waves2
+                        return 34; // decode.kpar.tn256.cpt1.waves4
                     }
                 } else {
-                    return 27; // decode.kpar.tn128.cpt1.waves2
+                    return 43; // decode.kpar.tn64.cpt1.waves2
                 }
             } else {
-                if n <= 85311 {
+                if n <= 96255 {
                     return 0; // decode.direct.tn32.cpt1
                 } else {
-                    if k <= 8959 {
-                        return 44; // decode.kpar.tn64.cpt1.waves2
+                    if k <= 3839 {
+                        return 43; // decode.kpar.tn64.cpt1.waves2
                     } else {
-                        return 45; // decode.kpar.tn64.cpt1.waves4
+                        return 26; // decode.kpar.tn128.cpt1.waves2
                     }
                 }
             }
         } else {
-            if n <= 153967 {
-                if k <= 383 {
-                    return 1; // decode.direct.tn64.cpt1
-                } else {
-                    if k <= 8959 {
-                        return 50; // decode.wide.tn256.cpt2
+            if k <= 639 {
+                if n <= 135167 {
+                    if k <= 383 {
+                        return 1; // decode.direct.tn64.cpt1
                     } else {
-                        if n <= 119239 {
-                            return 52; // decode.wide.tn512.cpt2
+                        if n <= 120831 {
+                            return 49; // decode.wide.tn256.cpt2
                         } else {
-                            return 51; // decode.wide.tn512.cpt1
+                            return 1; // decode.direct.tn64.cpt1
                         }
                     }
+                } else {
+                    return 43; // decode.kpar.tn64.cpt1.waves2
                 }
             } else {
-                if k <= 3071 {
-                    if n <= 202895 {
-                        if k <= 2303 {
-                            return 44; // decode.kpar.tn64.cpt1.waves2
+                if n <= 176127 {
+                    if n <= 153855 {
+                        if k <= 9215 {
+                            return 49; // decode.wide.tn256.cpt2
                         } else {
-                            return 27; // decode.kpar.tn128.cpt1.waves2
+                            return 51; // decode.wide.tn512.cpt2
                         }
                     } else {
-                        if n <= 234375 {
-                            return 50; // decode.wide.tn256.cpt2
+                        if n <= 167935 {
+                            return 26; // decode.kpar.tn128.cpt1.waves2
                         } else {
-                            return 44; // decode.kpar.tn64.cpt1.waves2
+                            return 0; // decode.direct.tn32.cpt1
                         }
                     }
                 } else {
-                    if n <= 202895 {
-                        return 27; // decode.kpar.tn128.cpt1.waves2
-                    } else {
-                        if n <= 255231 {
-                            return 48; // decode.wide.tn128.cpt4
+                    if n <= 200703 {
+                        if k <= 7679 {
+                            return 0; // decode.direct.tn32.cpt1
                         } else {
-                            return 34; // decode.kpar.tn256.cpt1.waves2
+                            return 26; // decode.kpar.tn128.cpt1.waves2
+                        }
+                    } else {
+                        if k <= 1663 {
+                            return 52; // decode.wide.tn512.cpt4
+                        } else {
+                            return 47; // decode.wide.tn128.cpt4
                         }
                     }
                 }
@@ -1414,193 +1470,249 @@ fn tree_34(n: i64, k: i64) -> usize {
 // domain 35: u4 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_35(n: i64, k: i64) -> usize {
-    if n <= 42647 {
-        if n <= 3511 {
-            if n <= 1887 {
-                if k <= 6399 {
-                    if n <= 1591 {
-                        return 34; // decode.kpar.tn256.cpt1.waves2
+    if n <= 46079 {
+        if n <= 4031 {
+            if n <= 2015 {
+                if k <= 6655 {
+                    if n <= 1695 {
+                        return 33; // decode.kpar.tn256.cpt1.waves2
                     } else {
                         if k <= 639 {
-                            return 34; // decode.kpar.tn256.cpt1.waves2
+                            return 33; // decode.kpar.tn256.cpt1.waves2
                         } else {
-                            return 11; // decode.fused.c32.cap32
+                            if k <= 4607 {
+                                return 11; // decode.fused.c32.cap32
+                            } else {
+                                return 32; // decode.kpar.tn256.cpt1.waves1
+                            }
                         }
                     }
                 } else {
-                    if n <= 1591 {
-                        if k <= 7039 {
-                            if n <= 559 {
-                                if n <= 399 {
-                                    return 33; // decode.kpar.tn256.cpt1.waves1
-                                } else {
-                                    return 27; // decode.kpar.tn128.cpt1.waves2
-                                }
-                            } else {
-                                return 34; // decode.kpar.tn256.cpt1.waves2
-                            }
-                        } else {
-                            if n <= 279 {
-                                if k <= 11903 {
-                                    return 34; // decode.kpar.tn256.cpt1.waves2
-                                } else {
-                                    return 33; // decode.kpar.tn256.cpt1.waves1
-                                }
-                            } else {
-                                return 33; // decode.kpar.tn256.cpt1.waves1
-                            }
-                        }
+                    if n <= 1055 {
+                        return 32; // decode.kpar.tn256.cpt1.waves1
                     } else {
-                        if k <= 8959 {
-                            return 33; // decode.kpar.tn256.cpt1.waves1
+                        if k <= 9215 {
+                            return 32; // decode.kpar.tn256.cpt1.waves1
                         } else {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
+                            if n <= 1951 {
+                                return 33; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                if k <= 26623 {
+                                    return 27; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 33; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
                         }
                     }
                 }
             } else {
-                if k <= 7039 {
+                if k <= 9215 {
                     if k <= 639 {
-                        return 10; // decode.fused.c32.cap16
+                        if n <= 2239 {
+                            return 33; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            if n <= 2495 {
+                                return 44; // decode.kpar.tn64.cpt1.waves4
+                            } else {
+                                if n <= 3519 {
+                                    return 10; // decode.fused.c32.cap16
+                                } else {
+                                    return 11; // decode.fused.c32.cap32
+                                }
+                            }
+                        }
                     } else {
                         return 11; // decode.fused.c32.cap32
                     }
                 } else {
-                    if n <= 2239 {
-                        if k <= 11903 {
-                            return 29; // decode.kpar.tn256.cpt1.cap16
-                        } else {
-                            if k <= 16895 {
-                                return 34; // decode.kpar.tn256.cpt1.waves2
+                    if n <= 3903 {
+                        if n <= 3263 {
+                            if n <= 2623 {
+                                if n <= 2239 {
+                                    if n <= 2111 {
+                                        if k <= 15359 {
+                                            return 28; // decode.kpar.tn256.cpt1.cap16
+                                        } else {
+                                            return 27; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    } else {
+                                        return 33; // decode.kpar.tn256.cpt1.waves2
+                                    }
+                                } else {
+                                    if k <= 15359 {
+                                        if k <= 11263 {
+                                            return 27; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 33; // decode.kpar.tn256.cpt1.waves2
+                                        }
+                                    } else {
+                                        return 27; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                }
                             } else {
-                                return 28; // decode.kpar.tn128.cpt1.waves4
+                                if n <= 3135 {
+                                    return 32; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    if k <= 26623 {
+                                        return 33; // decode.kpar.tn256.cpt1.waves2
+                                    } else {
+                                        return 27; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                }
+                            }
+                        } else {
+                            if k <= 13311 {
+                                if n <= 3391 {
+                                    return 27; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    if k <= 11263 {
+                                        if n <= 3647 {
+                                            return 3; // decode.fused.c16.cap32
+                                        } else {
+                                            return 11; // decode.fused.c32.cap32
+                                        }
+                                    } else {
+                                        return 3; // decode.fused.c16.cap32
+                                    }
+                                }
+                            } else {
+                                return 27; // decode.kpar.tn128.cpt1.waves4
                             }
                         }
                     } else {
-                        if k <= 8959 {
-                            return 11; // decode.fused.c32.cap32
+                        if k <= 15359 {
+                            return 3; // decode.fused.c16.cap32
                         } else {
-                            if n <= 3167 {
-                                if n <= 2495 {
-                                    return 34; // decode.kpar.tn256.cpt1.waves2
-                                } else {
-                                    return 33; // decode.kpar.tn256.cpt1.waves1
-                                }
-                            } else {
-                                if k <= 11903 {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                } else {
-                                    return 34; // decode.kpar.tn256.cpt1.waves2
-                                }
-                            }
+                            return 28; // decode.kpar.tn256.cpt1.cap16
                         }
                     }
                 }
             }
         } else {
-            if k <= 4991 {
-                if n <= 8959 {
-                    if n <= 4479 {
+            if k <= 4607 {
+                if n <= 8447 {
+                    if n <= 4223 {
                         return 11; // decode.fused.c32.cap32
                     } else {
                         return 10; // decode.fused.c32.cap16
                     }
                 } else {
                     if n <= 16895 {
-                        if n <= 11935 {
-                            if k <= 4479 {
-                                if n <= 9735 {
-                                    return 12; // decode.fused.c32.cap8
+                        if n <= 12543 {
+                            return 4; // decode.fused.c16.cap8
+                        } else {
+                            return 12; // decode.fused.c32.cap8
+                        }
+                    } else {
+                        if k <= 3327 {
+                            if n <= 22015 {
+                                if n <= 17919 {
+                                    return 27; // decode.kpar.tn128.cpt1.waves4
                                 } else {
-                                    return 4; // decode.fused.c16.cap8
+                                    return 10; // decode.fused.c32.cap16
                                 }
                             } else {
-                                return 30; // decode.kpar.tn256.cpt1.cap8
+                                return 27; // decode.kpar.tn128.cpt1.waves4
                             }
                         } else {
-                            if n <= 13031 {
-                                return 30; // decode.kpar.tn256.cpt1.cap8
+                            if n <= 28159 {
+                                return 27; // decode.kpar.tn128.cpt1.waves4
                             } else {
                                 return 12; // decode.fused.c32.cap8
                             }
                         }
-                    } else {
-                        if k <= 3071 {
-                            return 10; // decode.fused.c32.cap16
-                        } else {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
-                        }
                     }
                 }
             } else {
-                if n <= 4479 {
-                    if k <= 16895 {
+                if n <= 4223 {
+                    if k <= 15359 {
                         return 11; // decode.fused.c32.cap32
                     } else {
-                        if n <= 3839 {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
-                        } else {
-                            return 29; // decode.kpar.tn256.cpt1.cap16
-                        }
+                        return 28; // decode.kpar.tn256.cpt1.cap16
                     }
                 } else {
-                    if n <= 7543 {
-                        if k <= 8959 {
-                            if k <= 5503 {
-                                return 2; // decode.fused.c16.cap16
-                            } else {
+                    if n <= 20991 {
+                        if k <= 5631 {
+                            if n <= 8447 {
                                 return 10; // decode.fused.c32.cap16
+                            } else {
+                                if n <= 12543 {
+                                    return 19; // decode.kpar.tn128.cpt1.cap8
+                                } else {
+                                    if n <= 16895 {
+                                        return 12; // decode.fused.c32.cap8
+                                    } else {
+                                        return 27; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                }
                             }
                         } else {
-                            if n <= 5455 {
-                                if n <= 4991 {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                } else {
-                                    return 19; // decode.kpar.tn128.cpt1.cap16
-                                }
+                            if n <= 19967 {
+                                return 27; // decode.kpar.tn128.cpt1.waves4
                             } else {
-                                return 28; // decode.kpar.tn128.cpt1.waves4
+                                if k <= 11263 {
+                                    return 27; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 29; // decode.kpar.tn256.cpt1.cap8
+                                }
                             }
                         }
                     } else {
-                        if n <= 11935 {
-                            return 30; // decode.kpar.tn256.cpt1.cap8
-                        } else {
-                            if k <= 21375 {
-                                return 28; // decode.kpar.tn128.cpt1.waves4
-                            } else {
-                                if n <= 16895 {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
+                        if k <= 11263 {
+                            if n <= 41983 {
+                                if n <= 22015 {
+                                    if k <= 7679 {
+                                        return 19; // decode.kpar.tn128.cpt1.cap8
+                                    } else {
+                                        return 29; // decode.kpar.tn256.cpt1.cap8
+                                    }
                                 } else {
-                                    return 30; // decode.kpar.tn256.cpt1.cap8
+                                    return 27; // decode.kpar.tn128.cpt1.waves4
                                 }
+                            } else {
+                                return 26; // decode.kpar.tn128.cpt1.waves2
                             }
+                        } else {
+                            return 29; // decode.kpar.tn256.cpt1.cap8
                         }
                     }
                 }
             }
         }
     } else {
-        if n <= 202895 {
-            if n <= 50719 {
-                if k <= 11903 {
-                    return 27; // decode.kpar.tn128.cpt1.waves2
+        if n <= 192511 {
+            if n <= 50175 {
+                if k <= 15359 {
+                    return 26; // decode.kpar.tn128.cpt1.waves2
                 } else {
-                    return 30; // decode.kpar.tn256.cpt1.cap8
+                    return 29; // decode.kpar.tn256.cpt1.cap8
                 }
             } else {
-                if k <= 9983 {
-                    return 51; // decode.wide.tn512.cpt1
+                if k <= 9215 {
+                    return 50; // decode.wide.tn512.cpt1
                 } else {
-                    if n <= 170615 {
-                        return 44; // decode.kpar.tn64.cpt1.waves2
+                    if n <= 176127 {
+                        return 43; // decode.kpar.tn64.cpt1.waves2
                     } else {
-                        return 48; // decode.wide.tn128.cpt4
+                        return 47; // decode.wide.tn128.cpt4
                     }
                 }
             }
         } else {
-            return 52; // decode.wide.tn512.cpt2
+            if n <= 208895 {
+                if n <= 200703 {
+                    return 47; // decode.wide.tn128.cpt4
+                } else {
+                    return 46; // decode.wide.tn128.cpt2
+                }
+            } else {
+                if n <= 225279 {
+                    return 46; // decode.wide.tn128.cpt2
+                } else {
+                    return 51; // decode.wide.tn512.cpt2
+                }
+            }
         }
     }
 }
@@ -1608,40 +1720,44 @@ fn tree_35(n: i64, k: i64) -> usize {
 // domain 36: u4 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_36(n: i64, k: i64) -> usize {
-    if n <= 101455 {
-        if k <= 4991 {
-            return 28; // decode.kpar.tn128.cpt1.waves4
+    if n <= 100351 {
+        if k <= 5631 {
+            return 27; // decode.kpar.tn128.cpt1.waves4
         } else {
-            if n <= 85311 {
-                if n <= 71735 {
-                    return 45; // decode.kpar.tn64.cpt1.waves4
+            if n <= 83967 {
+                if n <= 62463 {
+                    return 34; // decode.kpar.tn256.cpt1.waves4
                 } else {
-                    return 28; // decode.kpar.tn128.cpt1.waves4
+                    return 42; // decode.kpar.tn64.cpt1.waves1
                 }
             } else {
-                return 0; // decode.direct.tn32.cpt1
+                if n <= 96255 {
+                    return 0; // decode.direct.tn32.cpt1
+                } else {
+                    return 27; // decode.kpar.tn128.cpt1.waves4
+                }
             }
         }
     } else {
-        if k <= 8959 {
+        if k <= 7679 {
             if k <= 1151 {
-                if n <= 202895 {
-                    return 28; // decode.kpar.tn128.cpt1.waves4
+                if n <= 200703 {
+                    return 27; // decode.kpar.tn128.cpt1.waves4
                 } else {
-                    return 47; // decode.wide.tn128.cpt2
+                    return 46; // decode.wide.tn128.cpt2
                 }
             } else {
-                if n <= 255231 {
-                    return 48; // decode.wide.tn128.cpt4
+                if n <= 251135 {
+                    return 47; // decode.wide.tn128.cpt4
                 } else {
-                    return 52; // decode.wide.tn512.cpt2
+                    return 46; // decode.wide.tn128.cpt2
                 }
             }
         } else {
-            if k <= 15103 {
-                return 19; // decode.kpar.tn128.cpt1.cap16
+            if k <= 13311 {
+                return 18; // decode.kpar.tn128.cpt1.cap16
             } else {
-                return 29; // decode.kpar.tn256.cpt1.cap16
+                return 28; // decode.kpar.tn256.cpt1.cap16
             }
         }
     }
@@ -1688,215 +1804,367 @@ fn tree_41(n: i64, k: i64) -> usize {
 // domain 42: u5 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_42(n: i64, k: i64) -> usize {
-    if k <= 3071 {
-        if n <= 791 {
-            if n * 1024 / k <= 202 {
-                if n <= 279 {
-                    return 44; // decode.kpar.tn64.cpt1.waves2
+    if k <= 3327 {
+        if n <= 751 {
+            if n * k <= 413695 {
+                if n * k <= 352255 {
+                    return 43; // decode.kpar.tn64.cpt1.waves2
                 } else {
-                    return 26; // decode.kpar.tn128.cpt1.waves1
-                }
-            } else {
-                if n <= 663 {
-                    return 44; // decode.kpar.tn64.cpt1.waves2
-                } else {
-                    if k <= 2303 {
-                        if k <= 639 {
-                            return 44; // decode.kpar.tn64.cpt1.waves2
+                    if n <= 327 {
+                        if n <= 295 {
+                            return 43; // decode.kpar.tn64.cpt1.waves2
                         } else {
-                            return 11; // decode.fused.c32.cap32
+                            return 25; // decode.kpar.tn128.cpt1.waves1
                         }
                     } else {
-                        return 44; // decode.kpar.tn64.cpt1.waves2
+                        return 11; // decode.fused.c32.cap32
+                    }
+                }
+            } else {
+                if k <= 1151 {
+                    return 11; // decode.fused.c32.cap32
+                } else {
+                    if k <= 1407 {
+                        if n <= 655 {
+                            return 43; // decode.kpar.tn64.cpt1.waves2
+                        } else {
+                            return 25; // decode.kpar.tn128.cpt1.waves1
+                        }
+                    } else {
+                        if n <= 263 {
+                            return 43; // decode.kpar.tn64.cpt1.waves2
+                        } else {
+                            if n <= 719 {
+                                return 25; // decode.kpar.tn128.cpt1.waves1
+                            } else {
+                                if k <= 2303 {
+                                    return 11; // decode.fused.c32.cap32
+                                } else {
+                                    return 43; // decode.kpar.tn64.cpt1.waves2
+                                }
+                            }
+                        }
                     }
                 }
             }
         } else {
-            if n <= 4479 {
-                if n * k <= 272383 {
-                    return 44; // decode.kpar.tn64.cpt1.waves2
+            if n <= 4223 {
+                if n * k <= 280575 {
+                    return 43; // decode.kpar.tn64.cpt1.waves2
                 } else {
-                    if n * 1024 / k <= 345 {
-                        return 44; // decode.kpar.tn64.cpt1.waves2
+                    if k <= 383 {
+                        return 12; // decode.fused.c32.cap8
                     } else {
-                        if k <= 383 {
-                            return 12; // decode.fused.c32.cap8
+                        if n * 1024 / k <= 333 {
+                            if n * k <= 2473983 {
+                                if n <= 783 {
+                                    return 43; // decode.kpar.tn64.cpt1.waves2
+                                } else {
+                                    return 25; // decode.kpar.tn128.cpt1.waves1
+                                }
+                            } else {
+                                if n <= 911 {
+                                    return 32; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 11; // decode.fused.c32.cap32
+                                }
+                            }
                         } else {
                             return 11; // decode.fused.c32.cap32
                         }
                     }
                 }
             } else {
-                if n <= 8959 {
-                    if n * k <= 7782399 {
-                        return 3; // decode.fused.c16.cap32
-                    } else {
-                        if n <= 6343 {
-                            return 2; // decode.fused.c16.cap16
+                if n <= 8447 {
+                    if n * k <= 8159231 {
+                        if n <= 6271 {
+                            if n * 1024 / k <= 2912 {
+                                return 2; // decode.fused.c16.cap16
+                            } else {
+                                return 3; // decode.fused.c16.cap32
+                            }
                         } else {
-                            if n * 1024 / k <= 4614 {
-                                return 10; // decode.fused.c32.cap16
+                            return 11; // decode.fused.c32.cap32
+                        }
+                    } else {
+                        if n <= 6271 {
+                            if k <= 1663 {
+                                return 3; // decode.fused.c16.cap32
+                            } else {
+                                return 2; // decode.fused.c16.cap16
+                            }
+                        } else {
+                            if n * 1024 / k <= 5543 {
+                                if n * k <= 23724031 {
+                                    return 10; // decode.fused.c32.cap16
+                                } else {
+                                    return 11; // decode.fused.c32.cap32
+                                }
                             } else {
                                 return 2; // decode.fused.c16.cap16
                             }
                         }
                     }
                 } else {
-                    if n <= 16895 {
+                    if n <= 18687 {
                         if k <= 1663 {
-                            return 3; // decode.fused.c16.cap32
-                        } else {
-                            if n <= 9735 {
-                                return 28; // decode.kpar.tn128.cpt1.waves4
+                            if k <= 1407 {
+                                return 2; // decode.fused.c16.cap16
                             } else {
-                                return 12; // decode.fused.c32.cap8
+                                return 3; // decode.fused.c16.cap32
+                            }
+                        } else {
+                            if n * k <= 44302335 {
+                                if n * k <= 17563647 {
+                                    return 2; // decode.fused.c16.cap16
+                                } else {
+                                    if n * 1024 / k <= 3122 {
+                                        return 27; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        return 12; // decode.fused.c32.cap8
+                                    }
+                                }
+                            } else {
+                                if n <= 15615 {
+                                    return 12; // decode.fused.c32.cap8
+                                } else {
+                                    return 4; // decode.fused.c16.cap8
+                                }
                             }
                         }
                     } else {
-                        return 28; // decode.kpar.tn128.cpt1.waves4
+                        if n <= 22015 {
+                            return 27; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 10; // decode.fused.c32.cap16
+                        }
                     }
                 }
             }
         }
     } else {
-        if n <= 42647 {
-            if n * k <= 3624959 {
-                if n * k <= 2879487 {
-                    if n <= 279 {
-                        return 44; // decode.kpar.tn64.cpt1.waves2
+        if n <= 46079 {
+            if n * k <= 7159807 {
+                if n * k <= 2998271 {
+                    if n <= 263 {
+                        return 43; // decode.kpar.tn64.cpt1.waves2
                     } else {
-                        if n <= 471 {
-                            return 26; // decode.kpar.tn128.cpt1.waves1
+                        if n <= 687 {
+                            return 25; // decode.kpar.tn128.cpt1.waves1
                         } else {
-                            return 44; // decode.kpar.tn64.cpt1.waves2
+                            if n <= 783 {
+                                if n * k <= 2646015 {
+                                    return 25; // decode.kpar.tn128.cpt1.waves1
+                                } else {
+                                    return 32; // decode.kpar.tn256.cpt1.waves1
+                                }
+                            } else {
+                                return 25; // decode.kpar.tn128.cpt1.waves1
+                            }
                         }
                     }
                 } else {
-                    return 33; // decode.kpar.tn256.cpt1.waves1
-                }
-            } else {
-                if n * k <= 269346815 {
-                    if n * k <= 7249919 {
-                        if n <= 1591 {
-                            if k <= 21375 {
-                                if k <= 16895 {
-                                    return 33; // decode.kpar.tn256.cpt1.waves1
-                                } else {
-                                    return 27; // decode.kpar.tn128.cpt1.waves2
-                                }
+                    if n <= 1439 {
+                        if n * 1024 / k <= 366 {
+                            if n * k <= 6848511 {
+                                return 32; // decode.kpar.tn256.cpt1.waves1
                             } else {
-                                return 28; // decode.kpar.tn128.cpt1.waves4
-                            }
-                        } else {
-                            return 11; // decode.fused.c32.cap32
-                        }
-                    } else {
-                        if n * 1024 / k <= 3435 {
-                            if k <= 4991 {
-                                if n <= 4479 {
-                                    return 11; // decode.fused.c32.cap32
-                                } else {
-                                    if n <= 8959 {
-                                        if n <= 6343 {
-                                            return 2; // decode.fused.c16.cap16
-                                        } else {
-                                            return 10; // decode.fused.c32.cap16
-                                        }
+                                if n <= 1007 {
+                                    if n <= 439 {
+                                        return 33; // decode.kpar.tn256.cpt1.waves2
                                     } else {
-                                        if n * 1024 / k <= 2443 {
-                                            return 20; // decode.kpar.tn128.cpt1.cap8
+                                        if n <= 687 {
+                                            return 27; // decode.kpar.tn128.cpt1.waves4
                                         } else {
-                                            return 12; // decode.fused.c32.cap8
+                                            return 32; // decode.kpar.tn256.cpt1.waves1
                                         }
                                     }
+                                } else {
+                                    return 33; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
+                        } else {
+                            return 26; // decode.kpar.tn128.cpt1.waves2
+                        }
+                    } else {
+                        return 11; // decode.fused.c32.cap32
+                    }
+                }
+            } else {
+                if n * k <= 236978175 {
+                    if k <= 3839 {
+                        if n <= 4223 {
+                            return 11; // decode.fused.c32.cap32
+                        } else {
+                            if n <= 8447 {
+                                if n <= 6271 {
+                                    return 2; // decode.fused.c16.cap16
+                                } else {
+                                    return 10; // decode.fused.c32.cap16
                                 }
                             } else {
-                                if n <= 21327 {
-                                    if n * k <= 228196351 {
-                                        if n * k <= 190750719 {
-                                            return 28; // decode.kpar.tn128.cpt1.waves4
-                                        } else {
-                                            return 30; // decode.kpar.tn256.cpt1.cap8
-                                        }
+                                if n <= 19199 {
+                                    if n <= 10495 {
+                                        return 27; // decode.kpar.tn128.cpt1.waves4
                                     } else {
-                                        if n <= 8959 {
-                                            return 10; // decode.fused.c32.cap16
+                                        if n <= 14079 {
+                                            return 12; // decode.fused.c32.cap8
                                         } else {
                                             return 4; // decode.fused.c16.cap8
                                         }
                                     }
                                 } else {
-                                    return 20; // decode.kpar.tn128.cpt1.cap8
+                                    if n <= 26111 {
+                                        if n <= 22015 {
+                                            return 27; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 10; // decode.fused.c32.cap16
+                                        }
+                                    } else {
+                                        return 12; // decode.fused.c32.cap8
+                                    }
+                                }
+                            }
+                        }
+                    } else {
+                        if k <= 4607 {
+                            if n <= 8447 {
+                                if n <= 4223 {
+                                    return 11; // decode.fused.c32.cap32
+                                } else {
+                                    if n <= 6271 {
+                                        return 2; // decode.fused.c16.cap16
+                                    } else {
+                                        return 10; // decode.fused.c32.cap16
+                                    }
+                                }
+                            } else {
+                                if n <= 18687 {
+                                    if n <= 11007 {
+                                        if n <= 9471 {
+                                            return 27; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 19; // decode.kpar.tn128.cpt1.cap8
+                                        }
+                                    } else {
+                                        if n <= 14591 {
+                                            return 12; // decode.fused.c32.cap8
+                                        } else {
+                                            return 4; // decode.fused.c16.cap8
+                                        }
+                                    }
+                                } else {
+                                    if n <= 27135 {
+                                        if n <= 25087 {
+                                            return 27; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 34; // decode.kpar.tn256.cpt1.waves4
+                                        }
+                                    } else {
+                                        return 12; // decode.fused.c32.cap8
+                                    }
                                 }
                             }
                         } else {
-                            if n <= 19215 {
-                                if n <= 15359 {
-                                    return 12; // decode.fused.c32.cap8
+                            if n <= 32255 {
+                                if n <= 29183 {
+                                    if n <= 28159 {
+                                        if n * k <= 229113855 {
+                                            return 27; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 29; // decode.kpar.tn256.cpt1.cap8
+                                        }
+                                    } else {
+                                        if k <= 7679 {
+                                            return 27; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 33; // decode.kpar.tn256.cpt1.waves2
+                                        }
+                                    }
+                                } else {
+                                    if n * k <= 213385215 {
+                                        return 12; // decode.fused.c32.cap8
+                                    } else {
+                                        return 34; // decode.kpar.tn256.cpt1.waves4
+                                    }
+                                }
+                            } else {
+                                if n <= 33791 {
+                                    return 34; // decode.kpar.tn256.cpt1.waves4
+                                } else {
+                                    if n * 1024 / k <= 6991 {
+                                        return 4; // decode.fused.c16.cap8
+                                    } else {
+                                        return 34; // decode.kpar.tn256.cpt1.waves4
+                                    }
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    if n * 1024 / k <= 3778 {
+                        if n <= 10495 {
+                            if n <= 8447 {
+                                if n <= 7807 {
+                                    return 27; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 29; // decode.kpar.tn256.cpt1.cap8
+                                }
+                            } else {
+                                return 19; // decode.kpar.tn128.cpt1.cap8
+                            }
+                        } else {
+                            if n <= 18687 {
+                                if n <= 12543 {
+                                    return 29; // decode.kpar.tn256.cpt1.cap8
+                                } else {
+                                    if n <= 14079 {
+                                        return 27; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        if n * k <= 541065215 {
+                                            return 4; // decode.fused.c16.cap8
+                                        } else {
+                                            return 35; // decode.kpar.tn64.cpt1.cap16
+                                        }
+                                    }
+                                }
+                            } else {
+                                return 29; // decode.kpar.tn256.cpt1.cap8
+                            }
+                        }
+                    } else {
+                        if n <= 44031 {
+                            if n <= 37887 {
+                                if n <= 33791 {
+                                    return 34; // decode.kpar.tn256.cpt1.waves4
                                 } else {
                                     return 4; // decode.fused.c16.cap8
                                 }
                             } else {
-                                if n <= 28111 {
-                                    return 28; // decode.kpar.tn128.cpt1.waves4
-                                } else {
-                                    if n <= 30719 {
-                                        return 34; // decode.kpar.tn256.cpt1.waves2
-                                    } else {
-                                        return 35; // decode.kpar.tn256.cpt1.waves4
-                                    }
-                                }
-                            }
-                        }
-                    }
-                } else {
-                    if n <= 28111 {
-                        if n * 1024 / k <= 1717 {
-                            if n <= 10663 {
-                                return 20; // decode.kpar.tn128.cpt1.cap8
-                            } else {
-                                if n <= 16895 {
-                                    if n <= 11935 {
-                                        return 30; // decode.kpar.tn256.cpt1.cap8
-                                    } else {
-                                        if n <= 14055 {
-                                            return 28; // decode.kpar.tn128.cpt1.waves4
-                                        } else {
-                                            return 4; // decode.fused.c16.cap8
-                                        }
-                                    }
-                                } else {
-                                    return 30; // decode.kpar.tn256.cpt1.cap8
-                                }
+                                return 34; // decode.kpar.tn256.cpt1.waves4
                             }
                         } else {
-                            return 28; // decode.kpar.tn128.cpt1.waves4
-                        }
-                    } else {
-                        if n * 1024 / k <= 1214 {
-                            return 30; // decode.kpar.tn256.cpt1.cap8
-                        } else {
-                            return 35; // decode.kpar.tn256.cpt1.waves4
+                            return 50; // decode.wide.tn512.cpt1
                         }
                     }
                 }
             }
         } else {
-            if n <= 101455 {
-                if n <= 71735 {
-                    if n * 1024 / k <= 1717 {
-                        return 30; // decode.kpar.tn256.cpt1.cap8
+            if n <= 100351 {
+                if n <= 67583 {
+                    if n * 1024 / k <= 1561 {
+                        return 29; // decode.kpar.tn256.cpt1.cap8
                     } else {
-                        return 51; // decode.wide.tn512.cpt1
+                        return 50; // decode.wide.tn512.cpt1
                     }
                 } else {
-                    return 44; // decode.kpar.tn64.cpt1.waves2
+                    return 43; // decode.kpar.tn64.cpt1.waves2
                 }
             } else {
-                if n <= 143471 {
+                if n <= 135167 {
                     return 17; // decode.fused.c32.waves1
                 } else {
-                    return 47; // decode.wide.tn128.cpt2
+                    return 46; // decode.wide.tn128.cpt2
                 }
             }
         }
@@ -1906,31 +2174,39 @@ fn tree_42(n: i64, k: i64) -> usize {
 // domain 43: u5 graph M bucket 0 aspect bucket 1
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_43(n: i64, k: i64) -> usize {
-    if k <= 6399 {
-        if n <= 119239 {
-            return 50; // decode.wide.tn256.cpt2
+    if k <= 6655 {
+        if n <= 120831 {
+            return 49; // decode.wide.tn256.cpt2
         } else {
-            if n <= 129663 {
-                return 51; // decode.wide.tn512.cpt1
+            if k <= 5631 {
+                return 46; // decode.wide.tn128.cpt2
             } else {
-                return 47; // decode.wide.tn128.cpt2
+                if n <= 225279 {
+                    return 19; // decode.kpar.tn128.cpt1.cap8
+                } else {
+                    return 47; // decode.wide.tn128.cpt4
+                }
             }
         }
     } else {
-        if n <= 71735 {
-            return 51; // decode.wide.tn512.cpt1
+        if n <= 67583 {
+            if n <= 64511 {
+                return 49; // decode.wide.tn256.cpt2
+            } else {
+                return 50; // decode.wide.tn512.cpt1
+            }
         } else {
-            if n <= 234375 {
-                if n <= 85311 {
-                    return 50; // decode.wide.tn256.cpt2
+            if k <= 15359 {
+                if n <= 247039 {
+                    return 19; // decode.kpar.tn128.cpt1.cap8
                 } else {
-                    return 20; // decode.kpar.tn128.cpt1.cap8
+                    return 47; // decode.wide.tn128.cpt4
                 }
             } else {
-                if k <= 12671 {
-                    return 48; // decode.wide.tn128.cpt4
+                if n <= 159743 {
+                    return 19; // decode.kpar.tn128.cpt1.cap8
                 } else {
-                    return 30; // decode.kpar.tn256.cpt1.cap8
+                    return 29; // decode.kpar.tn256.cpt1.cap8
                 }
             }
         }
@@ -2041,23 +2317,23 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 4096, k: 8192, candidate: 15 }, // decode.fused.c32.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 12288, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 14336, candidate: 15 }, // decode.fused.c32.kb32
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 28 }, // decode.kpar.tn128.cpt1.waves4
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 36 }, // decode.kpar.tn64.cpt1.cap16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 27 }, // decode.kpar.tn128.cpt1.waves4
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 35 }, // decode.kpar.tn64.cpt1.cap16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 38 }, // decode.kpar.tn64.cpt1.kb16
         Overlay { mode: 0, bucket: 0, n: 8192, k: 8192, candidate: 14 }, // decode.fused.c32.kb16
-        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 38 }, // decode.kpar.tn64.cpt1.kb12
+        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 37 }, // decode.kpar.tn64.cpt1.kb12
         Overlay { mode: 0, bucket: 0, n: 9728, k: 2560, candidate: 13 }, // decode.fused.c32.kb12
         Overlay { mode: 0, bucket: 0, n: 12288, k: 4096, candidate: 13 }, // decode.fused.c32.kb12
         Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 18944, k: 3584, candidate: 9 }, // decode.fused.c16.kb8
-        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 22 }, // decode.kpar.tn128.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 47 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 47 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 47 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 47 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 21 }, // decode.kpar.tn128.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 40 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 40 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 46 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 46 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 46 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 46 }, // decode.wide.tn128.cpt2
         Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 54 }, // grouped.rows.r2
         Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 55 }, // grouped.rows.r4
         Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 54 }, // grouped.rows.r2
@@ -2208,21 +2484,21 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 4096, k: 14336, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 6 }, // decode.fused.c16.kb16
         Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 6 }, // decode.fused.c16.kb16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 38 }, // decode.kpar.tn64.cpt1.kb16
         Overlay { mode: 0, bucket: 0, n: 8192, k: 8192, candidate: 6 }, // decode.fused.c16.kb16
-        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 31 }, // decode.kpar.tn256.cpt1.kb12
+        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 30 }, // decode.kpar.tn256.cpt1.kb12
         Overlay { mode: 0, bucket: 0, n: 9728, k: 2560, candidate: 13 }, // decode.fused.c32.kb12
         Overlay { mode: 0, bucket: 0, n: 12288, k: 4096, candidate: 13 }, // decode.fused.c32.kb12
         Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 18944, k: 3584, candidate: 9 }, // decode.fused.c16.kb8
-        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 51 }, // decode.wide.tn512.cpt1
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 51 }, // decode.wide.tn512.cpt1
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 47 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 47 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 47 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 47 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 40 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 50 }, // decode.wide.tn512.cpt1
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 50 }, // decode.wide.tn512.cpt1
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 46 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 46 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 46 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 46 }, // decode.wide.tn128.cpt2
         Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 54 }, // grouped.rows.r2
         Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 54 }, // grouped.rows.r2
         Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 55 }, // grouped.rows.r4
@@ -2371,23 +2647,23 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 4096, k: 8192, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 12288, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 14336, candidate: 7 }, // decode.fused.c16.kb32
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 28 }, // decode.kpar.tn128.cpt1.waves4
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 36 }, // decode.kpar.tn64.cpt1.cap16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 27 }, // decode.kpar.tn128.cpt1.waves4
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 35 }, // decode.kpar.tn64.cpt1.cap16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 38 }, // decode.kpar.tn64.cpt1.kb16
         Overlay { mode: 0, bucket: 0, n: 8192, k: 8192, candidate: 14 }, // decode.fused.c32.kb16
-        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 31 }, // decode.kpar.tn256.cpt1.kb12
+        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 30 }, // decode.kpar.tn256.cpt1.kb12
         Overlay { mode: 0, bucket: 0, n: 9728, k: 2560, candidate: 6 }, // decode.fused.c16.kb16
         Overlay { mode: 0, bucket: 0, n: 12288, k: 4096, candidate: 13 }, // decode.fused.c32.kb12
         Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 16 }, // decode.fused.c32.kb8
         Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 18944, k: 3584, candidate: 9 }, // decode.fused.c16.kb8
-        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 42 }, // decode.kpar.tn64.cpt1.kb6
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 51 }, // decode.wide.tn512.cpt1
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 51 }, // decode.wide.tn512.cpt1
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 22 }, // decode.kpar.tn128.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 40 }, // decode.kpar.tn64.cpt1.kb2
-        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 41 }, // decode.kpar.tn64.cpt1.kb6
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 50 }, // decode.wide.tn512.cpt1
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 50 }, // decode.wide.tn512.cpt1
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 40 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 21 }, // decode.kpar.tn128.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 39 }, // decode.kpar.tn64.cpt1.kb2
+        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 40 }, // decode.kpar.tn64.cpt1.kb3
         Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 54 }, // grouped.rows.r2
         Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 55 }, // grouped.rows.r4
         Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 54 }, // grouped.rows.r2
@@ -2530,29 +2806,29 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 2560, k: 5120, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 3584, k: 3584, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 3584, k: 7168, candidate: 7 }, // decode.fused.c16.kb32
-        Overlay { mode: 0, bucket: 0, n: 3584, k: 18944, candidate: 34 }, // decode.kpar.tn256.cpt1.waves2
+        Overlay { mode: 0, bucket: 0, n: 3584, k: 18944, candidate: 33 }, // decode.kpar.tn256.cpt1.waves2
         Overlay { mode: 0, bucket: 0, n: 4096, k: 2048, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 4096, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 8192, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 12288, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 14336, candidate: 7 }, // decode.fused.c16.kb32
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 36 }, // decode.kpar.tn64.cpt1.cap16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 32 }, // decode.kpar.tn256.cpt1.kb32
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 23 }, // decode.kpar.tn128.cpt1.kb32
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 35 }, // decode.kpar.tn64.cpt1.cap16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 31 }, // decode.kpar.tn256.cpt1.kb32
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 22 }, // decode.kpar.tn128.cpt1.kb32
         Overlay { mode: 0, bucket: 0, n: 8192, k: 8192, candidate: 14 }, // decode.fused.c32.kb16
-        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 31 }, // decode.kpar.tn256.cpt1.kb12
+        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 30 }, // decode.kpar.tn256.cpt1.kb12
         Overlay { mode: 0, bucket: 0, n: 9728, k: 2560, candidate: 6 }, // decode.fused.c16.kb16
         Overlay { mode: 0, bucket: 0, n: 12288, k: 4096, candidate: 13 }, // decode.fused.c32.kb12
-        Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 21 }, // decode.kpar.tn128.cpt1.kb12
-        Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 36 }, // decode.kpar.tn64.cpt1.cap16
+        Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 20 }, // decode.kpar.tn128.cpt1.kb12
+        Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 35 }, // decode.kpar.tn64.cpt1.cap16
         Overlay { mode: 0, bucket: 0, n: 18944, k: 3584, candidate: 9 }, // decode.fused.c16.kb8
-        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 38 }, // decode.kpar.tn64.cpt1.kb12
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 42 }, // decode.kpar.tn64.cpt1.kb6
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 40 }, // decode.kpar.tn64.cpt1.kb2
-        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 40 }, // decode.kpar.tn64.cpt1.kb2
-        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 37 }, // decode.kpar.tn64.cpt1.kb12
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 40 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 41 }, // decode.kpar.tn64.cpt1.kb6
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 40 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 39 }, // decode.kpar.tn64.cpt1.kb2
+        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 39 }, // decode.kpar.tn64.cpt1.kb2
+        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 40 }, // decode.kpar.tn64.cpt1.kb3
         Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 54 }, // grouped.rows.r2
         Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 55 }, // grouped.rows.r4
         Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 55 }, // grouped.rows.r4
@@ -2701,23 +2977,23 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 4096, k: 8192, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 12288, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 14336, candidate: 7 }, // decode.fused.c16.kb32
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 28 }, // decode.kpar.tn128.cpt1.waves4
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 27 }, // decode.kpar.tn128.cpt1.waves4
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 38 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 38 }, // decode.kpar.tn64.cpt1.kb16
         Overlay { mode: 0, bucket: 0, n: 8192, k: 8192, candidate: 6 }, // decode.fused.c16.kb16
-        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 28 }, // decode.kpar.tn128.cpt1.waves4
+        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 27 }, // decode.kpar.tn128.cpt1.waves4
         Overlay { mode: 0, bucket: 0, n: 9728, k: 2560, candidate: 6 }, // decode.fused.c16.kb16
         Overlay { mode: 0, bucket: 0, n: 12288, k: 4096, candidate: 5 }, // decode.fused.c16.kb12
         Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 18944, k: 3584, candidate: 4 }, // decode.fused.c16.cap8
-        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 47 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 50 }, // decode.wide.tn256.cpt2
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 47 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 47 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 47 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 47 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 40 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 46 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 49 }, // decode.wide.tn256.cpt2
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 46 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 46 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 46 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 46 }, // decode.wide.tn128.cpt2
         Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 54 }, // grouped.rows.r2
         Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 55 }, // grouped.rows.r4
         Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 55 }, // grouped.rows.r4
@@ -2860,29 +3136,29 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 2560, k: 5120, candidate: 15 }, // decode.fused.c32.kb32
         Overlay { mode: 0, bucket: 0, n: 3584, k: 3584, candidate: 15 }, // decode.fused.c32.kb32
         Overlay { mode: 0, bucket: 0, n: 3584, k: 7168, candidate: 11 }, // decode.fused.c32.cap32
-        Overlay { mode: 0, bucket: 0, n: 3584, k: 18944, candidate: 28 }, // decode.kpar.tn128.cpt1.waves4
+        Overlay { mode: 0, bucket: 0, n: 3584, k: 18944, candidate: 27 }, // decode.kpar.tn128.cpt1.waves4
         Overlay { mode: 0, bucket: 0, n: 4096, k: 2048, candidate: 11 }, // decode.fused.c32.cap32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 4096, candidate: 15 }, // decode.fused.c32.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 8192, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 12288, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 14336, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 6 }, // decode.fused.c16.kb16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 39 }, // decode.kpar.tn64.cpt1.kb16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 19 }, // decode.kpar.tn128.cpt1.cap16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 38 }, // decode.kpar.tn64.cpt1.kb16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 18 }, // decode.kpar.tn128.cpt1.cap16
         Overlay { mode: 0, bucket: 0, n: 8192, k: 8192, candidate: 6 }, // decode.fused.c16.kb16
-        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 25 }, // decode.kpar.tn128.cpt1.kb8
+        Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 24 }, // decode.kpar.tn128.cpt1.kb8
         Overlay { mode: 0, bucket: 0, n: 9728, k: 2560, candidate: 5 }, // decode.fused.c16.kb12
-        Overlay { mode: 0, bucket: 0, n: 12288, k: 4096, candidate: 30 }, // decode.kpar.tn256.cpt1.cap8
+        Overlay { mode: 0, bucket: 0, n: 12288, k: 4096, candidate: 29 }, // decode.kpar.tn256.cpt1.cap8
         Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 9 }, // decode.fused.c16.kb8
-        Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 24 }, // decode.kpar.tn128.cpt1.kb4
+        Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 23 }, // decode.kpar.tn128.cpt1.kb4
         Overlay { mode: 0, bucket: 0, n: 18944, k: 3584, candidate: 8 }, // decode.fused.c16.kb6
-        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 40 }, // decode.kpar.tn64.cpt1.kb2
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 51 }, // decode.wide.tn512.cpt1
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 51 }, // decode.wide.tn512.cpt1
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 48 }, // decode.wide.tn128.cpt4
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 40 }, // decode.kpar.tn64.cpt1.kb2
-        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 48 }, // decode.wide.tn128.cpt4
-        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 48 }, // decode.wide.tn128.cpt4
+        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 39 }, // decode.kpar.tn64.cpt1.kb2
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 50 }, // decode.wide.tn512.cpt1
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 50 }, // decode.wide.tn512.cpt1
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 47 }, // decode.wide.tn128.cpt4
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 39 }, // decode.kpar.tn64.cpt1.kb2
+        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 47 }, // decode.wide.tn128.cpt4
+        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 47 }, // decode.wide.tn128.cpt4
         Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 54 }, // grouped.rows.r2
         Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 54 }, // grouped.rows.r2
         Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 54 }, // grouped.rows.r2
@@ -3031,9 +3307,9 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 4096, k: 8192, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 12288, candidate: 7 }, // decode.fused.c16.kb32
         Overlay { mode: 0, bucket: 0, n: 4096, k: 14336, candidate: 3 }, // decode.fused.c16.cap32
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 28 }, // decode.kpar.tn128.cpt1.waves4
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 19 }, // decode.kpar.tn128.cpt1.cap16
-        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 28 }, // decode.kpar.tn128.cpt1.waves4
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 5120, candidate: 27 }, // decode.kpar.tn128.cpt1.waves4
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 10240, candidate: 18 }, // decode.kpar.tn128.cpt1.cap16
+        Overlay { mode: 0, bucket: 0, n: 5120, k: 17408, candidate: 27 }, // decode.kpar.tn128.cpt1.waves4
         Overlay { mode: 0, bucket: 0, n: 8192, k: 8192, candidate: 14 }, // decode.fused.c32.kb16
         Overlay { mode: 0, bucket: 0, n: 8192, k: 28672, candidate: 14 }, // decode.fused.c32.kb16
         Overlay { mode: 0, bucket: 0, n: 9728, k: 2560, candidate: 13 }, // decode.fused.c32.kb12
@@ -3041,13 +3317,13 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 14336, k: 4096, candidate: 12 }, // decode.fused.c32.cap8
         Overlay { mode: 0, bucket: 0, n: 17408, k: 5120, candidate: 9 }, // decode.fused.c16.kb8
         Overlay { mode: 0, bucket: 0, n: 18944, k: 3584, candidate: 9 }, // decode.fused.c16.kb8
-        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 41 }, // decode.kpar.tn64.cpt1.kb3
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 47 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 51 }, // decode.wide.tn512.cpt1
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 47 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 47 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 47 }, // decode.wide.tn128.cpt2
-        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 48 }, // decode.wide.tn128.cpt4
+        Overlay { mode: 0, bucket: 0, n: 28672, k: 8192, candidate: 40 }, // decode.kpar.tn64.cpt1.kb3
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 4096, candidate: 46 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 128256, k: 8192, candidate: 50 }, // decode.wide.tn512.cpt1
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 4096, candidate: 46 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 151936, k: 5120, candidate: 46 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 152064, k: 3584, candidate: 46 }, // decode.wide.tn128.cpt2
+        Overlay { mode: 0, bucket: 0, n: 248320, k: 4096, candidate: 47 }, // decode.wide.tn128.cpt4
         Overlay { mode: 0, bucket: 1, n: 2048, k: 4096, candidate: 54 }, // grouped.rows.r2
         Overlay { mode: 0, bucket: 1, n: 2560, k: 5120, candidate: 55 }, // grouped.rows.r4
         Overlay { mode: 0, bucket: 1, n: 3584, k: 3584, candidate: 54 }, // grouped.rows.r2
