@@ -1,4 +1,4 @@
-//! The corpus report (`vnni-dispatch report`): `report.md` and PNGs from a sealed corpus and,
+//! The corpus report (`vnni-dispatch report`): `report.md` and charts (PNG and SVG) from a sealed corpus and,
 //! optionally, a fitted policy.
 //!
 //! - Bandwidth: per codebook, the fastest eligible decode (M = 1) candidate of every alias cell
@@ -9,7 +9,8 @@
 //!   in-sample regret (overlays on) over every cell; and one CDF per codebook.
 //! - Decision maps through [`crate::map::write_maps`].
 //!
-//! Every image is drawn with [`crate::canvas`]; scales and legends are in the Markdown.
+//! Every image is drawn with [`crate::chart`] (title, labelled axes and legend in the image,
+//! PNG and SVG); the Markdown beside it gives the numbers.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -20,10 +21,17 @@ use vnni_corpus::read::{read_timing, BASELINES};
 use vnni_corpus::write_bytes;
 use vnni_policy::{Policy, Surface};
 
-use crate::canvas::{hex, tick_step, ticks, Canvas, Frame, Rgb, BLACK, PALETTE};
+use plotters::coord::Shift;
+use plotters::prelude::{Circle, DrawingArea, DrawingBackend, EmptyElement, SeriesLabelPosition};
+use plotters::style::Color;
+
+use crate::chart::{
+    self, err, legend, legend_height, lines, rgb, series_legend, tick_step, Axes, Draw, Rgb, Series, BLACK, GATE,
+    PALETTE,
+};
 use crate::corpus::{load, Corpus};
 use crate::cv::METHODS;
-use crate::error::{FitError, Result};
+use crate::error::Result;
 use crate::in_sample::{in_sample, surface_name, Group, InSample};
 use crate::map::write_maps;
 use crate::regret_stats::{nearest_rank, p95};
@@ -33,15 +41,14 @@ use crate::{fit, FitOptions};
 /// Codebooks whose decision maps the report draws (the first ones, sorted by name).
 const MAP_CODEBOOKS: usize = 3;
 /// Small multiples of the regret CDFs: panels per row and panel size in pixels.
-const PANELS_PER_ROW: usize = 4;
-const PANEL: (usize, usize) = (300, 200);
-const GAP: usize = 10;
-/// A single-panel plot (bandwidth per codebook, CDF per codebook).
-const PLOT: (usize, usize) = (640, 360);
+pub const PANELS_PER_ROW: usize = 4;
+pub const PANEL: (u32, u32) = (360, 250);
+/// Legend entries per row under the small multiples.
+const LEGEND_COLUMNS: usize = 3;
+/// A single-panel chart (bandwidth per codebook, CDF per codebook).
+pub const PLOT: (u32, u32) = (800, 450);
 /// Room left and right of the bandwidth plots' outermost octaves, so edge dots are whole.
 const PAD_OCTAVES: f64 = 0.25;
-/// The vertical line marking the p95 gate on the CDFs.
-const GATE_LINE: Rgb = [235, 150, 150];
 
 /// The fastest eligible decode candidate of one alias cell (source format, mode, N, K).
 #[derive(Debug, Clone)]
@@ -110,52 +117,94 @@ fn mib(bytes: usize) -> String {
     format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
 }
 
-fn png_error(path: &Path) -> impl Fn(String) -> FitError + '_ {
-    move |message| FitError::Report { path: path.into(), message }
-}
-
-fn write_png(path: &Path, canvas: &Canvas) -> Result<()> {
-    let bytes = canvas.encode_png().map_err(png_error(path))?;
-    write_bytes(path, &bytes)?;
-    Ok(())
-}
-
-/// One codebook's bandwidth plot: x = log2 weight bytes, y = GB/s from 0, black line = the
-/// median copy roofline, a dot per alias cell coloured by series. Returns the Markdown scales.
-fn bandwidth_plot(series: &BTreeMap<SeriesKey, Vec<CellBest>>, roofline: Option<f64>, path: &Path) -> Result<String> {
-    let all: Vec<&CellBest> = series.values().flatten().collect();
-    let log_bytes = |b: &CellBest| (b.weight_bytes.max(1) as f64).log2();
-    let x_lo = all.iter().map(|b| log_bytes(b)).fold(f64::INFINITY, f64::min).floor();
-    let x_hi = all.iter().map(|b| log_bytes(b)).fold(f64::NEG_INFINITY, f64::max).ceil().max(x_lo + 1.0);
-    let peak = all.iter().map(|b| b.gbps).fold(roofline.unwrap_or(0.0), f64::max).max(1e-9);
-    let y_step = tick_step(peak * 1.05, 8);
-    let y_hi = (peak * 1.05 / y_step).ceil() * y_step;
-    let mut canvas = Canvas::new(PLOT.0, PLOT.1);
-    let frame = Frame {
-        left: 4,
-        top: 4,
-        width: PLOT.0 as i64 - 8,
-        height: PLOT.1 as i64 - 8,
-        x: (x_lo - PAD_OCTAVES, x_hi + PAD_OCTAVES),
-        y: (0.0, y_hi),
+/// A byte count at a power of two, for axis labels: "512 KiB", "4 MiB", "1.5 GiB".
+fn bytes_label(log2_bytes: f64) -> String {
+    let b = 2f64.powf(log2_bytes);
+    let (v, unit) = if b >= (1u64 << 30) as f64 {
+        (b / (1u64 << 30) as f64, "GiB")
+    } else if b >= (1 << 20) as f64 {
+        (b / (1 << 20) as f64, "MiB")
+    } else {
+        (b / 1024.0, "KiB")
     };
-    frame.axes(&mut canvas, &ticks(x_lo, x_hi, 1.0), &ticks(0.0, y_hi, y_step));
-    if let Some(r) = roofline {
-        frame.hline(&mut canvas, r, BLACK, 2);
+    if (v - v.round()).abs() < 0.05 {
+        format!("{v:.0} {unit}")
+    } else {
+        format!("{v:.1} {unit}")
     }
-    for (i, points) in series.values().enumerate() {
-        for b in points {
-            let (x, y) = frame.px(log_bytes(b), b.gbps);
-            canvas.dot(x, y, 6, PALETTE[i % PALETTE.len()]);
+}
+
+/// One codebook's bandwidth chart: a dot per alias cell (x = weight bytes on a log2 axis,
+/// y = GB/s from 0) coloured by series, and the median copy roofline as a black line.
+struct Bandwidth {
+    codebook: String,
+    series: Vec<Series>,
+    roofline: Option<f64>,
+    x: (f64, f64),
+    y_hi: f64,
+}
+
+impl Bandwidth {
+    fn new(codebook: &str, series: &BTreeMap<SeriesKey, Vec<CellBest>>, roofline: Option<f64>) -> Bandwidth {
+        let log_bytes = |b: &CellBest| (b.weight_bytes.max(1) as f64).log2();
+        let all: Vec<&CellBest> = series.values().flatten().collect();
+        let x_lo = all.iter().map(|b| log_bytes(b)).fold(f64::INFINITY, f64::min).floor();
+        let x_hi = all.iter().map(|b| log_bytes(b)).fold(f64::NEG_INFINITY, f64::max).ceil().max(x_lo + 1.0);
+        let peak = all.iter().map(|b| b.gbps).fold(roofline.unwrap_or(0.0), f64::max).max(1e-9);
+        let y_step = tick_step(peak * 1.05, 8);
+        let series = series
+            .iter()
+            .enumerate()
+            .map(|(i, ((format, mode), points))| Series {
+                label: format!("{format} {mode}"),
+                colour: PALETTE[i % PALETTE.len()],
+                points: points.iter().map(|b| (log_bytes(b), b.gbps)).collect(),
+            })
+            .collect();
+        Bandwidth {
+            codebook: codebook.to_string(),
+            series,
+            roofline,
+            x: (x_lo - PAD_OCTAVES, x_hi + PAD_OCTAVES),
+            y_hi: (peak * 1.05 / y_step).ceil() * y_step,
         }
     }
-    write_png(path, &canvas)?;
-    Ok(format!(
-        "x: weight bytes on a log2 axis, grid lines per octave from 2^{x_lo} ({}) to 2^{x_hi} ({}) with a quarter octave of margin; \
-         y: GB/s from 0 to {y_hi}, a grid line every {y_step}",
-        mib(2f64.powf(x_lo) as usize),
-        mib(2f64.powf(x_hi) as usize)
-    ))
+}
+
+impl Draw for Bandwidth {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let axes = Axes {
+            title: format!("{}: fastest decode candidate per shape (M = 1)", self.codebook),
+            x: self.x,
+            y: (0.0, self.y_hi),
+            x_desc: "weight bytes (log2 axis)".into(),
+            y_desc: "effective GB/s".into(),
+            x_step: 1.0,
+            y_step: tick_step(self.y_hi, 8),
+            x_format: &bytes_label,
+            y_format: &|v| format!("{v:.0}"),
+        };
+        let mut chart = axes.build(root, 22)?;
+        if let Some(r) = self.roofline {
+            lines(
+                &mut chart,
+                &[Series {
+                    label: format!("copy roofline {r:.0} GB/s"),
+                    colour: BLACK,
+                    points: vec![(self.x.0, r), (self.x.1, r)],
+                }],
+            )?;
+        }
+        for s in &self.series {
+            let colour = rgb(s.colour);
+            chart
+                .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+                .map_err(err)?
+                .label(s.label.as_str())
+                .legend(move |(x, y)| EmptyElement::at((x + 9, y)) + Circle::new((0, 0), 4, colour.filled()));
+        }
+        series_legend(&mut chart, SeriesLabelPosition::LowerRight)
+    }
 }
 
 /// The bandwidth section: per codebook a PNG and its legend, then the tables.
@@ -178,10 +227,9 @@ fn bandwidth_section(dir: &Path, out: &Path, md: &mut String, files: &mut Vec<Pa
     for (codebook, series) in &bests {
         let copies: Vec<f64> = series.values().flatten().filter_map(CellBest::copy_gbps).collect();
         let roofline = nearest_rank(&copies, 0.5);
-        let name = format!("bandwidth-{codebook}.png");
-        let scales = bandwidth_plot(series, roofline, &out.join(&name))?;
-        files.push(out.join(&name));
-        let _ = writeln!(md, "### {codebook}\n\n![{codebook} decode bandwidth]({name})\n\n{scales}.");
+        let stem = format!("bandwidth-{codebook}");
+        files.extend(chart::write(&Bandwidth::new(codebook, series, roofline), PLOT, out, &stem)?);
+        let _ = writeln!(md, "### {codebook}\n\n![{codebook} decode bandwidth]({stem}.png) ([SVG]({stem}.svg))\n");
         match (roofline, nearest_rank(&copies, 1e-9), nearest_rank(&copies, 1.0)) {
             (Some(r), Some(lo), Some(hi)) if hi > lo * 1.01 => {
                 let _ = writeln!(md, "Copy roofline {r:.1} GB/s (runs measured {lo:.1} to {hi:.1} GB/s).\n");
@@ -193,11 +241,6 @@ fn bandwidth_section(dir: &Path, out: &Path, md: &mut String, files: &mut Vec<Pa
                 let _ = writeln!(md, "The corpus has no copy bandwidth for this codebook: no roofline.\n");
             }
         }
-        let _ = writeln!(md, "| colour | source format, mode |\n|---|---|");
-        for (i, (format, mode)) in series.keys().enumerate() {
-            let _ = writeln!(md, "| `{}` | {format} {mode} |", hex(PALETTE[i % PALETTE.len()]));
-        }
-        let _ = writeln!(md);
         for ((format, mode), points) in series {
             let pcts: Vec<f64> = points.iter().filter_map(|b| b.pct_copy).collect();
             let worst = points
@@ -251,36 +294,114 @@ fn regret_range(curves: &[&Curve], gate: f64) -> (f64, f64) {
     ((hi / step).ceil() * step, step)
 }
 
-/// Step CDFs of `curves` in `frame` (drawn in order: the last stays on top).
-fn draw_cdfs(canvas: &mut Canvas, frame: &Frame, curves: &[&Curve], x_step: f64, gate: f64) {
-    frame.axes(canvas, &ticks(0.0, frame.x.1, x_step), &ticks(0.0, 1.0, 0.25));
-    frame.vline(canvas, gate, GATE_LINE, 1);
-    for c in curves {
-        let mut v = c.regrets.clone();
-        v.sort_by(f64::total_cmp);
-        let n = v.len() as f64;
-        let mut points = vec![frame.px(0.0, 0.0)];
-        for (i, r) in v.iter().enumerate() {
-            points.push(frame.px(*r, i as f64 / n));
-            points.push(frame.px(*r, (i + 1) as f64 / n));
-        }
-        points.push(frame.px(frame.x.1, 1.0));
-        points.dedup();
-        canvas.polyline(&points, c.colour, 2);
+/// The step CDF of `regrets` as % regret x fraction of cells; regrets beyond `x_hi` sit on
+/// the right edge.
+fn cdf_points(regrets: &[f64], x_hi: f64) -> Vec<(f64, f64)> {
+    let mut v = regrets.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len() as f64;
+    let mut points = vec![(0.0, 0.0)];
+    for (i, r) in v.iter().enumerate() {
+        let x = r.min(x_hi) * 100.0;
+        points.push((x, i as f64 / n));
+        points.push((x, (i + 1) as f64 / n));
+    }
+    points.push((x_hi * 100.0, 1.0));
+    points.dedup();
+    points
+}
+
+/// One panel of regret CDFs: its axes at `x_hi`, the gate line, the curves in order (the last
+/// on top); the legend in the chart when `with_legend`.
+fn draw_cdf_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: String,
+    curves: &[&Curve],
+    gate: f64,
+    title_px: u32,
+    with_legend: bool,
+) -> Result<(), String> {
+    let (x_hi, x_step) = regret_range(curves, gate);
+    let axes = Axes {
+        title,
+        x: (0.0, x_hi * 100.0),
+        y: (0.0, 1.0),
+        x_desc: "regret vs the fastest candidate (%)".into(),
+        y_desc: "fraction of cells".into(),
+        x_step: x_step * 100.0,
+        y_step: 0.25,
+        x_format: &|v| format!("{v:.0}"),
+        y_format: &|v| format!("{v:.2}"),
+    };
+    let mut chart = axes.build(area, title_px)?;
+    let mut series = vec![Series {
+        label: format!("p95 gate {}", pct(gate)),
+        colour: GATE,
+        points: vec![(gate * 100.0, 0.0), (gate * 100.0, 1.0)],
+    }];
+    series.extend(curves.iter().map(|c| Series {
+        label: c.label.clone(),
+        colour: c.colour,
+        points: cdf_points(&c.regrets, x_hi),
+    }));
+    lines(&mut chart, &series)?;
+    if with_legend {
+        series_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+    }
+    Ok(())
+}
+
+/// The small multiples: one panel per domain group, the legend under them.
+struct CdfPanels<'a> {
+    per_group: &'a [(Group, Vec<Curve>)],
+    gate: f64,
+    cols: usize,
+}
+
+impl CdfPanels<'_> {
+    fn legend(&self) -> Vec<(String, Rgb)> {
+        let mut entries = vec![(format!("p95 gate {}", pct(self.gate)), GATE)];
+        entries.extend(self.per_group[0].1.iter().rev().map(|c| (c.label.clone(), c.colour)));
+        entries
+    }
+
+    fn size(&self) -> (u32, u32) {
+        let rows = self.per_group.len().div_ceil(self.cols) as u32;
+        (self.cols as u32 * PANEL.0, rows * PANEL.1 + legend_height(self.legend().len(), LEGEND_COLUMNS))
     }
 }
 
-fn cdf_scales(x_hi: f64, x_step: f64) -> String {
-    format!("x: regret from 0 to {} (a grid line every {})", pct(x_hi), pct(x_step))
+impl Draw for CdfPanels<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let rows = self.per_group.len().div_ceil(self.cols);
+        let (panels, bottom) = root.split_vertically(rows as u32 * PANEL.1);
+        let areas = panels.split_evenly((rows, self.cols));
+        for (((codebook, surface), curves), area) in self.per_group.iter().zip(&areas) {
+            let drawn: Vec<&Curve> = curves.iter().filter(|c| !c.regrets.is_empty()).collect();
+            draw_cdf_panel(area, format!("{codebook} {surface}"), &drawn, self.gate, 17, false)?;
+        }
+        legend(&bottom, &self.legend(), LEGEND_COLUMNS)
+    }
 }
 
-/// What every CDF plot's Markdown says about its axes.
-fn cdf_axes(gate: f64) -> String {
-    format!(
-        "y: fraction of cells from 0 to 1 (a grid line every 0.25); red line: the {} p95 gate; \
-         regrets beyond the x range sit on the right edge",
-        pct(gate)
-    )
+/// One CDF per codebook in one chart.
+struct CodebookCdf<'a> {
+    curves: &'a [Curve],
+    whose: &'a str,
+    gate: f64,
+}
+
+impl Draw for CodebookCdf<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let drawn: Vec<&Curve> = self.curves.iter().filter(|c| !c.regrets.is_empty()).collect();
+        draw_cdf_panel(root, format!("Regret per codebook: {}", self.whose), &drawn, self.gate, 22, true)
+    }
+}
+
+/// What every CDF chart's Markdown says about its axes.
+fn cdf_axes() -> &'static str {
+    "x: regret of the chosen candidate against the fastest one in the cell, y: fraction of cells at or below it; \
+     regrets beyond the x range sit on the right edge"
 }
 
 /// The learner's held-out regrets per group and method (`cv::METHODS` order).
@@ -327,41 +448,14 @@ fn group_curves(
         .collect()
 }
 
-/// The small multiples: one panel per group, each with its own x range (listed in the Markdown).
-fn small_multiples(per_group: &[(Group, Vec<Curve>)], gate: f64, path: &Path, md: &mut String) -> Result<()> {
-    let cols = PANELS_PER_ROW.min(per_group.len());
-    let rows = per_group.len().div_ceil(cols);
-    let mut canvas = Canvas::new(cols * PANEL.0 + (cols + 1) * GAP, rows * PANEL.1 + (rows + 1) * GAP);
-    let mut panels = Vec::new();
-    for (i, ((codebook, surface), curves)) in per_group.iter().enumerate() {
-        let drawn: Vec<&Curve> = curves.iter().filter(|c| !c.regrets.is_empty()).collect();
-        let (x_hi, x_step) = regret_range(&drawn, gate);
-        let (col, row) = (i % cols, i / cols);
-        let frame = Frame {
-            left: (GAP + col * (PANEL.0 + GAP)) as i64,
-            top: (GAP + row * (PANEL.1 + GAP)) as i64,
-            width: PANEL.0 as i64,
-            height: PANEL.1 as i64,
-            x: (0.0, x_hi),
-            y: (0.0, 1.0),
-        };
-        draw_cdfs(&mut canvas, &frame, &drawn, x_step, gate);
-        panels.push(format!("{}. {codebook} {surface}: {}", i + 1, cdf_scales(x_hi, x_step)));
-    }
-    write_png(path, &canvas)?;
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let _ = writeln!(md, "### Per domain group\n\n![regret CDFs per domain group]({name})\n");
-    let _ = writeln!(
-        md,
-        "Panels, {cols} per row, left to right then top to bottom ({}):\n\n{}\n",
-        cdf_axes(gate),
-        panels.join("\n")
-    );
-    let _ = writeln!(md, "| colour | method |\n|---|---|");
-    for c in per_group[0].1.iter().rev() {
-        let _ = writeln!(md, "| `{}` | {} |", hex(c.colour), c.label);
-    }
-    let mut header = String::from("\n| domain group |");
+/// The small multiples (one panel per group, each with its own x range) and their table.
+fn small_multiples(per_group: &[(Group, Vec<Curve>)], gate: f64, out: &Path, md: &mut String) -> Result<Vec<PathBuf>> {
+    let panels = CdfPanels { per_group, gate, cols: PANELS_PER_ROW.min(per_group.len()) };
+    let stem = "regret-cdf";
+    let files = chart::write(&panels, panels.size(), out, stem)?;
+    let _ = writeln!(md, "### Per domain group\n\n![regret CDFs per domain group]({stem}.png) ([SVG]({stem}.svg))\n");
+    let _ = writeln!(md, "One panel per domain group; {}.\n", cdf_axes());
+    let mut header = String::from("| domain group |");
     for c in per_group[0].1.iter().rev() {
         let _ = write!(header, " {}: rows / median / p95 / max |", c.label);
     }
@@ -374,7 +468,7 @@ fn small_multiples(per_group: &[(Group, Vec<Curve>)], gate: f64, path: &Path, md
         }
         let _ = writeln!(md, "{line}");
     }
-    Ok(())
+    Ok(files.into())
 }
 
 /// One CDF per codebook of `regrets` (decode and grouped together), with its table.
@@ -382,9 +476,9 @@ fn codebook_cdf(
     regrets: BTreeMap<String, Vec<f64>>,
     whose: &str,
     gate: f64,
-    path: &Path,
+    out: &Path,
     md: &mut String,
-) -> Result<()> {
+) -> Result<Vec<PathBuf>> {
     let curves: Vec<Curve> = regrets
         .into_iter()
         .enumerate()
@@ -395,36 +489,20 @@ fn codebook_cdf(
             policy: true,
         })
         .collect();
-    let drawn: Vec<&Curve> = curves.iter().filter(|c| !c.regrets.is_empty()).collect();
-    let (x_hi, x_step) = regret_range(&drawn, gate);
-    let mut canvas = Canvas::new(PLOT.0, PLOT.1);
-    let frame =
-        Frame { left: 4, top: 4, width: PLOT.0 as i64 - 8, height: PLOT.1 as i64 - 8, x: (0.0, x_hi), y: (0.0, 1.0) };
-    draw_cdfs(&mut canvas, &frame, &drawn, x_step, gate);
-    write_png(path, &canvas)?;
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let stem = "regret-cdf-codebooks";
+    let files = chart::write(&CodebookCdf { curves: &curves, whose, gate }, PLOT, out, stem)?;
     let _ = writeln!(
         md,
-        "\n### Per codebook\n\nRegret of {whose}, decode and grouped cells together.\n\n![regret CDF per codebook]({name})\n\n{}; {}.\n",
-        cdf_scales(x_hi, x_step),
-        cdf_axes(gate)
+        "\n### Per codebook\n\nRegret of {whose}, decode and grouped cells together.\n\n![regret CDF per codebook]({stem}.png) ([SVG]({stem}.svg))\n\n{}.\n",
+        cdf_axes()
     );
-    let _ = writeln!(md, "| colour | codebook | cells | median | p95 | max |\n|---|---|---|---|---|---|");
+    let _ = writeln!(md, "| codebook | cells | median | p95 | max |\n|---|---|---|---|---|");
     for c in &curves {
         let q = |p: f64| nearest_rank(&c.regrets, p).map_or("-".into(), pct);
-        let _ = writeln!(
-            md,
-            "| `{}` | {} | {} | {} | {} | {} |",
-            hex(c.colour),
-            c.label,
-            c.regrets.len(),
-            q(0.5),
-            q(0.95),
-            q(1.0)
-        );
+        let _ = writeln!(md, "| {} | {} | {} | {} | {} |", c.label, c.regrets.len(), q(0.5), q(0.95), q(1.0));
     }
     let _ = writeln!(md);
-    Ok(())
+    Ok(files.into())
 }
 
 /// The regret section (small multiples per group, one CDF per codebook), then the decision
@@ -478,9 +556,7 @@ fn regret_section(
     if per_group.is_empty() {
         let _ = writeln!(md, "The corpus has no development rows to cross-validate.\n");
     } else {
-        let path = out.join("regret-cdf.png");
-        small_multiples(&per_group, gate, &path, md)?;
-        files.push(path);
+        files.extend(small_multiples(&per_group, gate, out, md)?);
         // The policy drawn last in each group: the given one (overlays on) if any.
         let mut by_codebook: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for ((codebook, _), curves) in &per_group {
@@ -494,9 +570,7 @@ fn regret_section(
         } else {
             "the cross-validated policy (held-out)"
         };
-        let path = out.join("regret-cdf-codebooks.png");
-        codebook_cdf(by_codebook, whose, gate, &path, md)?;
-        files.push(path);
+        files.extend(codebook_cdf(by_codebook, whose, gate, out, md)?);
     }
     let maps_policy = policy.unwrap_or(&fitted.policy);
     let mut measured: Vec<(u64, u64)> = corpus.cells.iter().map(|c| (c.n, c.k)).collect();
@@ -512,7 +586,7 @@ fn regret_section(
     Ok(())
 }
 
-/// Authenticate the corpus in `dir` (as the learner does), then write `report.md` and its PNGs
+/// Authenticate the corpus in `dir` (as the learner does), then write `report.md` and its charts
 /// into `out`; returns the files written, `report.md` first. Same corpus and policy, same bytes.
 pub fn write_corpus_report(dir: &Path, policy: Option<&Policy>, out: &Path) -> Result<Vec<PathBuf>> {
     let corpus = load(dir)?;

@@ -88,6 +88,26 @@ impl Heldout {
     }
 }
 
+/// The baselines of [`METHODS`] (all but the policy), trained on `train` and scored on `test`:
+/// per method, the (regret, UCB) of every alias cell of the test keys.
+pub fn baseline_rows(t: &Trainer, train: &[&Sample], test: &[&Sample]) -> [Vec<(f64, f64)>; METHOD_COUNT - 1] {
+    let fallback = fallback(t);
+    let best = if train.is_empty() { fallback } else { t.best_for(train) };
+    let table = Log2Table::fit(t, train);
+    let near = NearestShape::fit(t, train);
+    [
+        rows_of(t, test, |_| best),
+        rows_of(t, test, |s| table.predict(s.n, s.k).unwrap_or(fallback)),
+        rows_of(t, test, |s| near.predict(s.n, s.k).unwrap_or(fallback)),
+        rows_of(t, test, |s| auto(t, s.m, s.n, s.k)),
+    ]
+}
+
+/// What a method without training rows answers: the first generic candidate.
+fn fallback(t: &Trainer) -> usize {
+    (0..t.corpus.candidates(t.surface).len()).find(|&c| t.generic(c)).expect("a generic candidate")
+}
+
 fn rows_of(t: &Trainer, test: &[&Sample], pick: impl Fn(&Sample) -> usize) -> Vec<(f64, f64)> {
     let mut out = Vec::new();
     for s in test {
@@ -100,7 +120,7 @@ fn rows_of(t: &Trainer, test: &[&Sample], pick: impl Fn(&Sample) -> usize) -> Ve
 /// Cross-validate every grid point, choose one, and score the baselines on the same rows.
 pub fn cross_validate(t: &Trainer, samples: &[Sample], folds: &Folds) -> Result<Heldout, String> {
     let splits: Vec<(Vec<&Sample>, Vec<&Sample>)> = (0..folds.count).map(|f| folds.split(samples, f)).collect();
-    let fallback = (0..t.corpus.candidates(t.surface).len()).find(|&c| t.generic(c)).expect("a generic candidate");
+    let fallback = fallback(t);
     let mut per_hyper = Vec::new();
     for hyper in grid(t.distills()) {
         let mut rows = Vec::new();
@@ -123,15 +143,12 @@ pub fn cross_validate(t: &Trainer, samples: &[Sample], folds: &Folds) -> Result<
         .collect();
     let chosen = pick_banded(&scores, |_| true, SIMPLER_BAND).expect("the grid is not empty");
     let (hyper, policy_rows) = per_hyper.swap_remove(chosen);
-    let (mut single, mut lookup, mut nearest, mut hand) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut rows: [Vec<(f64, f64)>; METHOD_COUNT] = Default::default();
+    rows[0] = policy_rows;
     for (train, test) in &splits {
-        let best = if train.is_empty() { fallback } else { t.best_for(train) };
-        single.extend(rows_of(t, test, |_| best));
-        let table = Log2Table::fit(t, train);
-        lookup.extend(rows_of(t, test, |s| table.predict(s.n, s.k).unwrap_or(fallback)));
-        let near = NearestShape::fit(t, train);
-        nearest.extend(rows_of(t, test, |s| near.predict(s.n, s.k).unwrap_or(fallback)));
-        hand.extend(rows_of(t, test, |s| auto(t, s.m, s.n, s.k)));
+        for (m, r) in baseline_rows(t, train, test).into_iter().enumerate() {
+            rows[m + 1].extend(r);
+        }
     }
-    Ok(Heldout { hyper, rows: [policy_rows, single, lookup, nearest, hand] })
+    Ok(Heldout { hyper, rows })
 }

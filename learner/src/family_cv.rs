@@ -5,11 +5,12 @@
 //! geometries mix a family's shapes into both sides. Reported, not gated: hyperparameters are
 //! still chosen by the grouped folds. Beside the tree, the same folds score the cost model's
 //! own argmin (where it applies): the gap between the two is what distillation into integer
-//! trees loses.
+//! trees loses; and the baselines of `cv::METHODS`, trained on the same keys.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::corpus::Corpus;
+use crate::cv::{baseline_rows, METHOD_COUNT};
 use crate::distill::Models;
 use crate::domains::Sample;
 use crate::tree::{Hyper, Trainer};
@@ -32,12 +33,24 @@ pub fn families(corpus: &Corpus) -> BTreeMap<(u64, u64), String> {
     sources(corpus).into_iter().filter(|(_, f)| f != "grid").collect()
 }
 
-/// One family's alias cells scored when left out: by the tree, and by the cost model's
-/// argmin (empty where the cost model does not apply).
+/// One family's alias cells scored when left out: by the tree, by the cost model's argmin
+/// (empty where the cost model does not apply) and by each baseline (`cv::METHODS[1..]`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FamilyRegrets {
     pub tree: Vec<f64>,
     pub model: Vec<f64>,
+    pub baselines: [Vec<f64>; METHOD_COUNT - 1],
+}
+
+impl FamilyRegrets {
+    /// Pool `other`'s cells into these.
+    pub fn extend(&mut self, other: &FamilyRegrets) {
+        self.tree.extend(&other.tree);
+        self.model.extend(&other.model);
+        for (a, b) in self.baselines.iter_mut().zip(&other.baselines) {
+            a.extend(b);
+        }
+    }
 }
 
 /// Per family of the domain's samples, the regret of every alias cell of its keys when the
@@ -58,7 +71,10 @@ pub fn leave_one_family_out(
         }
         let tree = t.fit(&train, hyper)?;
         let models = if t.distills() { Models::fit(t, &train) } else { None };
-        let mut r = FamilyRegrets::default();
+        let mut r = FamilyRegrets {
+            baselines: baseline_rows(t, &train, &test).map(|rows| rows.into_iter().map(|(regret, _)| regret).collect()),
+            ..FamilyRegrets::default()
+        };
         for s in test {
             let c = t.predict(&tree, s.n, s.k);
             r.tree.extend(s.cells.iter().map(|&i| t.corpus.cells[i].regret[c]));

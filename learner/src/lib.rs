@@ -14,8 +14,8 @@
 //! - [`borrow`], [`overlays`]: domains without data, exact-shape overlays.
 //! - [`sealed`], [`ledger`]: the one sealed certification and its ledger.
 //! - [`regret_stats`]: p95, geomean and means of regret over rows (percentiles from `vnni_measure::stats`).
-//! - [`report`], [`map`]: the fit report (Markdown, decision-map PNGs).
-//! - [`corpus_report`]: bandwidth vs the copy roofline, regret CDFs and maps of a corpus; [`canvas`] draws every PNG.
+//! - [`report`], [`map`]: the fit report (Markdown, decision maps as PNG and SVG).
+//! - [`corpus_report`]: bandwidth vs the copy roofline, regret CDFs and maps of a corpus; [`chart`] draws every image (PNG and SVG).
 //! - [`noise`]: the noise band from alias replicates.
 //! - [`generic_floor`]: the best generic-legal candidate's regret per decode cell.
 //! - [`in_sample`]: a given policy's regret on its own corpus; [`proxy`] the verdict of a workflow profile.
@@ -23,8 +23,8 @@
 
 pub mod baselines;
 pub mod borrow;
-pub mod canvas;
 pub mod cart;
+pub mod chart;
 pub mod corpus;
 pub mod corpus_report;
 pub mod cost_model;

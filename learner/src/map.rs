@@ -1,26 +1,99 @@
 //! Decision maps: which candidate the policy's trees (overlays off) choose over a log N x
-//! log K grid for one (codebook, mode, M bucket), as an RGB PNG. Colour = family (hue) and
-//! candidate within the family (shade); black dots mark measured development geometries.
-//! No text in the image (no font dependency): the legend lives in the Markdown report.
+//! log K grid for one (codebook, mode, M bucket). Colour = family (hue) and candidate within
+//! the family (shade); black dots mark measured development geometries. Drawn with
+//! [`crate::chart`]: title, labelled axes and the candidates' legend in the image.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use vnni_corpus::write_bytes;
+use plotters::coord::Shift;
+use plotters::prelude::{Circle, DrawingArea, DrawingBackend, Rectangle};
+use plotters::style::Color;
+
 use vnni_policy::{Policy, Surface};
 
-use crate::canvas::{hex, Canvas, Rgb, BLACK};
+use crate::chart::{self, err, legend, legend_height, rgb, Axes, Draw, Rgb, BLACK};
 use crate::error::{FitError, Result};
 
 /// Pixels per grid step, and grid steps per octave.
-const PIXEL: usize = 3;
+const PIXEL: u32 = 3;
 const STEPS: usize = 16;
+/// The legend column right of the map.
+const LEGEND_WIDTH: u32 = 300;
+/// Room for the title and the axes around the map's cells.
+const FRAME: (u32, u32) = (80, 90);
 
-/// A rendered map and the colours it used, by candidate id.
+/// A map's chosen colours over the grid and the candidates it used.
 pub struct DecisionMap {
-    pub png: Vec<u8>,
+    title: String,
+    /// `cells[row][col]`, row 0 at the smallest K.
+    cells: Vec<Vec<Rgb>>,
+    /// (log2 N, log2 K) of the grid's first cell.
+    origin: (f64, f64),
+    measured: Vec<(f64, f64)>,
+    /// The colours used, by candidate id.
     pub legend: BTreeMap<String, Rgb>,
+}
+
+impl DecisionMap {
+    /// The image size: the cells at [`PIXEL`] each, the frame, the legend column.
+    pub fn size(&self) -> (u32, u32) {
+        let (rows, cols) = (self.cells.len() as u32, self.cells.first().map_or(0, Vec::len) as u32);
+        let height = (rows * PIXEL + FRAME.1).max(legend_height(self.legend.len() + 1, 1) + 48);
+        (cols * PIXEL + FRAME.0 + LEGEND_WIDTH, height)
+    }
+}
+
+/// A count at a power of two, for axis labels: "256", "4K", "128K".
+fn count_label(log2: f64) -> String {
+    let v = 2f64.powf(log2).round() as u64;
+    if v >= 1024 && v % 1024 == 0 {
+        format!("{}K", v / 1024)
+    } else {
+        v.to_string()
+    }
+}
+
+impl Draw for DecisionMap {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let (width, _) = root.dim_in_pixel();
+        let (map, side) = root.split_horizontally(width - LEGEND_WIDTH);
+        let (rows, cols) = (self.cells.len(), self.cells.first().map_or(0, Vec::len));
+        let half = 0.5 / STEPS as f64;
+        let x = (self.origin.0 - half, self.origin.0 + (cols as f64 - 0.5) / STEPS as f64);
+        let y = (self.origin.1 - half, self.origin.1 + (rows as f64 - 0.5) / STEPS as f64);
+        let axes = Axes {
+            title: self.title.clone(),
+            x,
+            y,
+            x_desc: "N, output rows (log2 axis)".into(),
+            y_desc: "K, reduction length (log2 axis)".into(),
+            x_step: 1.0,
+            y_step: 1.0,
+            x_format: &count_label,
+            y_format: &count_label,
+        };
+        let mut chart = axes.build(&map, 17)?;
+        let at = |i: usize, o: f64| o + i as f64 / STEPS as f64;
+        // One rectangle per run of equal cells in a row (a small SVG).
+        for (row, cells) in self.cells.iter().enumerate() {
+            let mut start = 0;
+            for col in 1..=cells.len() {
+                if col < cells.len() && cells[col] == cells[start] {
+                    continue;
+                }
+                let corner = (at(start, self.origin.0) - half, at(row, self.origin.1) - half);
+                let far = (at(col - 1, self.origin.0) + half, at(row, self.origin.1) + half);
+                chart.draw_series([Rectangle::new([corner, far], rgb(cells[start]).filled())]).map_err(err)?;
+                start = col;
+            }
+        }
+        chart.draw_series(self.measured.iter().map(|&p| Circle::new(p, 2, rgb(BLACK).filled()))).map_err(err)?;
+        let mut entries: Vec<(String, Rgb)> = self.legend.iter().map(|(id, c)| (id.clone(), *c)).collect();
+        entries.push(("measured geometry".into(), BLACK));
+        legend(&side.margin(36, 0, 0, 0), &entries, 1)
+    }
 }
 
 fn family_hue(family: &str) -> Rgb {
@@ -44,7 +117,7 @@ pub fn colour(policy: &Policy, id: &str) -> Rgb {
     family_hue(&c.family).map(|v| (v as f64 + (255.0 - v as f64) * lighten) as u8)
 }
 
-/// Render the map over N in [n_lo, n_hi] and K in [k_lo, k_hi] (powers of two).
+/// The map over N in [n_lo, n_hi] and K in [k_lo, k_hi] (powers of two).
 pub fn render(
     policy: &Policy,
     codebook: &str,
@@ -56,37 +129,37 @@ pub fn render(
 ) -> std::result::Result<DecisionMap, String> {
     let octaves = |lo: u64, hi: u64| ((hi as f64 / lo as f64).log2().ceil() as usize).max(1);
     let (cols, rows) = (octaves(n_lo, n_hi) * STEPS + 1, octaves(k_lo, k_hi) * STEPS + 1);
-    let (width, height) = (cols * PIXEL, rows * PIXEL);
     let at = |lo: u64, step: usize| lo as f64 * 2f64.powf(step as f64 / STEPS as f64);
-    let mut canvas = Canvas::new(width, height);
     let mut legend = BTreeMap::new();
-    let pixel = PIXEL as i64;
+    let mut cells = Vec::with_capacity(rows);
     for row in 0..rows {
         let k = ((at(k_lo, row) / 32.0).round() as u64).max(1) * 32;
+        let mut line = Vec::with_capacity(cols);
         for col in 0..cols {
             let n = at(n_lo, col).round() as u64;
             let sel = policy.select_with(codebook, mode, m, n, k, false).map_err(|e| e.to_string())?;
             let c = colour(policy, &sel.candidate.id);
             legend.insert(sel.candidate.id.clone(), c);
-            canvas.fill_rect(col as i64 * pixel, (rows - 1 - row) as i64 * pixel, pixel, pixel, c);
+            line.push(c);
         }
+        cells.push(line);
     }
-    for &(n, k) in measured {
-        let col = ((n as f64 / n_lo as f64).log2() * STEPS as f64).round();
-        let row = ((k as f64 / k_lo as f64).log2() * STEPS as f64).round();
-        if col < 0.0 || row < 0.0 || col as usize >= cols || row as usize >= rows {
-            continue;
-        }
-        let (x, y) = (col as i64 * pixel + pixel / 2, (rows - 1 - row as usize) as i64 * pixel + pixel / 2);
-        canvas.fill_rect(x, y, 2, 2, BLACK);
-    }
-    let png = canvas.encode_png()?;
-    Ok(DecisionMap { png, legend })
+    let origin = ((n_lo as f64).log2(), (k_lo as f64).log2());
+    let inside =
+        |v: f64, o: f64, count: usize| v >= o - 0.5 / STEPS as f64 && v <= o + (count as f64 - 0.5) / STEPS as f64;
+    let measured = measured
+        .iter()
+        .map(|&(n, k)| ((n as f64).log2(), (k as f64).log2()))
+        .filter(|&(x, y)| inside(x, origin.0, cols) && inside(y, origin.1, rows))
+        .collect();
+    let title = format!("{codebook} {mode} M = {m}: the trees' pick (overlays off)");
+    Ok(DecisionMap { title, cells, origin, measured, legend })
 }
 
 /// Write the "Decision maps" section: for each of `codebooks` (first mode), the decode bucket
-/// and the first grouped bucket, one map PNG into `dir` and its Markdown, then the colour
-/// legend. `measured` geometries are marked; the bounds are the powers of two enclosing them.
+/// and the first grouped bucket, one map (PNG and SVG) into `dir` and its Markdown, naming the
+/// candidates it shows. `measured` geometries are marked; the bounds are the powers of two
+/// enclosing them.
 pub fn write_maps(
     policy: &Policy,
     codebooks: &[String],
@@ -98,10 +171,10 @@ pub fn write_maps(
     let _ = writeln!(md, "## Decision maps\n");
     let _ = writeln!(
         md,
-        "x: log N (left to right), y: log K (bottom to top); black dots: measured geometries; overlays off.\n"
+        "Which candidate the trees choose (overlays off) over N (left to right) and K (bottom to top), both on \
+         log2 axes, 16 steps an octave; black dots: measured geometries.\n"
     );
     let (n_lo, n_hi, k_lo, k_hi) = bounds(measured);
-    let mut legend = BTreeMap::new();
     let grouped_bucket = policy.m_buckets.iter().position(|b| b.surface == Surface::Grouped);
     let Some(mode) = policy.modes.first() else { return Ok(files) };
     for codebook in codebooks {
@@ -109,17 +182,15 @@ pub fn write_maps(
             let m = policy.m_buckets[bucket].lo;
             let map = render(policy, codebook, mode, m, (n_lo, n_hi), (k_lo, k_hi), measured)
                 .map_err(|message| FitError::Report { path: dir.into(), message })?;
-            let name = format!("map-{codebook}-{mode}-m{m}.png");
-            let path = dir.join(&name);
-            write_bytes(&path, &map.png)?;
-            files.push(path);
-            let _ = writeln!(md, "### {codebook} {mode} M = {m}\n\n![{codebook} {mode} M={m}]({name})\n");
-            legend.extend(map.legend);
+            let stem = format!("map-{codebook}-{mode}-m{m}");
+            files.extend(chart::write(&map, map.size(), dir, &stem)?);
+            let ids: Vec<&str> = map.legend.keys().map(String::as_str).collect();
+            let _ = writeln!(
+                md,
+                "### {codebook} {mode} M = {m}\n\n![{codebook} {mode} M={m}]({stem}.png) ([SVG]({stem}.svg))\n\nCandidates on this map: {}.\n",
+                ids.join(", ")
+            );
         }
-    }
-    let _ = writeln!(md, "| colour | candidate |\n|---|---|");
-    for (id, c) in legend {
-        let _ = writeln!(md, "| `{}` | {id} |", hex(c));
     }
     Ok(files)
 }

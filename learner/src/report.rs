@@ -1,5 +1,5 @@
 //! The fit report: `report.md` (gates, per-domain held-out regret of the policy and the three
-//! baselines on the same rows, the sealed certification, legends) and decision-map PNGs.
+//! baselines on the same rows, the sealed certification, legends) and decision maps (PNG and SVG).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -113,9 +113,7 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
         std::collections::BTreeMap::new();
     for d in &fit.domains {
         for (family, r) in &d.family_heldout {
-            let e = by_family.entry(family).or_default();
-            e.tree.extend(&r.tree);
-            e.model.extend(&r.model);
+            by_family.entry(family).or_default().extend(r);
         }
     }
     if !by_family.is_empty() {
@@ -124,13 +122,14 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
             "## Leave one family out (decode)\n\nEach model family's development cells, scored by the trees \
              fitted without that family's shapes (chosen hyperparameters, every codebook and aspect pooled; \
              grid points stay in training), and by the argmin of the cost models fitted on the same rows \
-             (what the trees are distilled from; `-` where no cost model applies). Each entry is \
-             p95 / geomean / max.\n\n| family | rows | trees | cost model argmin |\n|---|---|---|---|"
+             (what the trees are distilled from; `-` where no cost model applies), and by the baselines \
+             trained on the same rows. Each entry is p95 / geomean / max.\n\n| family | rows | trees | cost model argmin | {} |\n|---|---|---|---|{}",
+            METHODS[1..].join(" | "),
+            "---|".repeat(METHODS.len() - 1)
         );
         let mut all = crate::family_cv::FamilyRegrets::default();
         for r in by_family.values() {
-            all.tree.extend(&r.tree);
-            all.model.extend(&r.model);
+            all.extend(r);
         }
         let three = |r: &[f64]| {
             if r.is_empty() {
@@ -140,7 +139,15 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
             format!("{} / {} / {}", pct(p95(r)), pct(geomean(r)), pct(max))
         };
         for (family, r) in by_family.iter().map(|(f, r)| (*f, r)).chain([("**all families**", &all)]) {
-            let _ = writeln!(md, "| {family} | {} | {} | {} |", r.tree.len(), three(&r.tree), three(&r.model));
+            let baselines: Vec<String> = r.baselines.iter().map(|b| three(b)).collect();
+            let _ = writeln!(
+                md,
+                "| {family} | {} | {} | {} | {} |",
+                r.tree.len(),
+                three(&r.tree),
+                three(&r.model),
+                baselines.join(" | ")
+            );
         }
         let _ = writeln!(md);
     }

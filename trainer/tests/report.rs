@@ -1,12 +1,14 @@
 //! `vnni-dispatch report` end to end on a sealed synthetic corpus: every PNG the Markdown
-//! links exists, decodes as RGB of the expected size and is not blank; the Markdown names
+//! links exists, decodes as RGB of the expected size, is not blank and has its title drawn;
+//! its SVG twin is linked and carries the title and axis labels as text; the Markdown names
 //! every codebook; the same corpus and policy give the same bytes; an unsealed corpus is refused.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use vnni_learner::canvas::{decode_png, PALETTE};
+use vnni_learner::chart::{decode_png, PALETTE};
+use vnni_learner::corpus_report::{PANEL, PANELS_PER_ROW, PLOT};
 use vnni_learner::synthetic::{write, Spec};
 
 fn report(corpus: &Path, policy: Option<&Path>, out: &Path) -> Output {
@@ -73,10 +75,9 @@ fn the_report_draws_every_plot_and_names_every_codebook() {
     assert!(md.contains("given policy (in-sample)") && md.contains("log2 lookup") && md.contains("auto"), "{md}");
 
     let pngs = linked_pngs(&md);
+    let plot = (PLOT.0 as usize, PLOT.1 as usize);
     let expected_size = |name: &str| match name {
-        n if n.starts_with("bandwidth-") || n == "regret-cdf-codebooks.png" => Some((640, 360)),
-        // Three codebooks x (decode, grouped): 6 panels, 4 per row, 300 x 200 with 10-pixel gaps.
-        "regret-cdf.png" => Some((4 * 300 + 5 * 10, 2 * 200 + 3 * 10)),
+        n if n.starts_with("bandwidth-") || n == "regret-cdf-codebooks.png" => Some(plot),
         _ => None,
     };
     for kind in
@@ -91,6 +92,26 @@ fn the_report_draws_every_plot_and_names_every_codebook() {
         if let Some(size) = expected_size(name) {
             assert_eq!((w, h), size, "{name}");
         }
+        if name == "regret-cdf.png" {
+            // Three codebooks x (decode, grouped): 6 panels, 4 per row, the legend under them.
+            assert_eq!(w, PANELS_PER_ROW * PANEL.0 as usize, "{name}");
+            assert!(h > 2 * PANEL.1 as usize, "{name}: no room for the legend");
+        }
+        // The title is rasterized: dark pixels in the band at the top of the image.
+        let dark = pixels[..w * 30].iter().filter(|p| p.iter().all(|&v| v < 90)).count();
+        assert!(dark > 40, "{name} has no title text");
+        let svg_name = name.replace(".png", ".svg");
+        assert!(md.contains(&format!("]({svg_name})")), "report.md does not link {svg_name}");
+        let svg = std::fs::read_to_string(out.join(&svg_name)).unwrap_or_else(|e| panic!("{svg_name}: {e}"));
+        assert!(svg.starts_with("<svg") && svg.contains("</text>"), "{svg_name} has no text");
+        let axis = if name.starts_with("map-") {
+            "K, reduction length"
+        } else if name.starts_with("bandwidth-") {
+            "GB/s"
+        } else {
+            "fraction of cells"
+        };
+        assert!(svg.contains(axis), "{svg_name} has no axis label {axis:?}");
         assert_eq!(pixels.len(), w * h, "{name}");
         let colours: BTreeSet<[u8; 3]> = pixels.iter().copied().collect();
         assert!(colours.len() > 1, "{name} is blank");

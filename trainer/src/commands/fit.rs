@@ -19,7 +19,7 @@ pub struct Args {
     /// Where the policy goes.
     #[arg(long, default_value = "policy.json")]
     pub out: PathBuf,
-    /// Write the fit report (report.md and decision-map PNGs) into this directory.
+    /// Write the fit report (report.md and decision maps, PNG and SVG) into this directory.
     #[arg(long)]
     pub report: Option<PathBuf>,
     /// A domain passes when its held-out p95 regret is below this fraction ...

@@ -1,5 +1,5 @@
 //! `vnni-dispatch report --corpus DIR [--policy policy.json] --out DIR`: the corpus report
-//! (Markdown and PNGs): decode bandwidth vs the measured copy roofline, regret CDFs of the
+//! (Markdown, PNG and SVG charts): decode bandwidth vs the measured copy roofline, regret CDFs of the
 //! policy and the baselines per domain group, decision maps.
 
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ pub struct Args {
     /// (without it, the maps are of the policy the learner fits from this corpus).
     #[arg(long)]
     pub policy: Option<PathBuf>,
-    /// Where report.md and the PNGs go (created if missing).
+    /// Where report.md and the charts (PNG and SVG) go (created if missing).
     #[arg(long)]
     pub out: PathBuf,
 }
@@ -47,7 +47,8 @@ pub fn run(a: &Args) -> Result<()> {
         None => None,
     };
     let files = write_corpus_report(&a.corpus, policy.as_ref(), &a.out)?;
-    let pngs = files.iter().filter(|f| f.extension().is_some_and(|e| e == "png")).count();
-    println!("report {} ({} PNGs)", a.out.join("report.md").display(), pngs);
+    let count = |ext: &str| files.iter().filter(|f| f.extension().is_some_and(|e| e == ext)).count();
+    println!("report {} ({} charts, PNG and SVG each)", a.out.join("report.md").display(), count("png"));
+    debug_assert_eq!(count("png"), count("svg"));
     Ok(())
 }
