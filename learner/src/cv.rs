@@ -42,7 +42,7 @@ impl Folds {
     }
 
     /// (train, test) keys of fold `f`.
-    pub fn split<'s>(&self, samples: &'s [Sample], f: usize) -> (Vec<&'s Sample>, Vec<&'s Sample>) {
+    pub fn split<'s>(&self, samples: &[&'s Sample], f: usize) -> (Vec<&'s Sample>, Vec<&'s Sample>) {
         samples.iter().partition(|s| self.of(s.geometry()) != f)
     }
 }
@@ -119,6 +119,22 @@ fn rows_of(t: &Trainer, test: &[&Sample], pick: impl Fn(&Sample) -> usize) -> Ve
 
 /// Cross-validate every grid point, choose one, and score the baselines on the same rows.
 pub fn cross_validate(t: &Trainer, samples: &[Sample], folds: &Folds) -> Result<Heldout, String> {
+    let samples: Vec<&Sample> = samples.iter().collect();
+    let (hyper, policy_rows) = choose(t, &samples, folds)?;
+    let mut rows: [Vec<(f64, f64)>; METHOD_COUNT] = Default::default();
+    rows[0] = policy_rows;
+    for f in 0..folds.count {
+        let (train, test) = folds.split(&samples, f);
+        for (m, r) in baseline_rows(t, &train, &test).into_iter().enumerate() {
+            rows[m + 1].extend(r);
+        }
+    }
+    Ok(Heldout { hyper, rows })
+}
+
+/// Cross-validate every grid point on `samples` and choose one: the chosen hyperparameters
+/// and their held-out (regret, UCB) rows.
+pub fn choose(t: &Trainer, samples: &[&Sample], folds: &Folds) -> Result<(Hyper, Vec<(f64, f64)>), String> {
     let splits: Vec<(Vec<&Sample>, Vec<&Sample>)> = (0..folds.count).map(|f| folds.split(samples, f)).collect();
     let fallback = fallback(t);
     let mut per_hyper = Vec::new();
@@ -142,13 +158,5 @@ pub fn cross_validate(t: &Trainer, samples: &[Sample], folds: &Folds) -> Result<
         })
         .collect();
     let chosen = pick_banded(&scores, |_| true, SIMPLER_BAND).expect("the grid is not empty");
-    let (hyper, policy_rows) = per_hyper.swap_remove(chosen);
-    let mut rows: [Vec<(f64, f64)>; METHOD_COUNT] = Default::default();
-    rows[0] = policy_rows;
-    for (train, test) in &splits {
-        for (m, r) in baseline_rows(t, train, test).into_iter().enumerate() {
-            rows[m + 1].extend(r);
-        }
-    }
-    Ok(Heldout { hyper, rows })
+    Ok(per_hyper.swap_remove(chosen))
 }

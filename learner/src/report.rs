@@ -120,10 +120,15 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
         let _ = writeln!(
             md,
             "## Leave one family out (decode)\n\nEach model family's development cells, scored by the trees \
-             fitted without that family's shapes (chosen hyperparameters, every codebook and aspect pooled; \
+             fitted without that family's shapes ({}; every codebook and aspect pooled; \
              grid points stay in training), and by the argmin of the cost models fitted on the same rows \
              (what the trees are distilled from; `-` where no cost model applies), and by the baselines \
              trained on the same rows. Each entry is p95 / geomean / max.\n\n| family | rows | trees | cost model argmin | {} |\n|---|---|---|---|{}",
+            if fit.nested_family_cv {
+                "nested: hyperparameters chosen again by grouped folds over the other rows"
+            } else {
+                "the domain's chosen hyperparameters"
+            },
             METHODS[1..].join(" | "),
             "---|".repeat(METHODS.len() - 1)
         );

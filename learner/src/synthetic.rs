@@ -42,6 +42,9 @@ pub struct Spec {
     pub wrong_bits: Option<(SourceFormat, CandidateId)>,
     /// (candidate, N, K): that candidate is made the clear winner at that geometry.
     pub boost: Option<(CandidateId, usize, usize)>,
+    /// Shapes are named into this many model families (`family0.NxK`, ..., dealt by N);
+    /// 0: every shape is `synthetic.NxK`.
+    pub families: usize,
     pub seed: u64,
 }
 
@@ -63,6 +66,7 @@ impl Spec {
             overlay: vec![(4096, 4096), (1024, 8192)],
             wrong_bits: None,
             boost: None,
+            families: 0,
             seed,
         }
     }
@@ -269,7 +273,10 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
             partition,
             exact_overlay: overlay.contains(&(n, k)),
             formats: spec.formats.iter().copied().filter(|f| k % f.block_elems() == 0).collect(),
-            names: vec![format!("synthetic.{n}x{k}")],
+            names: vec![match spec.families {
+                0 => format!("synthetic.{n}x{k}"),
+                f => format!("family{}.{n}x{k}", n.trailing_zeros() as usize % f),
+            }],
         })
         .collect();
     let inventory = InventoryPlan {

@@ -115,7 +115,8 @@ fn grouped_cross_validation_never_splits_a_geometry() {
         // Across every domain (so every M, mode and codebook) of this fold.
         let (mut train, mut test) = (BTreeSet::new(), BTreeSet::new());
         for samples in dev.values() {
-            let (tr, te) = folds.split(samples, f);
+            let refs: Vec<_> = samples.iter().collect();
+            let (tr, te) = folds.split(&refs, f);
             train.extend(tr.iter().map(|s| s.geometry()));
             test.extend(te.iter().map(|s| s.geometry()));
         }
@@ -127,8 +128,11 @@ fn grouped_cross_validation_never_splits_a_geometry() {
     assert_eq!(tested, geometries, "every geometry is held out once");
     // Whole geometries go together: every development cell (any M, mode, format) of a
     // geometry held out in fold 0 is in some domain's test keys of fold 0.
-    let held: BTreeSet<usize> =
-        dev.values().flat_map(|s| folds.split(s, 0).1).flat_map(|s| s.cells.iter().copied()).collect();
+    let held: BTreeSet<usize> = dev
+        .values()
+        .flat_map(|s| folds.split(&s.iter().collect::<Vec<_>>(), 0).1)
+        .flat_map(|s| s.cells.iter().copied())
+        .collect();
     let test0: BTreeSet<(u64, u64)> = geometries.iter().copied().filter(|&g| folds.of(g) == 0).collect();
     let expected: BTreeSet<usize> =
         (0..c.cells.len()).filter(|&i| !c.cells[i].sealed && test0.contains(&(c.cells[i].n, c.cells[i].k))).collect();
@@ -249,4 +253,32 @@ fn the_generic_floor_shows_a_literal_winner_without_a_generic_twin() {
     assert!(worst > 0.3, "the boosted literal winner leaves no generic gap: {worst}");
     let md = vnni_learner::generic_floor::section(&c);
     assert!(md.contains("| all | all |"), "{md}");
+}
+
+#[test]
+fn every_left_out_family_is_scored_by_the_trees_and_the_baselines_nested_or_not() {
+    let root = common::scratch("families");
+    let dir = root.join("corpus");
+    vnni_learner::synthetic::write(&dir, &Spec { families: 3, ..small(31) }).unwrap();
+    let plain = fit(&dir, &FitOptions::default()).unwrap();
+    let nested = fit(&dir, &FitOptions { nested_family_cv: true, ..Default::default() }).unwrap();
+    assert!(plain.policy.to_bytes() == nested.policy.to_bytes(), "nesting changes the report, not the policy");
+    let mut scored = 0;
+    for (a, b) in plain.domains.iter().zip(&nested.domains) {
+        assert_eq!(a.key, b.key);
+        let families: Vec<&String> = a.family_heldout.keys().collect();
+        assert_eq!(families, b.family_heldout.keys().collect::<Vec<_>>(), "{}", a.key);
+        for (r, s) in a.family_heldout.values().zip(b.family_heldout.values()) {
+            assert!(!r.tree.is_empty() && r.tree.len() == s.tree.len(), "{}", a.key);
+            for rows in r.baselines.iter().chain(&s.baselines) {
+                assert_eq!(rows.len(), r.tree.len(), "{}: a baseline scored other rows", a.key);
+            }
+            assert!(r.tree.iter().chain(&s.tree).all(|x| x.is_finite() && *x >= 0.0));
+            scored += 1;
+        }
+    }
+    assert!(scored >= 2, "no domain held out a family");
+    let files = vnni_learner::report::write_report(&nested, &root.join("report")).unwrap();
+    let md = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(md.contains("## Leave one family out") && md.contains("nested: hyperparameters chosen again"), "{md}");
 }

@@ -100,6 +100,8 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         ucb_max: a.ucb_max,
         min_pass: a.min_pass,
         ledger: Some(ledger.clone()),
+        // The report's leave-one-family-out rows are nested (the policy is the same either way).
+        nested_family_cv: a.report.is_some(),
         ..Default::default()
     };
     let f = fit(&a.corpus, &opts)?;
