@@ -4,6 +4,7 @@
 #   - the nvidia-cuda-nvrtc wheel (static sm_90 compile and spill check of every kernel);
 #   - git-lfs (LFS round-trip tests; apt, when running as root);
 #   - a C++ compiler (the generated tables are compiled and validated; apt when missing);
+#   - CMake in .venv (the C++ example that consumes generated tables);
 # Extra arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -14,6 +15,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
 export VNNI_PYTHON="$PWD/.venv/bin/python"
+export VNNI_CMAKE="$PWD/.venv/bin/cmake"
 # libnvrtc.so.13 from the nvidia-cuda-nvrtc wheel: cudarc dlopens it by name.
 nvrtc_lib="$(.venv/bin/python -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))')"
 export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
