@@ -21,35 +21,72 @@ struct Cli {
 #[derive(Subcommand, Debug, PartialEq)]
 enum Command {
     /// The one command: collect (or reuse) a corpus, certify, fit, generate, validate, report, optionally install.
+    #[command(
+        after_help = "Example:\n  vnni-dispatch refresh --backend cpu --profile family-smoke --out target/refresh"
+    )]
     Refresh(commands::refresh::Args),
     /// List the source formats, their codebooks and alias groups.
+    #[command(after_help = "Example:\n  vnni-dispatch formats --json")]
     Formats(commands::formats::Args),
     /// The shape inventory: a profile's resolved plan and digest, or `import model.gguf`.
+    #[command(after_help = "Example:\n  vnni-dispatch inventory --profile core")]
     Inventory(commands::inventory::Args),
     /// List the candidate kernels of the registry.
+    #[command(after_help = "Example:\n  vnni-dispatch candidates --backend cuda --surface decode")]
     Candidates(commands::candidates::Args),
     /// Compile every kernel specialization and record registers, spills, shared memory, occupancy.
+    #[command(after_help = "Example:\n  vnni-dispatch preflight --static --arch sm_90 --out resources.csv")]
     Preflight(commands::preflight::Args),
     /// Measure decode kernels against the copy roofline and cuBLAS on the GPU.
+    #[command(
+        after_help = "Example:\n  vnni-dispatch bench --backend cuda --shapes 151936x4096,4096x4096 --out target/bench"
+    )]
     Bench(commands::bench::Args),
     /// Seal a finished corpus directory into corpus.manifest.json.
+    #[command(after_help = "Example:\n  vnni-dispatch seal target/refresh/family-smoke/corpus")]
     Seal(commands::seal::Args),
     /// Verify sealed corpora (all committed ones by default), refit and regenerate committed tables.
+    #[command(after_help = "Example:\n  vnni-dispatch verify --root lfs-data/corpora")]
     Verify(commands::verify::Args),
     /// Certify that grouped (or prefill) rows are byte-identical to single-row decode.
+    #[command(
+        after_help = "Example:\n  vnni-dispatch certify --backend cuda --policy policy.json --out certificates.jsonl"
+    )]
     Certify(commands::certify::Args),
     /// Collect a profile's cells on a backend, cell by cell (resumable, shardable), and seal the corpus.
+    #[command(
+        after_help = "Example:\n  vnni-dispatch sweep --backend cuda --profile core --out /scratch/core-0 --shard 0/4"
+    )]
     Sweep(commands::sweep::Args),
     /// Combine shard work directories of one collection and seal the corpus when complete.
+    #[command(after_help = "Example:\n  vnni-dispatch merge --out /scratch/core /scratch/core-0 /scratch/core-1")]
     Merge(commands::merge::Args),
     /// Fit a dispatch policy from a sealed corpus (trees, gates, sealed certification, overlays).
+    #[command(
+        after_help = "Example:\n  vnni-dispatch fit --corpus target/refresh/family-smoke/corpus --out policy.json --report fit-report"
+    )]
     Fit(commands::fit::Args),
     /// Render a policy into .inc / header / Rust tables, validate them against the evaluator, install.
+    #[command(after_help = "Example:\n  vnni-dispatch generate --policy policy.json --out tables --validate")]
     Generate(commands::generate::Args),
     /// Render a corpus report: decode bandwidth vs the copy roofline, regret CDFs, decision maps.
+    #[command(
+        after_help = "Example:\n  vnni-dispatch report --corpus target/refresh/family-smoke/corpus --policy policy.json --out report"
+    )]
     Report(commands::report::Args),
     /// Why a policy picks its candidate for one query: the tree path or overlay, the bpp, the measured margin.
+    #[command(
+        after_help = "Example:\n  vnni-dispatch explain --policy policy.json --format Q4_K --m 8 --n 151936 --k 4096"
+    )]
     Explain(commands::explain::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Example:\n  vnni-dispatch completions bash > ~/.local/share/bash-completion/completions/vnni-dispatch"
+    )]
+    Completions(commands::shell::CompletionsArgs),
+    /// Write man pages of the command and every subcommand.
+    #[command(after_help = "Example:\n  vnni-dispatch man --out target/man")]
+    Man(commands::shell::ManArgs),
 }
 
 impl argv::ToArgv for Command {
@@ -70,6 +107,8 @@ impl argv::ToArgv for Command {
             Command::Generate(a) => a.to_argv(),
             Command::Report(a) => a.to_argv(),
             Command::Explain(a) => a.to_argv(),
+            Command::Completions(a) => a.to_argv(),
+            Command::Man(a) => a.to_argv(),
         }
     }
 }
@@ -91,6 +130,8 @@ fn run(command: &Command) -> anyhow::Result<()> {
         Command::Certify(args) => commands::certify::run(args),
         Command::Seal(args) => commands::seal::run(args),
         Command::Verify(args) => commands::verify::run(args),
+        Command::Completions(args) => commands::shell::completions(args),
+        Command::Man(args) => commands::shell::man(args),
     }
 }
 

@@ -146,6 +146,8 @@ fn every_subcommand() -> Vec<Command> {
             corpus: Some(p("c")),
             root: p("r"),
         }),
+        Command::Completions(shell::CompletionsArgs { shell: clap_complete::Shell::Zsh }),
+        Command::Man(shell::ManArgs { out: p("man dir") }),
     ]
 }
 
@@ -237,4 +239,22 @@ fn oversized_requests_are_refused_before_any_work() {
     let e = vnni_measure::invariance_plan::certify_all(&args.request()).unwrap_err().to_string();
     assert!(e.contains("M = 99999999"), "{e}");
     assert!(!args.out.exists(), "nothing is written for a refused request");
+}
+
+/// Every subcommand's `--help` ends with an example, and the example parses (shell
+/// redirections after it aside).
+#[test]
+fn every_subcommand_shows_an_example_that_parses() {
+    use clap::CommandFactory;
+    for sub in Cli::command().get_subcommands() {
+        let help = sub.get_after_help().map(|h| h.to_string()).unwrap_or_default();
+        let example = help
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("vnni-dispatch "))
+            .unwrap_or_else(|| panic!("`{}` has no example in its help", sub.get_name()));
+        let words: Vec<&str> = example.split_whitespace().take_while(|w| *w != ">").collect();
+        assert_eq!(words[1], sub.get_name(), "{example}");
+        Cli::try_parse_from(&words).unwrap_or_else(|e| panic!("the example `{example}` does not parse: {e}"));
+    }
 }

@@ -14,6 +14,7 @@ pub mod preflight;
 pub mod refresh;
 pub mod report;
 pub mod seal;
+pub mod shell;
 pub mod sweep;
 pub mod verify;
 
