@@ -8,7 +8,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 POLICY=${1:-lfs-data/tables/cuda/sm_90/h200-generic/policy.json}
 BIN=${BIN:-target/debug/vnni-dispatch}
 CMAKE=${CMAKE:-cmake}
-WORK=${WORK:-$(mktemp -d)}
+if [ -z "${WORK:-}" ]; then
+  WORK=$(mktemp -d)
+  trap 'rm -rf "$WORK"' EXIT
+fi
 mkdir -p "$WORK/tables" "$WORK/rust"
 
 "$BIN" generate --policy "$POLICY" --out "$WORK/tables" >/dev/null

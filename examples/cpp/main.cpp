@@ -27,7 +27,7 @@ static const char* refusal(vd::Status status) {
     case vd::Status::kUnknownCodebook:
       return "unknown codebook: the tables were not built for this weight format; fall back to the reference kernel";
     case vd::Status::kUnknownMode:
-      return "unknown mode: use one the policy was timed in (eager or graph)";
+      return "unknown mode: use one the policy was timed in (its `modes`, e.g. graph)";
     default:
       return "no selection: a validated table never answers this; report it";
   }

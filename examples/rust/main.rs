@@ -19,7 +19,7 @@ fn refusal(status: Status) -> &'static str {
         Status::UnknownCodebook => {
             "unknown codebook: the tables were not built for this weight format; fall back to the reference kernel"
         }
-        Status::UnknownMode => "unknown mode: use one the policy was timed in (eager or graph)",
+        Status::UnknownMode => "unknown mode: use one the policy was timed in (its `modes`, e.g. graph)",
         _ => "no selection: a validated table never answers this; report it",
     }
 }

@@ -33,11 +33,6 @@ pub const PALETTE: [Rgb; 10] = [
     [160, 160, 30],
 ];
 
-/// `#rrggbb`, how the Markdown tables name a colour.
-pub fn hex(c: Rgb) -> String {
-    format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2])
-}
-
 pub fn rgb(c: Rgb) -> RGBColor {
     RGBColor(c[0], c[1], c[2])
 }
@@ -294,6 +289,22 @@ mod tests {
         let b = render(&Sample, (400, 300)).unwrap();
         assert!(a.png == b.png && a.svg == b.svg);
     }
+
+    /// The bytes of a chart are pinned: nothing from the machine (fonts, float formatting)
+    /// may reach them. A change of plotters, ab_glyph or the font changes them on purpose:
+    /// then look at the chart and pin the new digests.
+    #[test]
+    fn a_chart_has_the_same_bytes_on_every_machine() {
+        let image = render(&Sample, (400, 300)).unwrap();
+        let digest = |b: &[u8]| vnni_kernels::digest::sha256_hex(b);
+        assert_eq!(
+            (digest(&image.png), digest(image.svg.as_bytes())),
+            (PNG_SHA256.to_string(), SVG_SHA256.to_string())
+        );
+    }
+
+    const PNG_SHA256: &str = "2ea2859c29e4ee4deea42565e9d5588d69fe22dbe536bc68f3daca46ec8ef4b4";
+    const SVG_SHA256: &str = "8b92e18e12ad64f5f9f9358bfd759da140561030df92112619b97224b86b7726";
 
     #[test]
     fn tick_steps_sit_on_the_one_two_five_ladder() {

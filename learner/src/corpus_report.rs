@@ -142,6 +142,7 @@ struct Bandwidth {
     roofline: Option<f64>,
     x: (f64, f64),
     y_hi: f64,
+    y_step: f64,
 }
 
 impl Bandwidth {
@@ -167,6 +168,7 @@ impl Bandwidth {
             roofline,
             x: (x_lo - PAD_OCTAVES, x_hi + PAD_OCTAVES),
             y_hi: (peak * 1.05 / y_step).ceil() * y_step,
+            y_step,
         }
     }
 }
@@ -180,7 +182,7 @@ impl Draw for Bandwidth {
             x_desc: "weight bytes (log2 axis)".into(),
             y_desc: "effective GB/s".into(),
             x_step: 1.0,
-            y_step: tick_step(self.y_hi, 8),
+            y_step: self.y_step,
             x_format: &bytes_label,
             y_format: &|v| format!("{v:.0}"),
         };
@@ -365,9 +367,14 @@ impl CdfPanels<'_> {
         entries
     }
 
+    /// Legend entries per row: no more than there are panel columns to hold them.
+    fn legend_columns(&self) -> usize {
+        LEGEND_COLUMNS.min(self.cols)
+    }
+
     fn size(&self) -> (u32, u32) {
         let rows = self.per_group.len().div_ceil(self.cols) as u32;
-        (self.cols as u32 * PANEL.0, rows * PANEL.1 + legend_height(self.legend().len(), LEGEND_COLUMNS))
+        (self.cols as u32 * PANEL.0, rows * PANEL.1 + legend_height(self.legend().len(), self.legend_columns()))
     }
 }
 
@@ -380,7 +387,7 @@ impl Draw for CdfPanels<'_> {
             let drawn: Vec<&Curve> = curves.iter().filter(|c| !c.regrets.is_empty()).collect();
             draw_cdf_panel(area, format!("{codebook} {surface}"), &drawn, self.gate, 17, false)?;
         }
-        legend(&bottom, &self.legend(), LEGEND_COLUMNS)
+        legend(&bottom, &self.legend(), self.legend_columns())
     }
 }
 

@@ -5,7 +5,7 @@
 //! geometries mix a family's shapes into both sides. Reported, not gated. The hyperparameters
 //! are either the domain's (chosen by grouped folds that saw the family's rows) or, nested,
 //! chosen again per left-out family by the same grouped folds over the other rows only (what
-//! `fit --report` reports: the family never informs its own evaluation). Beside the tree, the same folds score the cost model's
+//! `fit --report --nested-family-cv` reports: the family never informs its own evaluation). Beside the tree, the same folds score the cost model's
 //! own argmin (where it applies): the gap between the two is what distillation into integer
 //! trees loses; and the baselines of `cv::METHODS`, trained on the same keys.
 
@@ -93,7 +93,10 @@ pub fn leave_one_family_out(
         for s in test {
             let c = t.predict(&tree, s.n, s.k);
             r.tree.extend(s.cells.iter().map(|&i| t.corpus.cells[i].regret[c]));
-            if let Some(m) = models.as_ref().and_then(|m| m.argmin(t, s.n, s.k)) {
+            // Where the models exist but predict nothing legal here, the argmin column takes
+            // the tree's pick, so both columns score the same cells.
+            if let Some(models) = &models {
+                let m = models.argmin(t, s.n, s.k).unwrap_or(c);
                 r.model.extend(s.cells.iter().map(|&i| t.corpus.cells[i].regret[m]));
             }
         }

@@ -45,6 +45,13 @@ impl DecisionMap {
     }
 }
 
+/// The log2 extent of `count` grid steps from `origin`: half a step beyond the first and the
+/// last cell centre.
+fn extent(origin: f64, count: usize) -> (f64, f64) {
+    let half = 0.5 / STEPS as f64;
+    (origin - half, origin + (count as f64 - 0.5) / STEPS as f64)
+}
+
 /// A count at a power of two, for axis labels: "256", "4K", "128K".
 fn count_label(log2: f64) -> String {
     let v = 2f64.powf(log2).round() as u64;
@@ -61,8 +68,7 @@ impl Draw for DecisionMap {
         let (map, side) = root.split_horizontally(width - LEGEND_WIDTH);
         let (rows, cols) = (self.cells.len(), self.cells.first().map_or(0, Vec::len));
         let half = 0.5 / STEPS as f64;
-        let x = (self.origin.0 - half, self.origin.0 + (cols as f64 - 0.5) / STEPS as f64);
-        let y = (self.origin.1 - half, self.origin.1 + (rows as f64 - 0.5) / STEPS as f64);
+        let (x, y) = (extent(self.origin.0, cols), extent(self.origin.1, rows));
         let axes = Axes {
             title: self.title.clone(),
             x,
@@ -145,8 +151,10 @@ pub fn render(
         cells.push(line);
     }
     let origin = ((n_lo as f64).log2(), (k_lo as f64).log2());
-    let inside =
-        |v: f64, o: f64, count: usize| v >= o - 0.5 / STEPS as f64 && v <= o + (count as f64 - 0.5) / STEPS as f64;
+    let inside = |v: f64, o: f64, count: usize| {
+        let (lo, hi) = extent(o, count);
+        v >= lo && v <= hi
+    };
     let measured = measured
         .iter()
         .map(|&(n, k)| ((n as f64).log2(), (k as f64).log2()))

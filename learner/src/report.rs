@@ -122,7 +122,8 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
             "## Leave one family out (decode)\n\nEach model family's development cells, scored by the trees \
              fitted without that family's shapes ({}; every codebook and aspect pooled; \
              grid points stay in training), and by the argmin of the cost models fitted on the same rows \
-             (what the trees are distilled from; `-` where no cost model applies), and by the baselines \
+             (what the trees are distilled from; `-` where no cost model applies, and its own row count where \
+             that differs from the trees'), and by the baselines \
              trained on the same rows. Each entry is p95 / geomean / max.\n\n| family | rows | trees | cost model argmin | {} |\n|---|---|---|---|{}",
             if fit.nested_family_cv {
                 "nested: hyperparameters chosen again by grouped folds over the other rows"
@@ -150,7 +151,11 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
                 "| {family} | {} | {} | {} | {} |",
                 r.tree.len(),
                 three(&r.tree),
-                three(&r.model),
+                if r.model.is_empty() || r.model.len() == r.tree.len() {
+                    three(&r.model)
+                } else {
+                    format!("{} ({} rows)", three(&r.model), r.model.len())
+                },
                 baselines.join(" | ")
             );
         }

@@ -116,6 +116,7 @@ fn every_subcommand() -> Vec<Command> {
             corpus: p("c"),
             out: p("policy.json"),
             report: Some(p("r")),
+            nested_family_cv: true,
             p95_max: 0.01,
             ucb_max: 0.02,
             min_pass: 0.5,

@@ -159,6 +159,7 @@ pub fn run(a: &Args) -> Result<()> {
             corpus: corpus.clone(),
             out: policy_path.clone(),
             report: Some(out.join("report/fit")),
+            nested_family_cv: false,
             p95_max: 0.05,
             ucb_max: 0.05,
             min_pass: 0.99,
