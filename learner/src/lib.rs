@@ -206,7 +206,7 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
         reports.push(DomainFit { key, family_heldout: lofo, heldout, borrowed_from });
     }
     policy.domains = out_domains;
-    policy.overlays = overlays::exact_overlays(&corpus, policy.units, [&dev, &sealed]);
+    policy.overlays = overlays::exact_overlays(&corpus, policy.units, &dev);
     policy.candidates = named_candidates(&policy, corpus.backend);
 
     let with_data = policy.domains.iter().filter(|d| d.stats.is_some()).count() as u64;

@@ -282,3 +282,25 @@ fn every_left_out_family_is_scored_by_the_trees_and_the_baselines_nested_or_not(
     let md = std::fs::read_to_string(&files[0]).unwrap();
     assert!(md.contains("## Leave one family out") && md.contains("nested: hyperparameters chosen again"), "{md}");
 }
+
+#[test]
+fn sealed_rows_never_become_overlays() {
+    let (ns, ks) = (half_octaves(256, 4096), half_octaves(256, 2048));
+    let every: Vec<(usize, usize)> = ns.iter().flat_map(|&n| ks.iter().map(move |&k| (n, k))).collect();
+    let spec = Spec { ns, ks, ms: vec![1, 4], overlay: every, ..Spec::cpu(41) };
+    let dir = common::corpus("sealed-overlays", &spec);
+    let f = fit(&dir, &FitOptions::default()).unwrap();
+    let c = corpus::load(&dir).unwrap();
+    let sealed: BTreeSet<(u64, u64)> = c
+        .plan
+        .inventory
+        .shapes
+        .iter()
+        .filter(|s| s.partition == vnni_corpus::inventory::Partition::Sealed)
+        .map(|s| (s.n as u64, s.k as u64))
+        .collect();
+    assert!(!sealed.is_empty() && !f.policy.overlays.is_empty());
+    let overlaid: BTreeSet<(u64, u64)> = f.policy.overlays.iter().map(|o| (o.n, o.k)).collect();
+    assert!(overlaid.is_disjoint(&sealed), "sealed shapes with overlays: {:?}", overlaid.intersection(&sealed));
+    assert_eq!(overlaid.len() + sealed.len(), spec.ns.len() * spec.ks.len(), "every development shape has one");
+}
