@@ -33,7 +33,7 @@ pub const PALETTE: [Rgb; 10] = [
     [160, 160, 30],
 ];
 
-pub fn rgb(c: Rgb) -> RGBColor {
+pub const fn rgb(c: Rgb) -> RGBColor {
     RGBColor(c[0], c[1], c[2])
 }
 
@@ -49,10 +49,8 @@ fn register_font() -> Result<(), String> {
 
 /// Text of `size` pixels in the chart font.
 pub fn font(size: u32) -> TextStyle<'static> {
-    (FONT, size).into_font().color(&BLACK_RGB)
+    (FONT, size).into_font().color(&rgb(BLACK))
 }
-
-const BLACK_RGB: RGBColor = RGBColor(0, 0, 0);
 
 /// A drawing, for any backend.
 pub trait Draw {
@@ -73,21 +71,19 @@ pub struct Image {
 /// Draw `chart` on a white `width` x `height` image, as PNG and SVG.
 pub fn render(chart: &impl Draw, (width, height): (u32, u32)) -> Result<Image, String> {
     register_font()?;
-    let mut rgb = vec![255u8; width as usize * height as usize * 3];
-    {
-        let root = BitMapBackend::with_buffer(&mut rgb, (width, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        chart.draw(&root)?;
-        root.present().map_err(err)?;
-    }
+    let mut pixels = vec![255u8; width as usize * height as usize * 3];
+    paint(BitMapBackend::with_buffer(&mut pixels, (width, height)), chart)?;
     let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        chart.draw(&root)?;
-        root.present().map_err(err)?;
-    }
-    Ok(Image { png: encode_png(width, height, &rgb)?, svg })
+    paint(SVGBackend::with_string(&mut svg, (width, height)), chart)?;
+    Ok(Image { png: encode_png(width, height, &pixels)?, svg })
+}
+
+/// `chart` on a white page of `backend`, flushed.
+fn paint<DB: DrawingBackend>(backend: DB, chart: &impl Draw) -> Result<(), String> {
+    let root = backend.into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    chart.draw(&root)?;
+    root.present().map_err(err)
 }
 
 /// Render `chart` and write `{stem}.png` and `{stem}.svg` into `dir`; returns both paths.
@@ -240,7 +236,7 @@ pub fn series_legend<'a, DB: DrawingBackend + 'a>(
         .position(position)
         .label_font(font(14))
         .background_style(WHITE.mix(0.9))
-        .border_style(BLACK_RGB)
+        .border_style(rgb(BLACK))
         .draw()
         .map_err(err)
 }

@@ -112,7 +112,7 @@ fn decode_bests(dir: &Path) -> Result<BTreeMap<String, BTreeMap<SeriesKey, Vec<C
     Ok(out)
 }
 
-/// Nearest-rank quantile q in (0, 1] of `values` (unsorted); `None` when empty.
+/// A byte count in MiB with one decimal, for the tables.
 fn mib(bytes: usize) -> String {
     format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
 }
@@ -313,6 +313,11 @@ fn cdf_points(regrets: &[f64], x_hi: f64) -> Vec<(f64, f64)> {
     points
 }
 
+/// The legend entry of the gate line.
+fn gate_label(gate: f64) -> String {
+    format!("p95 gate {}", pct(gate))
+}
+
 /// One panel of regret CDFs: its axes at `x_hi`, the gate line, the curves in order (the last
 /// on top); the legend in the chart when `with_legend`.
 fn draw_cdf_panel<DB: DrawingBackend>(
@@ -336,11 +341,8 @@ fn draw_cdf_panel<DB: DrawingBackend>(
         y_format: &|v| format!("{v:.2}"),
     };
     let mut chart = axes.build(area, title_px)?;
-    let mut series = vec![Series {
-        label: format!("p95 gate {}", pct(gate)),
-        colour: GATE,
-        points: vec![(gate * 100.0, 0.0), (gate * 100.0, 1.0)],
-    }];
+    let mut series =
+        vec![Series { label: gate_label(gate), colour: GATE, points: vec![(gate * 100.0, 0.0), (gate * 100.0, 1.0)] }];
     series.extend(curves.iter().map(|c| Series {
         label: c.label.clone(),
         colour: c.colour,
@@ -362,7 +364,7 @@ struct CdfPanels<'a> {
 
 impl CdfPanels<'_> {
     fn legend(&self) -> Vec<(String, Rgb)> {
-        let mut entries = vec![(format!("p95 gate {}", pct(self.gate)), GATE)];
+        let mut entries = vec![(gate_label(self.gate), GATE)];
         entries.extend(self.per_group[0].1.iter().rev().map(|c| (c.label.clone(), c.colour)));
         entries
     }

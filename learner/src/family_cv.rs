@@ -5,9 +5,10 @@
 //! geometries mix a family's shapes into both sides. Reported, not gated. The hyperparameters
 //! are either the domain's (chosen by grouped folds that saw the family's rows) or, nested,
 //! chosen again per left-out family by the same grouped folds over the other rows only (what
-//! `fit --report --nested-family-cv` reports: the family never informs its own evaluation). Beside the tree, the same folds score the cost model's
-//! own argmin (where it applies): the gap between the two is what distillation into integer
-//! trees loses; and the baselines of `cv::METHODS`, trained on the same keys.
+//! `fit --report --nested-family-cv` reports: the family never informs its own evaluation).
+//! Beside the tree, the same folds score the cost model's own argmin (where it applies: the
+//! gap between the two is what distillation into integer trees loses) and the baselines of
+//! `cv::METHODS`, trained on the same keys.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -67,7 +67,6 @@ impl Draw for DecisionMap {
         let (width, _) = root.dim_in_pixel();
         let (map, side) = root.split_horizontally(width - LEGEND_WIDTH);
         let (rows, cols) = (self.cells.len(), self.cells.first().map_or(0, Vec::len));
-        let half = 0.5 / STEPS as f64;
         let (x, y) = (extent(self.origin.0, cols), extent(self.origin.1, rows));
         let axes = Axes {
             title: self.title.clone(),
@@ -89,9 +88,9 @@ impl Draw for DecisionMap {
                 if col < cells.len() && cells[col] == cells[start] {
                     continue;
                 }
-                let corner = (at(start, self.origin.0) - half, at(row, self.origin.1) - half);
-                let far = (at(col - 1, self.origin.0) + half, at(row, self.origin.1) + half);
-                chart.draw_series([Rectangle::new([corner, far], rgb(cells[start]).filled())]).map_err(err)?;
+                let (x0, x1) = extent(at(start, self.origin.0), col - start);
+                let (y0, y1) = extent(at(row, self.origin.1), 1);
+                chart.draw_series([Rectangle::new([(x0, y0), (x1, y1)], rgb(cells[start]).filled())]).map_err(err)?;
                 start = col;
             }
         }
