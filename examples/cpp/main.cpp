@@ -15,6 +15,7 @@ static const char* via_name(vd::Via via) {
   switch (via) {
     case vd::Via::kOverlay: return "overlay";
     case vd::Via::kTree: return "tree";
+    case vd::Via::kModel: return "model";
     default: return "none";
   }
 }

@@ -53,6 +53,7 @@ fn main() {
                 let via = match s.via {
                     Via::Overlay => "overlay",
                     Via::Tree => "tree",
+                    Via::Model => "model",
                     Via::None => "none",
                 };
                 println!(

@@ -77,9 +77,9 @@ int main(int argc, char** argv) {
       std::printf("%s\n", status_name(s.status));
       continue;
     }
+    const char* via = s.via == vd::Via::kOverlay ? "overlay" : (s.via == vd::Via::kModel ? "model" : "tree");
     std::printf("ok %s %s %s %" PRId64 " %" PRId64 " %s %d\n", s.candidate->id, s.candidate->family,
-                surface_name(s.candidate->surface), s.bpp, s.partitions, s.via == vd::Via::kOverlay ? "overlay" : "tree",
-                s.domain);
+                surface_name(s.candidate->surface), s.bpp, s.partitions, via, s.domain);
   }
   std::fclose(in);
   return std::fflush(stdout) == 0 ? 0 : 1;

@@ -79,7 +79,11 @@ fn main() {
                 surface_name(c.surface),
                 s.bpp,
                 s.partitions,
-                if s.via == Via::Overlay { "overlay" } else { "tree" },
+                match s.via {
+                    Via::Overlay => "overlay",
+                    Via::Model => "model",
+                    _ => "tree",
+                },
                 s.domain
             ),
             _ => writeln!(out, "{}", status_name(s.status)),

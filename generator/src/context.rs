@@ -3,7 +3,7 @@
 //! templates only spell the same tables in their own syntax.
 
 use serde::Serialize;
-use vnni_policy::{Feature, KbFormula, Node, Policy, Surface, MAX_DIM};
+use vnni_policy::{CostModel, Feature, KbFormula, Node, Policy, Surface, MAX_DIM};
 
 use crate::error::{GenerateError, Result};
 use crate::provenance::ProvenanceCtx;
@@ -28,6 +28,60 @@ pub struct Context {
     pub domain_rows: Vec<DomainRowCtx>,
     /// One sorted exact table per codebook (possibly empty).
     pub overlays: Vec<OverlayTableCtx>,
+    /// Every domain's cost models, domain after domain (`DomainCtx::models_first`, `models_count`).
+    pub models: Vec<ModelCtx>,
+    pub model: ModelConstants,
+}
+
+/// The cost model's constants (`vnni_policy::cost`) and the sm_90 occupancy limits
+/// (`vnni_kernels::occupancy`): both languages spell them from here.
+#[derive(Debug, Serialize)]
+pub struct ModelConstants {
+    pub max_elements: i64,
+    pub full_draw: i64,
+    pub max_warps: i64,
+    pub max_blocks: i64,
+    pub registers: i64,
+    pub register_unit: i64,
+    pub warp_group: i64,
+    pub shared: i64,
+    pub shared_reserved: i64,
+    pub shared_unit: i64,
+}
+
+impl ModelConstants {
+    fn new() -> ModelConstants {
+        use vnni_kernels::occupancy as o;
+        ModelConstants {
+            max_elements: vnni_policy::cost::MAX_ELEMENTS as i64,
+            full_draw: (1024 * vnni_policy::cost::RATE_DEN) as i64,
+            max_warps: o::MAX_WARPS.into(),
+            max_blocks: o::MAX_BLOCKS.into(),
+            registers: o::REGISTERS.into(),
+            register_unit: o::REGISTER_UNIT.into(),
+            warp_group: o::WARP_GROUP.into(),
+            shared: o::SHARED.into(),
+            shared_reserved: o::SHARED_RESERVED.into(),
+            shared_unit: o::SHARED_UNIT.into(),
+        }
+    }
+}
+
+/// One candidate's cost model in one domain.
+#[derive(Debug, Serialize)]
+pub struct ModelCtx {
+    pub candidate: usize,
+    pub id: String,
+    /// `fused_kpar`: tile * KB threads in one CTA per tile, 4 shared bytes a thread.
+    pub fused: bool,
+    /// `kpar`: KB * N f32 partials where KB > 1.
+    pub partials: bool,
+    pub registers: i64,
+    pub shared_static: i64,
+    pub rate: i64,
+    pub base: i64,
+    /// (mantissa, shift) of the waves, elements and partials coefficients.
+    pub coefs: [(i64, i64); 3],
 }
 
 #[derive(Debug, Serialize)]
@@ -69,6 +123,9 @@ pub struct DomainCtx {
     /// Human-readable key for the comment above the tree.
     pub name: String,
     pub tree: TreeCtx,
+    /// The domain's models in `Context::models`.
+    pub models_first: usize,
+    pub models_count: usize,
 }
 
 /// A tree node: a leaf (candidate index) or an int64 predicate `feature <= le`.
@@ -167,16 +224,23 @@ impl Context {
                 .binary_search_by(|c| c.id.as_str().cmp(id))
                 .map_err(|_| vnni_policy::PolicyError::UnknownCandidate { id: id.into() }.into())
         };
+        let mut models = Vec::new();
         let domains = policy
             .domains
             .iter()
             .map(|d| {
+                let models_first = models.len();
+                for m in &d.models {
+                    models.push(model_ctx(policy, m, &index_of)?);
+                }
                 Ok(DomainCtx {
                     name: match d.aspect {
                         Some(a) => format!("{} {} M bucket {} aspect bucket {a}", d.codebook, d.mode, d.m_bucket),
                         None => format!("{} {} M bucket {}", d.codebook, d.mode, d.m_bucket),
                     },
                     tree: tree_ctx(&d.tree, &index_of)?,
+                    models_first,
+                    models_count: d.models.len(),
                 })
             })
             .collect::<Result<_>>()?;
@@ -236,8 +300,29 @@ impl Context {
             domains,
             domain_rows,
             overlays,
+            models,
+            model: ModelConstants::new(),
         })
     }
+}
+
+fn model_ctx(policy: &Policy, m: &CostModel, index_of: &impl Fn(&str) -> Result<usize>) -> Result<ModelCtx> {
+    let candidate = index_of(&m.candidate)?;
+    let desc = &policy.candidates[candidate];
+    let field = |name: &str, v: u64| int(|| format!("model of {} {name}", m.candidate), v);
+    let coef =
+        |c: vnni_policy::Coef| -> Result<(i64, i64)> { Ok((field("mantissa", c.mantissa)?, i64::from(c.shift))) };
+    Ok(ModelCtx {
+        candidate,
+        id: m.candidate.clone(),
+        fused: desc.fused_launch(),
+        partials: desc.writes_partials(),
+        registers: m.registers.into(),
+        shared_static: m.shared_static.into(),
+        rate: field("rate", m.rate)?,
+        base: field("base", m.base)?,
+        coefs: [coef(m.waves)?, coef(m.elements)?, coef(m.partials)?],
+    })
 }
 
 fn candidate_ctx(c: &vnni_policy::CandidateDesc) -> Result<CandidateCtx> {

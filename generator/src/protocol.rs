@@ -44,6 +44,7 @@ pub fn expected_answer(policy: &Policy, q: &Query) -> Result<String> {
             s.kb,
             match s.via {
                 Via::Overlay => "overlay",
+                Via::Model => "model",
                 Via::Tree => "tree",
             },
             s.domain

@@ -95,6 +95,19 @@ fn a_changed_rust_module_is_caught() {
 }
 
 #[test]
+fn a_changed_cost_model_is_caught() {
+    // A model's waves coefficient, the tail wave, the occupancy's register rule, in either language.
+    assert_disagrees(mutated(|r| replace_once(&mut r.inc, "{{40000, 15}", "{{400, 15}")), "C++");
+    assert_disagrees(mutated(|r| replace_once(&mut r.inc, "if (tail > 0) {", "if (tail > 1) {")), "C++");
+    assert_disagrees(
+        mutated(|r| replace_once(&mut r.inc, "ceil_div(registers * 32, 256)", "ceil_div(registers * 40, 256)")),
+        "C++",
+    );
+    assert_disagrees(mutated(|r| replace_once(&mut r.rust, "coef: [(40000, 15)", "coef: [(400, 15)")), "Rust");
+    assert_disagrees(mutated(|r| replace_once(&mut r.rust, "if tail > 0 {", "if tail > 1 {")), "Rust");
+}
+
+#[test]
 fn a_wrong_candidate_table_or_uncompilable_inc_is_caught() {
     let e =
         mutated(|r| replace_once(&mut r.inc, "\"direct\", Surface::kDecode, 32,", "\"direct\", Surface::kDecode, 33,"));

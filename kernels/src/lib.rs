@@ -10,6 +10,7 @@
 //! - [`cpu`]: the CPU backend's kernels (row tiles, K partitions, grouped rows).
 //! - [`fixture`]: deterministic O(bytes) fixtures.
 //! - [`registry`]: candidate identity, launch plans and the registry digests.
+//! - [`occupancy`]: resident CTAs per SM on sm_90 (the cost model's waves).
 //! - [`vocab`]: the shared words (backend, surface, mode, candidate id).
 //! - [`cuda`]: CUDA sources and ptxas parsing always; NVRTC, the device runtime, launchers
 //!   and the vendor (cuBLAS) baselines with the `cuda` feature (cudarc).
@@ -26,6 +27,7 @@ pub mod digest;
 mod error;
 pub mod fixture;
 pub mod format;
+pub mod occupancy;
 pub mod packed;
 pub mod reference;
 pub mod registry;

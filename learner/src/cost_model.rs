@@ -1,124 +1,86 @@
-//! A per-candidate latency model of decode (M = 1) launches, fitted on the measured cells of
-//! one domain and used to label shapes that were never measured (`distill.rs`).
+//! Fitting the per-candidate latency model of decode (M = 1) launches that CUDA decode
+//! domains carry (`vnni_policy::cost` states and evaluates it, in integers, as the tables do).
 //!
 //! Why this form: decode GEMVs stream the weights once, so time is bytes over the bandwidth
 //! the launch can draw, and what the launch can draw is set by how its CTAs fall into waves.
-//! CTAs are placed `occupancy` per SM (`occupancy.rs`); a full wave keeps `occupancy` CTAs on
-//! each SM, the tail wave `ceil(tail / SMs)`. An SM moves its CTAs' bytes at
-//! `min(1, resident x threads x beta / 1024)` of its share of the bandwidth: few small CTAs
+//! CTAs are placed `occupancy` per SM (`vnni_kernels::occupancy`); a full wave keeps
+//! `occupancy` CTAs on each SM, the tail wave `ceil(tail / SMs)`. An SM moves its CTAs' bytes at
+//! `min(1, resident x threads x rate / 65536)` of its share of the bandwidth: few small CTAs
 //! are latency bound, enough of them saturate it. The measured cliffs this captures are
 //! large: on the H200 `fused.c16` at 16384 x 4096 runs 54% slower with 9 partitions (7 CTAs
 //! an SM fit, a second wave of 100) than with 8 (9 fit, one wave).
 //!
-//! `t = o + s * waves_term(beta) + q * bytes + r * partials` with `o, s, q, r >= 0` (exact
-//! non-negative least squares over relative error) and `beta` from a fixed log grid. Fits
-//! are deterministic: fixed grid, sums in row order, strict improvement to replace a fit.
+//! `t = base + cw * waves + ce * elements + cp * partials` with every coefficient >= 0, fitted
+//! by exact non-negative least squares over relative error for each rate of a fixed grid
+//! (`rate / 64` = 2^(i/2), i in -8..=6, rounded to integers), the rate of least error kept.
+//! The coefficients are then quantized to what the policy stores, and everything downstream
+//! (distillation, cross-validation, the gates) scores the quantized integer model: what is
+//! measured is what ships. Fits are deterministic: fixed grid, sums in row order, strict
+//! improvement to replace a fit.
 
-use vnni_kernels::registry::{Candidate, Family};
-use vnni_kernels::Codebook;
+use vnni_policy::cost::{Basis, ModelLaunch, TIME_BITS};
+use vnni_policy::{Coef, CostModel};
 
-use crate::occupancy::blocks_per_sm;
-
-/// One launch of a candidate on one shape, reduced to what the model needs.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Launch {
-    pub ctas: u64,
-    pub threads: u32,
-    /// Resident CTAs per SM (at least 1: a launch that does not fit is not a candidate).
-    pub occupancy: u32,
-    pub bytes: f64,
-    /// f32 partials a split-K launch writes and reduces (0 for one-pass launches).
-    pub partials: f64,
-}
-
-/// The kernel resources a launch needs besides its plan: registers per thread and static
-/// shared bytes of the kernel the candidate runs for the domain's codebook.
+/// Registers per thread and static shared bytes of the kernel a candidate runs for a codebook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelResources {
     pub registers: u32,
     pub shared_static: u32,
 }
 
-impl Launch {
-    /// `None` where the candidate is illegal for the shape or cannot be resident.
-    pub fn of(c: &Candidate, codebook: Codebook, n: u64, k: u64, sms: u32, res: KernelResources) -> Option<Launch> {
-        let plan = c.plan(n as usize, k as usize, sms)?;
-        let ctas = u64::from(plan.grid.0) * u64::from(plan.grid.1);
-        let occupancy = blocks_per_sm(plan.threads, res.registers, res.shared_static + plan.shared);
-        if occupancy == 0 {
-            return None;
-        }
-        let partials = if c.family == Family::Kpar && plan.kb > 1 { (plan.kb as f64) * n as f64 } else { 0.0 };
-        Some(Launch {
-            ctas,
-            threads: plan.threads,
-            occupancy,
-            bytes: n as f64 * (k / 32) as f64 * codebook.block_bytes() as f64,
-            partials,
-        })
-    }
-
-    /// Bytes per SM of each wave, each divided by the share of an SM's bandwidth the wave's
-    /// resident CTAs can draw at per-thread rate `beta`; summed over waves.
-    fn waves_term(&self, sms: u32, beta: f64) -> f64 {
-        let sms = u64::from(sms);
-        let slots = sms * u64::from(self.occupancy);
-        let per_cta = self.bytes / self.ctas as f64;
-        let wave = |resident: u64| {
-            let draw = (resident as f64 * f64::from(self.threads) * beta / 1024.0).min(1.0);
-            per_cta * resident as f64 / draw
-        };
-        let full = self.ctas / slots;
-        let tail = self.ctas % slots;
-        let mut t = full as f64 * wave(u64::from(self.occupancy));
-        if tail > 0 {
-            t += wave(tail.div_ceil(sms));
-        }
-        t
-    }
-
-    fn basis(&self, sms: u32, beta: f64) -> [f64; 4] {
-        [1.0, self.waves_term(sms, beta) / 1e6, self.bytes / 1e6, self.partials / 1e6]
-    }
-}
-
-/// The per-thread rates tried, `2^(i/2)` for i in -8..=6.
-fn betas() -> impl Iterator<Item = f64> {
-    (-8..=6).map(|i| 2f64.powf(f64::from(i) / 2.0))
-}
-
-/// One candidate's fitted model.
+/// One measured launch: the launch, its shape and the median latency (us).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CandidateModel {
-    beta: f64,
-    coef: [f64; 4],
+pub struct Observation {
+    pub launch: ModelLaunch,
+    pub n: u64,
+    pub k: u64,
+    pub us: f64,
 }
+
+/// The rates tried: `64 * 2^(i/2)` for i in -8..=6, rounded (4 .. 512).
+pub const RATES: [u64; 15] = [4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256, 362, 512];
 
 /// Rows a model needs before it is trusted; a candidate with fewer is left unmodelled.
 pub const MIN_ROWS: usize = 5;
 
-impl CandidateModel {
-    /// Fit from (launch, median us) rows; `None` with fewer than [`MIN_ROWS`].
-    pub fn fit(rows: &[(Launch, f64)], sms: u32) -> Option<CandidateModel> {
-        if rows.len() < MIN_ROWS {
-            return None;
-        }
-        let mut best: Option<(f64, CandidateModel)> = None;
-        for beta in betas() {
-            // Relative error: each row divided by its measured time.
-            let x: Vec<[f64; 4]> = rows.iter().map(|(l, t)| l.basis(sms, beta).map(|v| v / t)).collect();
-            let (coef, err) = nnls4(&x, &vec![1.0; rows.len()]);
-            if best.as_ref().is_none_or(|(e, _)| err < *e) {
-                best = Some((err, CandidateModel { beta, coef }));
-            }
-        }
-        best.map(|(_, m)| m)
-    }
+/// The basis columns, scaled for the normal equations (1e6 elements per unit).
+fn columns(b: &Basis) -> [f64; 4] {
+    [1.0, b.waves as f64 / 1e6, b.elements as f64 / 1e6, b.partials as f64 / 1e6]
+}
 
-    /// Predicted median latency (us).
-    pub fn predict(&self, l: &Launch, sms: u32) -> f64 {
-        l.basis(sms, self.beta).iter().zip(&self.coef).map(|(b, c)| b * c).sum()
+/// Fit one candidate's model from its observations on `units` SMs; `None` with fewer than
+/// [`MIN_ROWS`] usable rows. `candidate` names it in the policy.
+pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResources) -> Option<CostModel> {
+    if rows.len() < MIN_ROWS {
+        return None;
     }
+    let mut best: Option<(f64, u64, [f64; 4])> = None;
+    for rate in RATES {
+        let basis: Option<Vec<(Basis, f64)>> = rows
+            .iter()
+            .map(|o| Basis::of(&o.launch, o.n, o.k, units, res.registers, res.shared_static, rate).map(|b| (b, o.us)))
+            .collect();
+        let Some(basis) = basis else { continue };
+        // Relative error: each row divided by its measured time.
+        let x: Vec<[f64; 4]> = basis.iter().map(|(b, t)| columns(b).map(|v| v / t)).collect();
+        let (coef, err) = nnls4(&x, &vec![1.0; x.len()]);
+        if best.as_ref().is_none_or(|(e, _, _)| err < *e) {
+            best = Some((err, rate, coef));
+        }
+    }
+    let (_, rate, coef) = best?;
+    // us -> 2^-16 us; the scaled columns back to one element per unit.
+    let scale = f64::from(1u32 << TIME_BITS);
+    Some(CostModel {
+        candidate: candidate.into(),
+        registers: res.registers,
+        shared_static: res.shared_static,
+        rate,
+        base: (coef[0] * scale).round().max(0.0) as u64,
+        waves: Coef::quantize(coef[1] * scale / 1e6),
+        elements: Coef::quantize(coef[2] * scale / 1e6),
+        partials: Coef::quantize(coef[3] * scale / 1e6),
+    })
 }
 
 /// Exact non-negative least squares for 4 unknowns: the best of the unconstrained
@@ -189,36 +151,37 @@ mod tests {
     use vnni_kernels::registry::find;
 
     #[test]
-    fn a_second_wave_costs_time() {
-        // fused.c16 at 16384 x 4096: capped at 8 partitions (128 threads, 9 CTAs an SM: one
-        // wave of 1024) against waves64's 9 (144 threads, 7 an SM: 924 + a tail of 100).
-        let res = KernelResources { registers: 54, shared_static: 0 };
-        let one = Launch::of(find("decode.fused.c16.cap8").unwrap(), Codebook::S4, 16_384, 4096, 132, res).unwrap();
-        let two = Launch::of(find("decode.fused.c16.waves64").unwrap(), Codebook::S4, 16_384, 4096, 132, res).unwrap();
-        assert_eq!((one.ctas, one.occupancy, two.occupancy), (1024, 9, 7));
-        assert!(two.waves_term(132, 1.0) > one.waves_term(132, 1.0));
-        assert_eq!(one.bytes, 16_384.0 * 128.0 * 18.0);
-    }
-
-    #[test]
     fn the_fit_recovers_a_model_it_generated() {
         let res = KernelResources { registers: 64, shared_static: 0 };
-        let c = find("decode.kpar.tn128.cpt1.waves2").unwrap();
-        let truth = CandidateModel { beta: 2f64.powf(-1.5), coef: [3.0, 0.002, 0.0001, 0.0] };
-        let rows: Vec<(Launch, f64)> =
+        let desc = vnni_policy::descriptor(find("decode.kpar.tn128.cpt1.waves2").unwrap());
+        let truth = CostModel {
+            candidate: desc.id.clone(),
+            registers: 64,
+            shared_static: 0,
+            rate: 23,
+            base: 3 << 16,
+            waves: Coef::quantize(0.002 * 65_536.0 / 1e6 * 1e3),
+            elements: Coef::quantize(1e-4 * 65_536.0 / 1e6),
+            partials: Coef::default(),
+        };
+        let rows: Vec<Observation> =
             [(4096, 4096), (8192, 2048), (24_576, 8192), (1024, 16_384), (65_536, 512), (2048, 2048)]
                 .iter()
-                .map(|&(n, k)| {
-                    let l = Launch::of(c, Codebook::S8, n, k, 132, res).unwrap();
-                    (l, truth.predict(&l, 132))
+                .map(|&(n, k)| Observation {
+                    launch: desc.model_launch(n, k, 132).unwrap(),
+                    n,
+                    k,
+                    us: truth.predict(&desc, n, k, 132).unwrap() as f64 / 65_536.0,
                 })
                 .collect();
-        let fit = CandidateModel::fit(&rows, 132).unwrap();
-        for (l, t) in &rows {
-            assert!((fit.predict(l, 132) / t - 1.0).abs() < 1e-6, "{} vs {t}", fit.predict(l, 132));
+        let fitted = fit(&desc.id, &rows, 132, res).unwrap();
+        assert_eq!(fitted.rate, truth.rate);
+        for o in &rows {
+            let p = fitted.predict(&desc, o.n, o.k, 132).unwrap() as f64 / 65_536.0;
+            assert!((p / o.us - 1.0).abs() < 1e-3, "{p} vs {}", o.us);
         }
-        assert_eq!(fit, CandidateModel::fit(&rows, 132).unwrap());
-        assert!(CandidateModel::fit(&rows[..4], 132).is_none());
+        assert_eq!(Some(fitted), fit(&desc.id, &rows, 132, res));
+        assert!(fit(&desc.id, &rows[..4], 132, res).is_none());
     }
 
     #[test]

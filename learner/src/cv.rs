@@ -145,8 +145,8 @@ pub fn choose(t: &Trainer, samples: &[&Sample], folds: &Folds) -> Result<(Hyper,
                 rows.extend(rows_of(t, test, |_| fallback));
                 continue;
             }
-            let tree = t.fit(train, hyper)?;
-            rows.extend(rows_of(t, test, |s| t.predict(&tree, s.n, s.k)));
+            let fitted = t.fit(train, hyper)?;
+            rows.extend(rows_of(t, test, |s| t.predict(&fitted, s.n, s.k)));
         }
         per_hyper.push((hyper, rows));
     }

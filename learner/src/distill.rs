@@ -1,13 +1,13 @@
-//! The generic tree of a CUDA decode domain, distilled from the cost model: fit one
-//! [`CandidateModel`] per candidate on the training rows, label a dense grid of round
-//! shapes of the domain with every candidate's predicted regret, add the measured training
-//! rows with their measured regrets, and grow the integer tree on summed regret
-//! (`regret_tree.rs`). The tree stays what the tables can carry (integer thresholds on shape
-//! features); the model is what lets it place boundaries between measured shapes.
+//! The cost models of a CUDA decode domain and the tree distilled from them: fit one
+//! quantized [`CostModel`] per candidate on the training rows ([`Models`]; the domain carries
+//! them and answers with their argmin), label a dense grid of round shapes of the domain with
+//! every candidate's predicted regret, add the measured training rows with their measured
+//! regrets, and grow the integer tree on summed regret (`regret_tree.rs`). The tree answers
+//! where the models do not (beyond their element limit, or no modelled candidate legal).
 
-use std::collections::BTreeMap;
+use vnni_policy::{CandidateDesc, CostModel};
 
-use crate::cost_model::{CandidateModel, KernelResources, Launch};
+use crate::cost_model::{self, KernelResources, Observation};
 use crate::domains::{domain_of, DomainKey, Sample};
 use crate::regret::REGRET_CAP;
 use crate::tree::Trainer;
@@ -55,13 +55,13 @@ fn resources(t: &Trainer, codebook: vnni_kernels::Codebook) -> Vec<Option<Kernel
     corpus.candidates(t.surface).iter().map(|c| corpus.resources.get(&c.kernel(codebook).symbol()).copied()).collect()
 }
 
-/// The cost models of one domain's training keys: one [`CandidateModel`] per generic
-/// candidate with enough measured rows, and what predicting needs.
+/// The cost models of one domain's training keys: one quantized [`CostModel`] per generic
+/// candidate with enough measured rows, in candidate-id order (the policy's order, so ties
+/// break alike), each with its corpus candidate index and descriptor.
+#[derive(Debug, Clone)]
 pub struct Models {
-    models: BTreeMap<usize, CandidateModel>,
-    resources: Vec<Option<KernelResources>>,
-    codebook: vnni_kernels::Codebook,
-    units: u32,
+    models: Vec<(usize, CandidateDesc, CostModel)>,
+    units: u64,
 }
 
 impl Models {
@@ -70,13 +70,14 @@ impl Models {
     pub fn fit(t: &Trainer, samples: &[&Sample]) -> Option<Models> {
         let codebook = t.corpus.cells[*samples.first()?.cells.first()?].codebook;
         let resources = resources(t, codebook);
-        let units = t.skeleton.units as u32;
-        let mut models = BTreeMap::new();
+        let units = t.skeleton.units;
+        let mut models = Vec::new();
         for (c, cand) in t.corpus.candidates(t.surface).iter().enumerate() {
             let Some(r) = resources[c] else { continue };
             if !t.generic(c) {
                 continue;
             }
+            let desc = vnni_policy::descriptor(cand);
             let mut rows = Vec::new();
             for s in samples {
                 for &i in &s.cells {
@@ -84,54 +85,58 @@ impl Models {
                     if cell.regret[c] >= REGRET_CAP {
                         continue;
                     }
-                    if let Some(l) = Launch::of(cand, cell.codebook, s.n, s.k, units, r) {
-                        rows.push((l, cell.best_us * (1.0 + cell.regret[c])));
+                    if let Some(launch) = desc.model_launch(s.n, s.k, units) {
+                        rows.push(Observation { launch, n: s.n, k: s.k, us: cell.best_us * (1.0 + cell.regret[c]) });
                     }
                 }
             }
-            if let Some(m) = CandidateModel::fit(&rows, units) {
-                models.insert(c, m);
+            if let Some(m) = cost_model::fit(&desc.id, &rows, units, r) {
+                models.push((c, desc, m));
             }
         }
-        (!models.is_empty()).then_some(Models { models, resources, codebook, units })
+        models.sort_by(|a, b| a.1.id.cmp(&b.1.id));
+        (!models.is_empty()).then_some(Models { models, units })
     }
 
-    /// Every candidate's predicted latency at (n, k) (infinite where unmodelled or illegal).
+    /// The quantized models as the policy stores them (sorted by candidate id).
+    pub fn to_policy(&self) -> Vec<CostModel> {
+        self.models.iter().map(|(_, _, m)| m.clone()).collect()
+    }
+
+    /// Every candidate's predicted latency at (n, k), in 2^-16 us (infinite where unmodelled,
+    /// illegal or beyond the model's limit; the integer evaluation the tables run).
     pub fn predict(&self, t: &Trainer, n: u64, k: u64) -> Vec<f64> {
-        let cands = t.corpus.candidates(t.surface);
-        let mut pred = vec![f64::INFINITY; cands.len()];
-        for (&c, m) in &self.models {
-            let res = self.resources[c].expect("modelled candidates have resources");
-            if let Some(l) = Launch::of(&cands[c], self.codebook, n, k, self.units, res) {
-                pred[c] = m.predict(&l, self.units);
+        let mut pred = vec![f64::INFINITY; t.corpus.candidates(t.surface).len()];
+        for (c, desc, m) in &self.models {
+            if let Some(p) = m.predict(desc, n, k, self.units) {
+                pred[*c] = p as f64;
             }
         }
         pred
     }
 
-    /// The candidate of least positive predicted latency (lowest index on ties).
-    pub fn argmin(&self, t: &Trainer, n: u64, k: u64) -> Option<usize> {
-        let pred = self.predict(t, n, k);
-        let mut best: Option<(f64, usize)> = None;
-        for (c, &p) in pred.iter().enumerate() {
-            if p.is_finite() && p > 0.0 && best.is_none_or(|(b, _)| p < b) {
-                best = Some((p, c));
+    /// The candidate of least positive predicted latency, the first in id order on ties (as
+    /// `vnni_policy::cost::argmin` breaks them); `None` where no model answers.
+    pub fn argmin(&self, n: u64, k: u64) -> Option<usize> {
+        let mut best: Option<(u64, usize)> = None;
+        for (c, desc, m) in &self.models {
+            let Some(p) = m.predict(desc, n, k, self.units) else { continue };
+            if p > 0 && best.is_none_or(|(b, _)| p < b) {
+                best = Some((p, *c));
             }
         }
         best.map(|(_, c)| c)
     }
 }
 
-/// Label the grid and the training keys of one decode domain, the cost models fitted on
-/// those keys alone (a model pooled over both aspect buckets fitted each worse in
-/// cross-validation: the form is too rigid to span both); `None` where the cost model does
-/// not apply.
-pub fn labelled(t: &Trainer, samples: &[&Sample]) -> Option<Labelled> {
+/// Label the grid and the training keys of one decode domain with `models`, fitted on those
+/// keys alone (a model pooled over both aspect buckets fitted each worse in cross-validation:
+/// the form is too rigid to span both); `None` where the cost model does not apply.
+pub fn labelled(t: &Trainer, samples: &[&Sample], models: &Models) -> Option<Labelled> {
     let first = samples.first()?;
     let cell = &t.corpus.cells[*first.cells.first()?];
     let (codebook, mode) = (cell.codebook, cell.mode);
     let key: DomainKey = domain_of(t.skeleton, codebook.name(), mode.name(), 1, first.n, first.k)?;
-    let models = Models::fit(t, samples)?;
     let cands = t.corpus.candidates(t.surface);
 
     let mut out = Labelled { points: Vec::new(), regret: Vec::new(), weights: Vec::new() };

@@ -14,7 +14,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::corpus::Corpus;
 use crate::cv::{baseline_rows, choose, Folds, METHOD_COUNT};
-use crate::distill::Models;
 use crate::domains::Sample;
 use crate::tree::{Hyper, Trainer};
 
@@ -85,19 +84,18 @@ pub fn leave_one_family_out(
             HyperChoice::Domain(h) => h,
             HyperChoice::Nested(folds) => choose(t, &train, folds)?.0,
         };
-        let tree = t.fit(&train, hyper)?;
-        let models = if t.distills() { Models::fit(t, &train) } else { None };
+        let fitted = t.fit(&train, hyper)?;
         let mut r = FamilyRegrets {
             baselines: baseline_rows(t, &train, &test).map(|rows| rows.into_iter().map(|(regret, _)| regret).collect()),
             ..FamilyRegrets::default()
         };
         for s in test {
-            let c = t.predict(&tree, s.n, s.k);
+            let c = t.walk(&fitted.tree, s.n, s.k);
             r.tree.extend(s.cells.iter().map(|&i| t.corpus.cells[i].regret[c]));
-            // Where the models exist but predict nothing legal here, the argmin column takes
-            // the tree's pick, so both columns score the same cells.
-            if let Some(models) = &models {
-                let m = models.argmin(t, s.n, s.k).unwrap_or(c);
+            // What ships: the models' argmin, the tree's pick where they do not answer (so
+            // both columns score the same cells).
+            if fitted.models.is_some() {
+                let m = t.predict(&fitted, s.n, s.k);
                 r.model.extend(s.cells.iter().map(|&i| t.corpus.cells[i].regret[m]));
             }
         }

@@ -5,9 +5,10 @@
 //! - [`ucb`]: per-cell upper confidence bounds of regret from the raw samples.
 //! - [`domains`]: M buckets, aspect buckets, runtime keys per domain.
 //! - [`features`], [`cart`], [`tree`]: a deterministic CART per domain over integer features, canonical splits, relabelling.
-//! - [`occupancy`], [`cost_model`], [`distill`], [`regret_tree`]: CUDA decode domains instead
-//!   grow their tree on summed regret over a dense shape grid labelled by a per-candidate
-//!   latency model (CTAs in waves at the kernel's occupancy) plus the measured rows.
+//! - [`cost_model`], [`distill`], [`regret_tree`]: CUDA decode domains instead carry
+//!   per-candidate latency models (CTAs in waves at the kernel's occupancy, quantized as the
+//!   policy stores them; their argmin answers) and a fallback tree grown on summed regret over
+//!   a dense shape grid the models label, plus the measured rows.
 //! - [`cv`]: grouped cross-validation over (N, K) geometries; [`baselines`] beside it;
 //!   [`family_cv`] leave-one-family-out regret of the decode trees, of the cost models'
 //!   own argmin (the gap is what distillation into trees loses) and of the baselines,
@@ -40,7 +41,6 @@ pub mod in_sample;
 pub mod ledger;
 pub mod map;
 pub mod noise;
-pub mod occupancy;
 pub mod overlays;
 pub mod proxy;
 pub mod regret;
@@ -151,14 +151,14 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
     let surface_of = |bucket: usize| policy.m_buckets[bucket].surface;
 
     let families = family_cv::families(&corpus);
-    let mut fitted: BTreeMap<DomainKey, (Node, DomainStats, Heldout)> = BTreeMap::new();
+    let mut fitted: BTreeMap<DomainKey, (tree::Fitted, DomainStats, Heldout)> = BTreeMap::new();
     let mut family_heldout: BTreeMap<DomainKey, BTreeMap<String, family_cv::FamilyRegrets>> = BTreeMap::new();
     for (key, samples) in &dev {
         let t = trainer(&corpus, &policy, key.bucket, &widths);
         let tree_err = |message: String| FitError::Tree { domain: key.to_string(), message };
         let heldout = cv::cross_validate(&t, samples, &folds).map_err(tree_err)?;
         let all: Vec<&domains::Sample> = samples.iter().collect();
-        let tree = t.fit(&all, heldout.hyper).map_err(tree_err)?;
+        let fit = t.fit(&all, heldout.hyper).map_err(tree_err)?;
         if key.aspect.is_some() {
             let choice = if opts.nested_family_cv {
                 family_cv::HyperChoice::Nested(&folds)
@@ -176,18 +176,21 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
             geomean_regret: s.geomean_regret,
             passed: s.p95_regret < opts.p95_max && s.ucb_p95_regret < opts.ucb_max,
         };
-        fitted.insert(key.clone(), (tree, stats, heldout));
+        fitted.insert(key.clone(), (fit, stats, heldout));
     }
 
     let mut out_domains = Vec::new();
     let mut reports = Vec::new();
     for key in domains::all_domains(&policy) {
-        let (tree, stats, heldout, borrowed_from) = match fitted.get(&key) {
-            Some((tree, stats, h)) => (tree.clone(), Some(stats.clone()), Some(h.clone()), None),
+        // A borrowed domain is of the same codebook and mode, so its models' kernel
+        // resources hold here too.
+        let (tree, models, stats, heldout, borrowed_from) = match fitted.get(&key) {
+            Some((f, stats, h)) => (f.tree.clone(), f.policy_models(), Some(stats.clone()), Some(h.clone()), None),
             None => match borrow::nearest(&key, fitted.keys(), surface_of) {
-                Some(from) => (fitted[from].0.clone(), None, None, Some(from.clone())),
+                Some(from) => (fitted[from].0.tree.clone(), fitted[from].0.policy_models(), None, None, Some(from.clone())),
                 None => (
                     borrow::best_single_leaf(&trainer(&corpus, &policy, key.bucket, &widths), &key, &dev, surface_of),
+                    Vec::new(),
                     None,
                     None,
                     None,
@@ -199,6 +202,7 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
             mode: key.mode.clone(),
             m_bucket: key.bucket,
             aspect: key.aspect,
+            models,
             tree,
             stats,
         });
@@ -234,11 +238,12 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
     })
 }
 
-/// The descriptors of every candidate a tree or overlay names, sorted by id.
+/// The descriptors of every candidate a tree, model or overlay names, sorted by id.
 fn named_candidates(policy: &Policy, backend: registry::Backend) -> Vec<vnni_policy::CandidateDesc> {
     let mut ids: BTreeSet<&str> = policy.overlays.iter().map(|o| o.candidate.as_str()).collect();
     for d in &policy.domains {
         leaves(&d.tree, &mut ids);
+        ids.extend(d.models.iter().map(|m| m.candidate.as_str()));
     }
     vnni_policy::descriptors(backend).into_iter().filter(|c| ids.contains(c.id.as_str())).collect()
 }

@@ -119,12 +119,12 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
     if !by_family.is_empty() {
         let _ = writeln!(
             md,
-            "## Leave one family out (decode)\n\nEach model family's development cells, scored by the trees \
-             fitted without that family's shapes ({}; every codebook and aspect pooled; \
-             grid points stay in training), and by the argmin of the cost models fitted on the same rows \
-             (what the trees are distilled from; `-` where no cost model applies, and its own row count where \
-             that differs from the trees'), and by the baselines \
-             trained on the same rows. Each entry is p95 / geomean / max.\n\n| family | rows | trees | cost model argmin | {} |\n|---|---|---|---|{}",
+            "## Leave one family out (decode)\n\nEach model family's development cells, scored by what the \
+             policy ships when fitted without that family's shapes ({}; every codebook and aspect pooled; \
+             grid points stay in training): the argmin of the quantized cost models, the tree where they do \
+             not answer (`-` where no cost model applies, and its own row count where that differs); beside \
+             it the fallback trees alone (distilled from the models) and the baselines \
+             trained on the same rows. Each entry is p95 / geomean / max.\n\n| family | rows | trees alone | cost models (shipped) | {} |\n|---|---|---|---|{}",
             if fit.nested_family_cv {
                 "nested: hyperparameters chosen again by grouped folds over the other rows"
             } else {

@@ -1,5 +1,6 @@
-//! One domain's generic tree, converted to the IR: a CART on the exact winners, or, for CUDA
-//! decode domains, a summed-regret tree distilled from the cost model (`distill.rs`).
+//! One domain's fit, converted to the IR: a CART on the exact winners, or, for CUDA decode
+//! domains, the cost models (which answer first) and a summed-regret tree distilled from them
+//! (`distill.rs`) for where they do not answer.
 //!
 //! The tree is grown by `cart.rs` (deterministic weighted Gini CART over the integer
 //! features; its module comment says why not linfa-trees), then canonicalized: each split is
@@ -17,7 +18,7 @@ use vnni_policy::{Feature, Node, Policy};
 
 use crate::cart;
 use crate::corpus::Corpus;
-use crate::distill::{self, Labelled};
+use crate::distill::{self, Labelled, Models};
 use crate::domains::Sample;
 use crate::features::FeatureSet;
 use crate::regret::{alias_scores, minimax_winner, pick_banded, TIE_BAND};
@@ -40,13 +41,29 @@ pub struct Trainer<'a> {
     pub skeleton: &'a Policy,
     pub surface: Surface,
     pub widths: Vec<u64>,
-    /// Distillation data per training set (keyed by its alias cells): cross-validation
-    /// grows several trees on one set, the cost models are fitted once.
+    /// Cost models and distillation data per training set (keyed by its alias cells):
+    /// cross-validation grows several trees on one set, the cost models are fitted once.
     distilled: DistillCache,
 }
 
-/// Labelled distillation data by training set (its alias cells); `None`: the model does not apply.
-type DistillCache = RefCell<BTreeMap<Vec<usize>, Option<Rc<Labelled>>>>;
+/// The cost models of a training set and the grid they label (each `None` where it does not apply).
+type Distilled = (Option<Rc<Models>>, Option<Rc<Labelled>>);
+type DistillCache = RefCell<BTreeMap<Vec<usize>, Distilled>>;
+
+/// What one fit of a domain yields: its tree and, for CUDA decode domains, the cost models
+/// that answer before it (as the policy's evaluator and the tables do).
+#[derive(Debug, Clone)]
+pub struct Fitted {
+    pub tree: Node,
+    pub models: Option<Rc<Models>>,
+}
+
+impl Fitted {
+    /// The models as the policy stores them (none: the tree answers everywhere).
+    pub fn policy_models(&self) -> Vec<vnni_policy::CostModel> {
+        self.models.as_ref().map(|m| m.to_policy()).unwrap_or_default()
+    }
+}
 
 /// A tree in training-side form: feature indices into the set, leaves unlabelled.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,10 +108,15 @@ impl<'a> Trainer<'a> {
         self.surface == Surface::Decode && self.corpus.backend == Backend::Cuda && !self.corpus.resources.is_empty()
     }
 
-    fn labelled(&self, samples: &[&Sample]) -> Option<Rc<Labelled>> {
+    fn distilled(&self, samples: &[&Sample]) -> Distilled {
         // The alias cells identify the training set whatever domain the samples are of.
         let key: Vec<usize> = samples.iter().flat_map(|s| s.cells.iter().copied()).collect();
-        self.distilled.borrow_mut().entry(key).or_insert_with(|| distill::labelled(self, samples).map(Rc::new)).clone()
+        let fit = || {
+            let models = Models::fit(self, samples);
+            let labelled = models.as_ref().and_then(|m| distill::labelled(self, samples, m));
+            (models.map(Rc::new), labelled.map(Rc::new))
+        };
+        self.distilled.borrow_mut().entry(key).or_insert_with(fit).clone()
     }
 
     pub fn generic(&self, c: usize) -> bool {
@@ -139,8 +161,14 @@ impl<'a> Trainer<'a> {
         &self.corpus.candidates(self.surface)[c].id
     }
 
+    /// The candidate index a fit picks for N x K: its models' argmin where they answer, else
+    /// its tree's leaf (the policy evaluator's order after overlays).
+    pub fn predict(&self, fitted: &Fitted, n: u64, k: u64) -> usize {
+        fitted.models.as_ref().and_then(|m| m.argmin(n, k)).unwrap_or_else(|| self.walk(&fitted.tree, n, k))
+    }
+
     /// The candidate index a tree picks for N x K (through the policy evaluator's walk).
-    pub fn predict(&self, tree: &Node, n: u64, k: u64) -> usize {
+    pub fn walk(&self, tree: &Node, n: u64, k: u64) -> usize {
         let id = self.skeleton.walk(tree, n, k).expect("learned trees are complete");
         self.corpus.candidates(self.surface).iter().position(|c| c.id == id).expect("trees name surface candidates")
     }
@@ -150,13 +178,19 @@ impl<'a> Trainer<'a> {
         features.iter().map(|f| f.value(s.n, s.k, self.skeleton.units)).collect()
     }
 
+    /// Fit the cost models (CUDA decode domains) and the tree: a summed-regret tree distilled
+    /// from the models, else a CART on the exact winners.
+    pub fn fit(&self, samples: &[&Sample], hyper: Hyper) -> Result<Fitted, String> {
+        let (models, data) = if self.distills() { self.distilled(samples) } else { (None, None) };
+        let tree = match data {
+            Some(data) => self.fit_distilled(&data, hyper),
+            None => self.fit_cart(samples, hyper)?,
+        };
+        Ok(Fitted { tree, models })
+    }
+
     /// Fit, convert, verify, canonicalize, relabel.
-    pub fn fit(&self, samples: &[&Sample], hyper: Hyper) -> Result<Node, String> {
-        if self.distills() {
-            if let Some(data) = self.labelled(samples) {
-                return Ok(self.fit_distilled(&data, hyper));
-            }
-        }
+    fn fit_cart(&self, samples: &[&Sample], hyper: Hyper) -> Result<Node, String> {
         let features = hyper.set.features(&self.widths);
         let labelled: Vec<(&Sample, usize)> = samples.iter().filter_map(|s| self.label(s).map(|l| (*s, l))).collect();
         let distinct: std::collections::BTreeSet<usize> = labelled.iter().map(|x| x.1).collect();

@@ -1,13 +1,14 @@
 //! The occupancy formula and the launch model against what the H200 reported: every decode
 //! row of the committed CUDA corpora records the device's resident CTAs per SM for its launch
-//! and the weight bytes it streamed; `cost_model::Launch` must reproduce both from the
-//! registry's plan and the corpus's preflight resources.
+//! and the weight bytes it streamed; the policy's cost-model launch (`vnni_policy::cost`)
+//! must reproduce both from the candidate's descriptor and the corpus's preflight resources.
 
 use std::path::Path;
 
 use vnni_corpus::read::{read_resources, read_timing};
 use vnni_kernels::registry::find;
-use vnni_learner::cost_model::{KernelResources, Launch};
+use vnni_learner::cost_model::KernelResources;
+use vnni_policy::cost::Basis;
 
 #[test]
 fn launches_match_the_device_on_every_committed_decode_row() {
@@ -24,10 +25,13 @@ fn launches_match_the_device_on_every_committed_decode_row() {
             for r in read_timing(&dir.join(phase)).unwrap() {
                 let Some(c) = find(&r.candidate) else { continue };
                 let cb = r.codebook.expect("candidate rows name their codebook");
-                let l = Launch::of(c, cb, r.n as u64, r.k as u64, 132, res[&c.kernel(cb).symbol()]).unwrap();
+                let (n, k) = (r.n as u64, r.k as u64);
+                let kr = res[&c.kernel(cb).symbol()];
+                let launch = vnni_policy::descriptor(c).model_launch(n, k, 132).unwrap();
+                let b = Basis::of(&launch, n, k, 132, kr.registers, kr.shared_static, 64).unwrap();
                 let where_ = format!("{corpus}/{phase}: {} {}x{} {}", cb.name(), r.n, r.k, r.candidate);
-                assert_eq!(l.occupancy, r.occupancy_blocks_per_sm, "{where_}");
-                assert_eq!(l.bytes, r.weight_bytes as f64, "{where_}");
+                assert_eq!(b.occupancy, u64::from(r.occupancy_blocks_per_sm), "{where_}");
+                assert_eq!(b.elements / 32 * cb.block_bytes() as u64, r.weight_bytes as u64, "{where_}");
                 checked += 1;
             }
         }

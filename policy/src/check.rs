@@ -4,8 +4,9 @@
 
 use std::collections::BTreeSet;
 
+use crate::cost;
 use crate::eval::MAX_DIM;
-use crate::ir::{Feature, KbFormula, Node, Policy, Surface, SCHEMA};
+use crate::ir::{CostModel, Feature, KbFormula, Node, Policy, Surface, SCHEMA};
 use crate::PolicyError;
 
 fn bad(what: String) -> PolicyError {
@@ -149,11 +150,54 @@ impl Policy {
             }
             let surface = self.m_buckets[d.m_bucket].surface;
             self.check_tree(&d.tree, &name, surface, "root")?;
+            self.check_models(&d.models, &name, surface)?;
         }
         if let Some((cb, mode, bi, a)) = expected.difference(&seen).next() {
             return Err(bad(format!(
                 "domain {cb} {mode} bucket {bi} aspect {a:?} is missing: its queries reach no tree"
             )));
+        }
+        Ok(())
+    }
+
+    /// Cost models: decode only, one per generic decode candidate of the policy, sorted, every
+    /// number inside the bounds `cost.rs` proves overflow-free.
+    fn check_models(&self, models: &[CostModel], domain: &str, surface: Surface) -> Result<(), PolicyError> {
+        if !models.is_empty() && surface != Surface::Decode {
+            return Err(bad(format!("{domain}: cost models serve decode domains only")));
+        }
+        let ids: Vec<String> = models.iter().map(|m| m.candidate.clone()).collect();
+        unique_sorted(&format!("{domain}: model candidates"), &ids, true)?;
+        for m in models {
+            let at = format!("{domain}: model of {}", m.candidate);
+            let c = self
+                .candidate(&m.candidate)
+                .ok_or_else(|| PolicyError::UnknownCandidate { id: m.candidate.clone() })?;
+            if c.surface != Surface::Decode || !c.generic_legal || c.backend != "cuda" {
+                return Err(bad(format!("{at}: not a generic CUDA decode candidate")));
+            }
+            let shared_max = vnni_kernels::occupancy::SHARED;
+            if !(cost::MIN_RATE..=cost::MAX_RATE).contains(&m.rate)
+                || m.base > cost::MAX_BASE
+                || m.registers > 255
+                || m.shared_static > shared_max
+            {
+                return Err(bad(format!(
+                    "{at}: rate {} ({}..={}), base {} (<= 2^40), registers {} (<= 255) or static shared {} \
+                     (<= {shared_max}) out of range",
+                    m.rate,
+                    cost::MIN_RATE,
+                    cost::MAX_RATE,
+                    m.base,
+                    m.registers,
+                    m.shared_static
+                )));
+            }
+            for (name, coef) in [("waves", m.waves), ("elements", m.elements), ("partials", m.partials)] {
+                if coef.mantissa >> cost::MANTISSA_BITS != 0 || coef.shift > cost::MAX_SHIFT {
+                    return Err(bad(format!("{at}: {name} coefficient {coef:?} out of range")));
+                }
+            }
         }
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! The Rust evaluator of the policy IR: the single statement of the run-time decision that
 //! the generated C++ and Rust tables must agree with, query for query. Integer arithmetic
-//! only (i64 products bounded by N, K, M < 2^31).
+//! only (i64 products bounded by N, K, M < 2^31; the cost model's bounds are in `cost.rs`).
 
 use crate::ir::{CandidateDesc, Feature, KbFormula, Node, Policy, Surface};
 use crate::PolicyError;
@@ -12,6 +12,8 @@ pub const MAX_DIM: u64 = (1 << 31) - 1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
     Overlay,
+    /// The least prediction of the domain's cost models.
+    Model,
     Tree,
 }
 
@@ -123,7 +125,30 @@ impl Policy {
         }
     }
 
-    /// The candidate for one surface's domain: the overlay for the exact shape, else the tree.
+    /// The index (into the domain's models) and prediction of the least predicted candidate of
+    /// domain `domain` at N x K; `None` where no model answers (then the tree does).
+    pub fn model_pick(&self, domain: usize, n: u64, k: u64) -> Option<(usize, u64)> {
+        crate::cost::argmin(&self.domains[domain].models, |id| self.candidate(id), n, k, self.units)
+    }
+
+    /// Every prediction of domain `domain`'s models at N x K (2^-16 us), least first (ties in
+    /// model order, as `model_pick` breaks them).
+    pub fn model_predictions(&self, domain: usize, n: u64, k: u64) -> Vec<(&str, u64)> {
+        let mut v: Vec<(usize, &str, u64)> = self.domains[domain]
+            .models
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| {
+                let t = m.predict(self.candidate(&m.candidate)?, n, k, self.units)?;
+                (t > 0).then_some((i, m.candidate.as_str(), t))
+            })
+            .collect();
+        v.sort_by_key(|&(i, _, t)| (t, i));
+        v.into_iter().map(|(_, id, t)| (id, t)).collect()
+    }
+
+    /// The candidate for one surface's domain: the overlay for the exact shape, else the
+    /// domain's cost models, else its tree.
     fn choose(
         &self,
         codebook: &str,
@@ -162,9 +187,10 @@ impl Policy {
                 })
             })
             .flatten();
-        let (id, via) = match overlay {
-            Some(o) => (o.candidate.as_str(), Via::Overlay),
-            None => (self.walk_visiting(&self.domains[domain].tree, n, k, visit)?, Via::Tree),
+        let (id, via) = match (overlay, self.model_pick(domain, n, k)) {
+            (Some(o), _) => (o.candidate.as_str(), Via::Overlay),
+            (None, Some((i, _))) => (self.domains[domain].models[i].candidate.as_str(), Via::Model),
+            (None, None) => (self.walk_visiting(&self.domains[domain].tree, n, k, visit)?, Via::Tree),
         };
         let cand = self.candidate(id).ok_or_else(|| PolicyError::UnknownCandidate { id: id.into() })?;
         Ok((cand, via, domain))

@@ -6,8 +6,31 @@ use vnni_kernels::Codebook;
 
 use crate::ir::*;
 
+/// Made-up cost models (of a plausible scale: a few us fixed, ~4 TB/s) for every generic decode
+/// candidate, varied enough that the argmin moves with the shape.
+fn models(candidates: &[CandidateDesc]) -> Vec<CostModel> {
+    let generic = candidates.iter().filter(|c| c.surface == Surface::Decode && c.generic_legal);
+    generic
+        .enumerate()
+        .map(|(i, c)| {
+            let i = i as u64;
+            CostModel {
+                candidate: c.id.clone(),
+                registers: 32 + 8 * (i % 8) as u32,
+                shared_static: 0,
+                rate: [4, 8, 16, 32, 64, 128, 256][(i % 7) as usize],
+                base: (3 << 16) + 997 * i,
+                waves: Coef { mantissa: 40_000 + 97 * i, shift: 15 },
+                elements: Coef { mantissa: 30_000 + 31 * i, shift: 24 },
+                partials: Coef { mantissa: 34_000, shift: 18 },
+            }
+        })
+        .collect()
+}
+
 /// Every codebook, one mode, buckets {1}, {2..=8}, {9..}, aspect edges 1/4 and 4, decode trees
-/// that split on N and on waves, one overlay per surface.
+/// that split on N and on waves (CUDA: cost models in the middle aspect bucket), one overlay
+/// per surface.
 pub fn example_policy(backend: Backend) -> Policy {
     let candidates = crate::descriptors(backend);
     let first = |surface: Surface, generic: bool, skip: usize| {
@@ -51,11 +74,14 @@ pub fn example_policy(backend: Backend) -> Policy {
                         Some(a) => decode_tree(a),
                         None => Node::Leaf { candidate: first(Surface::Grouped, true, bi - 1) },
                     };
+                    let models =
+                        if aspect == Some(1) && backend == Backend::Cuda { models(&candidates) } else { vec![] };
                     domains.push(Domain {
                         codebook: cb.name().into(),
                         mode: mode.clone(),
                         m_bucket: bi,
                         aspect,
+                        models,
                         tree,
                         stats: None,
                     });

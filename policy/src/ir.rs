@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub const SCHEMA: &str = "vnni-policy-v1";
+pub use crate::cost::{Coef, CostModel};
+
+pub const SCHEMA: &str = "vnni-policy-v2";
 
 /// Which kernel surface serves an M bucket: the registry's one `Surface` (serialized as
 /// `decode`, `grouped`, `prefill`).
@@ -115,7 +117,7 @@ pub struct DomainStats {
     pub passed: bool,
 }
 
-/// One domain: (codebook, mode, M bucket, aspect bucket) and its tree.
+/// One domain: (codebook, mode, M bucket, aspect bucket), its cost models and its tree.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Domain {
     pub codebook: String,
@@ -124,6 +126,11 @@ pub struct Domain {
     pub m_bucket: usize,
     /// Index of the aspect bucket (decode), `None` for grouped and prefill domains.
     pub aspect: Option<usize>,
+    /// CUDA decode domains: one latency model per candidate the domain may pick, sorted by
+    /// candidate id; the least prediction answers (`cost.rs`). Empty: the tree answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<CostModel>,
+    /// Where the models do not answer (or there are none).
     pub tree: Node,
     /// `None` where the corpus had no rows for the domain (a tree borrowed from a neighbour).
     pub stats: Option<DomainStats>,

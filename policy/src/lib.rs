@@ -3,12 +3,14 @@
 //! single statement of the run-time decision that generated tables must agree with.
 //!
 //! - [`ir`]: the types and their canonical bytes and digest.
-//! - [`eval`]: integer features, bpp formulas, `select` (overlay, then tree; grouped rows
-//!   inherit the decode selection's bpp).
+//! - [`eval`]: integer features, bpp formulas, `select` (overlay, then the domain's cost
+//!   models, then its tree; grouped rows inherit the decode selection's bpp).
+//! - [`cost`]: the integer cost model of CUDA decode domains.
 //! - [`check`]: totality and structure.
 //! - [`example`]: a small total policy for tests of every consumer.
 
 pub mod check;
+pub mod cost;
 pub mod eval;
 pub mod example;
 pub mod explain;

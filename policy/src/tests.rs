@@ -35,7 +35,7 @@ fn overlays_win_and_grouped_rows_inherit_the_decode_bpp() {
     assert_eq!(d.via, Via::Overlay);
     assert!(d.candidate.id.contains(".kb"));
     let off = p.select_with("s4", "eager", 1, 4096, 4096, false).unwrap();
-    assert_eq!(off.via, Via::Tree);
+    assert_eq!(off.via, Via::Model);
     for m in [2, 5, 8, 9, 31, 4096, MAX_DIM] {
         let g = p.select("s4", "eager", m, 4096, 4096).unwrap();
         assert_eq!(g.bpp, d.bpp, "M={m}");
@@ -98,4 +98,46 @@ fn leaves_must_be_generic_and_of_their_surface() {
     let mut p = example_policy(Backend::Cuda);
     p.candidates[0].tile += 1;
     assert!(p.check_registry().is_err());
+}
+
+#[test]
+fn cost_models_answer_where_they_apply_and_trees_elsewhere() {
+    let p = example_policy(Backend::Cuda);
+    let mut picked = std::collections::BTreeSet::new();
+    for n in [256u64, 1024, 4096, 5120, 14_336, 65_536] {
+        for k in [256u64, 2048, 4096, 14_336, 65_536] {
+            let s = p.select("s8", "eager", 1, n, k).unwrap();
+            let in_middle = p.aspect_bucket(n, k) == 1;
+            assert_eq!(s.via == Via::Model, in_middle, "{n}x{k}");
+            if in_middle {
+                let (i, t) = p.model_pick(s.domain, n, k).unwrap();
+                assert_eq!(p.domains[s.domain].models[i].candidate, s.candidate.id);
+                assert!(t > 0);
+                picked.insert(s.candidate.id.clone());
+            }
+        }
+    }
+    assert!(picked.len() >= 2, "the example's argmin moves with the shape: {picked:?}");
+    // Beyond 2^36 elements the tree answers.
+    let big = p.select("s8", "eager", 1, 1 << 19, 1 << 18).unwrap();
+    assert_eq!((p.aspect_bucket(1 << 19, 1 << 18), big.via), (1, Via::Tree));
+}
+
+#[test]
+fn broken_cost_models_are_rejected() {
+    let base = example_policy(Backend::Cuda);
+    let d = base.domains.iter().position(|d| !d.models.is_empty()).unwrap();
+    let mut p = base.clone();
+    p.domains[d].models[0].rate = 0;
+    assert!(rejected(&p).contains("rate 0"), "{}", rejected(&p));
+    let mut p = base.clone();
+    p.domains[d].models[0].waves.mantissa = 1 << 16;
+    assert!(rejected(&p).contains("waves coefficient"));
+    let mut p = base.clone();
+    p.domains[d].models.swap(0, 1);
+    assert!(rejected(&p).contains("not unique and sorted"));
+    let mut p = base.clone();
+    let grouped = p.domains.iter().position(|d| d.aspect.is_none()).unwrap();
+    p.domains[grouped].models = p.domains[d].models.clone();
+    assert!(rejected(&p).contains("decode domains only"));
 }

@@ -52,7 +52,7 @@ fn two_processes_write_the_same_policy_bytes() {
 /// The written bytes parse as a policy of this registry.
 fn vnni_policy_check(bytes: &[u8]) {
     let v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
-    assert_eq!(v["schema"], "vnni-policy-v1");
+    assert_eq!(v["schema"], "vnni-policy-v2");
     assert_eq!(v["gates"]["ucb_max"], 0.08);
     assert!(v["gates"]["passed"].as_bool().unwrap());
     assert!(v["gates"]["sealed"]["passed"].as_bool().unwrap());

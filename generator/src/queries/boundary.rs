@@ -2,7 +2,8 @@
 //! domain's aspect bucket and its ancestors) with the feature just at the threshold (the
 //! largest reachable value <= le, ideally le itself) and just past it (ideally le + 1), so a
 //! predicate changed by one flips an answer. Also: exact aspect-edge ratios and their
-//! neighbours, every M bucket edge, every overlay and its neighbours, the extreme corners.
+//! neighbours, every M bucket edge, every overlay and its neighbours, the extreme corners,
+//! and shapes at the cost models' element limit and just past it (the tree answers there).
 
 use std::ptr;
 
@@ -31,6 +32,7 @@ pub fn queries(policy: &Policy, points: &InventoryPoints) -> (Vec<Query>, SplitC
     bucket_edge_queries(policy, points, &mut out);
     overlay_queries(policy, &mut out);
     corner_queries(policy, &mut out);
+    model_limit_queries(policy, &mut out);
     (out, coverage)
 }
 
@@ -309,6 +311,24 @@ fn corner_queries(policy: &Policy, out: &mut Vec<Query>) {
             for n in [1, MAX_DIM] {
                 for k in [32, MAX_K] {
                     out.push(Query { codebook, mode, m, n, k });
+                }
+            }
+        }
+    }
+}
+
+/// N * K at the cost models' limit (2^36 elements) and just past it, at several aspects.
+fn model_limit_queries(policy: &Policy, out: &mut Vec<Query>) {
+    if policy.domains.iter().all(|d| d.models.is_empty()) {
+        return;
+    }
+    let limit = vnni_policy::cost::MAX_ELEMENTS;
+    for (codebook, mode) in codebook_modes(policy) {
+        for k in [256u64, 4096, 1 << 18, 1 << 26] {
+            let n = limit / k;
+            for (n, k) in [(n, k), (n + 1, k), (n - 1, k), (n, k + 32)] {
+                if legal_n(n) && legal_k(k) {
+                    out.push(Query { codebook, mode, m: 1, n, k });
                 }
             }
         }

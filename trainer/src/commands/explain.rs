@@ -55,12 +55,20 @@ impl ToArgv for Args {
     }
 }
 
-fn describe(label: &str, d: &Decision, policy: &Policy) {
+fn describe(label: &str, d: &Decision, policy: &Policy, (n, k): (u64, u64)) {
     let dom = &policy.domains[d.domain];
     let aspect = dom.aspect.map_or(String::new(), |a| format!(", aspect bucket {a}"));
     println!("{label:<11} {} (domain {} {} bucket {}{aspect})", d.candidate, dom.codebook, dom.mode, dom.m_bucket);
     match d.via {
         Via::Overlay => println!("{:<11} exact overlay for this (codebook, mode, bucket, N, K)", ""),
+        Via::Model => {
+            let predictions = policy.model_predictions(d.domain, n, k);
+            println!("{:<11} least predicted latency of the domain's {} cost models:", "", dom.models.len());
+            for (id, t) in predictions.iter().take(3) {
+                let us = *t as f64 / f64::from(1u32 << vnni_policy::cost::TIME_BITS);
+                println!("{:<11}   {us:>9.3} us  {id}", "");
+            }
+        }
         Via::Tree => {
             for s in &d.path {
                 let (op, side) = if s.left { ("<=", "left") } else { (">", "right") };
@@ -131,10 +139,10 @@ pub fn run(a: &Args) -> Result<()> {
     println!("query       {} ({codebook}) {mode} M={} N={} K={}", a.format, a.m, a.n, a.k);
     println!("selection   {} bpp {} ({} partitions), via {:?}", s.candidate.id, s.bpp, s.kb, s.via);
     println!("bucket      {} ({})", e.bucket, e.surface);
-    describe("decode", &e.decode, &policy);
+    describe("decode", &e.decode, &policy, (a.n, a.k));
     if let Some(b) = &e.batched {
         println!("{:<11} the rows inherit bpp {} from the decode pick", "", s.bpp);
-        describe("batched", b, &policy);
+        describe("batched", b, &policy, (a.n, a.k));
     }
     let corpus = a.corpus.clone().or_else(|| find_corpus(&a.root, &policy.provenance.corpus_id));
     let Some(corpus) = corpus else {

@@ -39,7 +39,7 @@ pub fn run(a: &Args) -> Result<()> {
         Some(path) => {
             let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
             let policy = Policy::from_bytes(&bytes)
-                .with_context(|| format!("{} is not a policy (vnni-policy-v1 JSON)", path.display()))?;
+                .with_context(|| format!("{} is not a policy (vnni-policy-v2 JSON)", path.display()))?;
             // Its codebook and mode words name the report's files: only the vocabulary passes.
             policy.check().with_context(|| format!("{}: not a valid policy", path.display()))?;
             Some(policy)

@@ -1,21 +1,22 @@
 //! Resident CTAs per SM of a launch on sm_90 (H100 / H200), from the kernel's registers and
 //! the launch's threads and shared memory: the occupancy calculator's rules, so the cost
-//! model can place CTAs in waves for shapes that were never launched. The corpus records the
-//! device's own answer for every timed row; a test checks this formula against all of them.
+//! model (the learner fits it; policies and generated tables evaluate it) can place CTAs in
+//! waves for shapes that were never launched. The corpus records the device's own answer for
+//! every timed row; the test below holds launches the device reported in committed corpora.
 
 /// Per-SM limits of compute capability 9.0.
-const MAX_WARPS: u32 = 64;
-const MAX_BLOCKS: u32 = 32;
-const REGISTERS: u32 = 65_536;
+pub const MAX_WARPS: u32 = 64;
+pub const MAX_BLOCKS: u32 = 32;
+pub const REGISTERS: u32 = 65_536;
 /// Registers are allocated per warp in units of 256 ...
-const REGISTER_UNIT: u32 = 256;
+pub const REGISTER_UNIT: u32 = 256;
 /// ... and warps are granted registers in groups of 4.
-const WARP_GROUP: u32 = 4;
+pub const WARP_GROUP: u32 = 4;
 /// Shared memory an SM can hand out, the share the runtime reserves per CTA, and the
 /// allocation unit.
-const SHARED: u32 = 233_472;
-const SHARED_RESERVED: u32 = 1024;
-const SHARED_UNIT: u32 = 128;
+pub const SHARED: u32 = 233_472;
+pub const SHARED_RESERVED: u32 = 1024;
+pub const SHARED_UNIT: u32 = 128;
 
 /// CTAs of `threads` threads, `registers` registers per thread and `shared` bytes of shared
 /// memory (static plus dynamic) that fit on one SM at once; 0 when one does not fit.

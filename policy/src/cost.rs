@@ -1,0 +1,332 @@
+//! The cost model a CUDA decode domain carries: per candidate, a latency prediction from the
+//! launch the candidate makes for N x K, evaluated in integers so that this evaluator and the
+//! generated C++ and Rust tables take the same argmin bit for bit. The learner fits the
+//! coefficients (`vnni-learner`'s `cost_model.rs` says why this form) and scores exactly this
+//! integer evaluation, so what is measured is what ships.
+//!
+//! For a launch of `ctas` CTAs of `threads` threads, `occ` of them resident per SM
+//! (`vnni_kernels::occupancy`, sm_90 rules) on `units` SMs, and E = N * K elements:
+//!
+//! ```text
+//! D     = threads * rate                        (threads in whole warps; per-thread rate rate / 64)
+//! wave(r) = max(r * D, 65536)                   (r resident CTAs draw min(1, r * D / 65536) of an SM)
+//! W     = (ctas / (units * occ)) * wave(occ) + [tail > 0] * wave(ceil(tail / units))
+//! waves = (E / ctas) * W / D                    (elements per SM, stretched by each wave's draw)
+//! t     = base + waves * cw + E * ce + partials * cp      (units of 2^-16 us)
+//! ```
+//!
+//! with each coefficient `c = mantissa / 2^shift` applied as `(mantissa * x) >> shift`.
+//! Bounds, for E <= 2^36 (64 G elements, 16x the largest weight matrix of any model we know;
+//! beyond it the domain's tree answers) and 4 <= rate <= 512, so 128 <= D <= 2^19 and a wave
+//! stretches its elements at most 512x: (E / ctas) * W <= E * 2 * 2^24 <= 2^61, waves <=
+//! E * 512 * (1 + 1/units) < 2^45.1, so each product with a mantissa (< 2^16) stays below
+//! 2^61.1 and the sum with `base` (<= 2^40) below 2^62: int64 never overflows (a test walks
+//! the extremes with checked arithmetic).
+
+use serde::{Deserialize, Serialize};
+use vnni_kernels::occupancy::blocks_per_sm;
+
+use crate::ir::{CandidateDesc, KbFormula};
+
+/// The per-thread rate is `rate / RATE_DEN` of 1/1024 of an SM's bandwidth.
+pub const RATE_DEN: u64 = 64;
+/// One SM's full draw in units of `threads * rate`: `1024 * RATE_DEN`.
+const FULL_DRAW: u64 = 1024 * RATE_DEN;
+/// The most elements (N * K) the model answers for.
+pub const MAX_ELEMENTS: u64 = 1 << 36;
+/// Predictions are in units of 2^-TIME_BITS microseconds.
+pub const TIME_BITS: u32 = 16;
+/// Coefficient mantissas are below 2^MANTISSA_BITS ...
+pub const MANTISSA_BITS: u32 = 16;
+/// ... and shifts at most this (a shift by 64 or more is undefined in C++).
+pub const MAX_SHIFT: u32 = 62;
+/// `base` is at most this.
+pub const MAX_BASE: u64 = 1 << 40;
+/// The smallest `rate` (a thread at 1/16 of 1/1024 of an SM) ...
+pub const MIN_RATE: u64 = 4;
+/// ... and the largest (8/1024 of an SM).
+pub const MAX_RATE: u64 = 512;
+
+/// A non-negative coefficient `mantissa / 2^shift`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coef {
+    pub mantissa: u64,
+    pub shift: u32,
+}
+
+impl Coef {
+    /// `floor(mantissa * x / 2^shift)`.
+    pub fn apply(self, x: u64) -> u64 {
+        (self.mantissa * x) >> self.shift
+    }
+
+    /// The nearest representable coefficient to `value` (>= 0; saturates at the largest).
+    pub fn quantize(value: f64) -> Coef {
+        if value.is_nan() || value <= 0.0 {
+            return Coef::default();
+        }
+        let top = (1u64 << MANTISSA_BITS) - 1;
+        let mut shift = 0u32;
+        while shift < MAX_SHIFT && value * 2f64.powi(shift as i32 + 1) < top as f64 {
+            shift += 1;
+        }
+        let mantissa = (value * 2f64.powi(shift as i32)).round().min(top as f64) as u64;
+        Coef { mantissa, shift }
+    }
+
+    pub fn value(self) -> f64 {
+        self.mantissa as f64 / 2f64.powi(self.shift as i32)
+    }
+}
+
+/// One candidate's model in one domain (the kernel resources are those of the domain's codebook).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CostModel {
+    pub candidate: String,
+    /// Registers per thread of the kernel the candidate runs for the domain's codebook.
+    pub registers: u32,
+    /// Its static shared memory bytes (dynamic shared memory follows from the launch).
+    pub shared_static: u32,
+    /// Per-thread rate: `rate / 64` of 1/1024 of an SM's bandwidth (4 ..= 512).
+    pub rate: u64,
+    /// Fixed cost, 2^-16 us.
+    pub base: u64,
+    /// Per element-wave ([`Basis::waves`]), per element, per f32 partial.
+    pub waves: Coef,
+    pub elements: Coef,
+    pub partials: Coef,
+}
+
+/// The launch a decode candidate makes for N x K, reduced to what the model needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelLaunch {
+    pub ctas: u64,
+    pub threads: u64,
+    /// Dynamic shared memory bytes.
+    pub shared: u64,
+    /// f32 partials a split-K launch writes and reduces.
+    pub partials: u64,
+}
+
+impl CandidateDesc {
+    /// `fused_kpar`: tile * KB threads in one CTA per tile, 4 bytes of shared memory a thread.
+    pub fn fused_launch(&self) -> bool {
+        self.family == "fused_kpar"
+    }
+
+    /// `kpar`: a split launch (KB > 1) writes KB * N f32 partials and reduces them.
+    pub fn writes_partials(&self) -> bool {
+        self.family == "kpar"
+    }
+
+    /// The launch of this CUDA decode candidate for N x K (the registry's `plan`, reduced);
+    /// `None` where the candidate is illegal or not a CUDA decode candidate.
+    pub fn model_launch(&self, n: u64, k: u64, units: u64) -> Option<ModelLaunch> {
+        if self.backend != "cuda" || self.kb == KbFormula::Inherited || self.tile == 0 || self.cpt == 0 {
+            return None;
+        }
+        let bpp = self.bpp(n, k, units)?;
+        let kb = (k / 32).div_ceil(bpp);
+        let tiles = n.div_ceil(self.tile);
+        let launch = if self.fused_launch() {
+            let threads = self.tile * kb;
+            ModelLaunch { ctas: tiles, threads, shared: threads * 4, partials: 0 }
+        } else {
+            let partials = if self.writes_partials() && kb > 1 { kb * n } else { 0 };
+            ModelLaunch { ctas: tiles * kb, threads: self.tile / self.cpt, shared: 0, partials }
+        };
+        (1..=1024).contains(&launch.threads).then_some(launch)
+    }
+}
+
+/// The model's inputs for one launch: what the coefficients multiply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Basis {
+    /// Elements per SM summed over waves, each wave stretched by the draw of its resident CTAs.
+    pub waves: u64,
+    /// N * K.
+    pub elements: u64,
+    pub partials: u64,
+    /// Resident CTAs per SM.
+    pub occupancy: u64,
+}
+
+impl Basis {
+    /// `None` where N * K exceeds [`MAX_ELEMENTS`] or a CTA cannot be resident.
+    pub fn of(
+        l: &ModelLaunch,
+        n: u64,
+        k: u64,
+        units: u64,
+        registers: u32,
+        shared_static: u32,
+        rate: u64,
+    ) -> Option<Basis> {
+        let elements = n.checked_mul(k)?;
+        if elements > MAX_ELEMENTS || l.ctas == 0 || units == 0 || !(MIN_RATE..=MAX_RATE).contains(&rate) {
+            return None;
+        }
+        let occ = u64::from(blocks_per_sm(l.threads as u32, registers, shared_static + l.shared as u32));
+        if occ == 0 {
+            return None;
+        }
+        // Threads count in whole warps (a CTA of 16 threads holds a warp's slot), which also
+        // keeps D >= 32 * MIN_RATE for the bounds above.
+        let d = l.threads.div_ceil(32) * 32 * rate;
+        let wave = |resident: u64| (resident * d).max(FULL_DRAW);
+        let slots = units * occ;
+        let (full, tail) = (l.ctas / slots, l.ctas % slots);
+        let mut w = full * wave(occ);
+        if tail > 0 {
+            w += wave(tail.div_ceil(units));
+        }
+        Some(Basis { waves: elements / l.ctas * w / d, elements, partials: l.partials, occupancy: occ })
+    }
+}
+
+impl CostModel {
+    /// The model's inputs for `c` at N x K.
+    pub fn basis(&self, c: &CandidateDesc, n: u64, k: u64, units: u64) -> Option<Basis> {
+        let l = c.model_launch(n, k, units)?;
+        Basis::of(&l, n, k, units, self.registers, self.shared_static, self.rate)
+    }
+
+    /// Predicted latency of `c` at N x K (2^-16 us); `None` where the model does not answer.
+    pub fn predict(&self, c: &CandidateDesc, n: u64, k: u64, units: u64) -> Option<u64> {
+        let b = self.basis(c, n, k, units)?;
+        Some(self.base + self.waves.apply(b.waves) + self.elements.apply(b.elements) + self.partials.apply(b.partials))
+    }
+}
+
+/// The model whose prediction is least and positive (the first on ties), with it; `None`
+/// where no model answers. `desc` finds a model's candidate.
+pub fn argmin<'c>(
+    models: &[CostModel],
+    desc: impl Fn(&str) -> Option<&'c CandidateDesc>,
+    n: u64,
+    k: u64,
+    units: u64,
+) -> Option<(usize, u64)> {
+    let mut best: Option<(usize, u64)> = None;
+    for (i, m) in models.iter().enumerate() {
+        let Some(t) = desc(&m.candidate).and_then(|c| m.predict(c, n, k, units)) else { continue };
+        if t > 0 && best.is_none_or(|(_, b)| t < b) {
+            best = Some((i, t));
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vnni_kernels::registry;
+
+    #[test]
+    fn launches_match_the_registry_plans() {
+        let cuda_decode =
+            |c: &&registry::Candidate| c.surface == registry::Surface::Decode && c.backend == registry::Backend::Cuda;
+        for c in registry::all_candidates().iter().filter(cuda_decode) {
+            let d = crate::descriptor(c);
+            for n in [1u64, 17, 256, 4096, 5120, 100_352, 262_144] {
+                for k in [32u64, 256, 2048, 3584, 14_336, 32_768] {
+                    let plan = c.plan(n as usize, k as usize, 132);
+                    let launch = d.model_launch(n, k, 132);
+                    assert_eq!(plan.is_some(), launch.is_some(), "{} {n}x{k}", c.id);
+                    let (Some(p), Some(l)) = (plan, launch) else { continue };
+                    assert_eq!(l.ctas, u64::from(p.grid.0) * u64::from(p.grid.1), "{} {n}x{k}", c.id);
+                    assert_eq!((l.threads, l.shared), (u64::from(p.threads), u64::from(p.shared)));
+                    let kpar = c.family == registry::Family::Kpar;
+                    assert_eq!(l.partials, if kpar { p.workspace as u64 } else { 0 }, "{}", c.id);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_second_wave_costs_time() {
+        // fused.c16 at 16384 x 4096: capped at 8 partitions (128 threads, 9 CTAs an SM: one
+        // wave of 1024) against waves64's 9 (144 threads, 7 an SM: 924 + a tail of 100).
+        let one = crate::descriptor(registry::find("decode.fused.c16.cap8").unwrap());
+        let two = crate::descriptor(registry::find("decode.fused.c16.waves64").unwrap());
+        let model = |candidate: &str| CostModel {
+            candidate: candidate.into(),
+            registers: 54,
+            shared_static: 0,
+            rate: 64,
+            base: 0,
+            waves: Coef { mantissa: 1, shift: 0 },
+            elements: Coef::default(),
+            partials: Coef::default(),
+        };
+        let a = model(&one.id).basis(&one, 16_384, 4096, 132).unwrap();
+        let b = model(&two.id).basis(&two, 16_384, 4096, 132).unwrap();
+        assert_eq!((a.occupancy, b.occupancy), (9, 7));
+        assert!(b.waves > a.waves);
+        let models = [model(&two.id), model(&one.id)];
+        let by_id = |id: &str| [&one, &two].into_iter().find(|c| c.id == id);
+        assert_eq!(argmin(&models, by_id, 16_384, 4096, 132).map(|x| x.0), Some(1));
+    }
+
+    #[test]
+    fn the_largest_shapes_do_not_overflow() {
+        // Worst cases of every decode candidate at the model's limit: checked arithmetic on
+        // the same formula finds no overflow where the model answers.
+        let max = |m: &CostModel, b: &Basis| {
+            let term = |c: Coef, x: u64| c.mantissa.checked_mul(x).map(|v| v >> c.shift);
+            [term(m.waves, b.waves), term(m.elements, b.elements), term(m.partials, b.partials)]
+                .into_iter()
+                .try_fold(m.base, |acc, t| acc.checked_add(t?))
+        };
+        let top = Coef { mantissa: (1 << MANTISSA_BITS) - 1, shift: 0 };
+        let cuda_decode =
+            |c: &&registry::Candidate| c.surface == registry::Surface::Decode && c.backend == registry::Backend::Cuda;
+        for c in registry::all_candidates().iter().filter(cuda_decode) {
+            let d = crate::descriptor(c);
+            for (n, k) in
+                [(1u64 << 18, 1u64 << 18), (1 << 31, 32), (32, 1 << 31), (4, 1 << 34), (1 << 25, 2048), (1, 32)]
+            {
+                for rate in [MIN_RATE, 64, MAX_RATE] {
+                    let m = CostModel {
+                        candidate: d.id.clone(),
+                        registers: 32,
+                        shared_static: 0,
+                        rate,
+                        base: MAX_BASE,
+                        waves: top,
+                        elements: top,
+                        partials: top,
+                    };
+                    if let Some(b) = m.basis(&d, n, k, 132) {
+                        let t = max(&m, &b).unwrap_or_else(|| panic!("{} {n}x{k} overflows", d.id));
+                        assert!(t < 1 << 62, "{} {n}x{k}", d.id);
+                    }
+                }
+            }
+            assert!(CostModel {
+                candidate: d.id.clone(),
+                registers: 32,
+                shared_static: 0,
+                rate: 64,
+                base: 0,
+                waves: top,
+                elements: top,
+                partials: top
+            }
+            .basis(&d, (1 << 18) + 1, 1 << 18, 132)
+            .is_none());
+        }
+    }
+
+    #[test]
+    fn quantization_keeps_sixteen_bits() {
+        for v in [1e-9, 3.7e-5, 0.5, 1.0, 123.456, 65_535.0] {
+            let c = Coef::quantize(v);
+            assert!(c.mantissa < 1 << MANTISSA_BITS && c.shift <= MAX_SHIFT);
+            assert!((c.value() / v - 1.0).abs() < 2e-5, "{v} -> {c:?}");
+        }
+        assert_eq!(Coef::quantize(0.0), Coef::default());
+        assert_eq!(Coef::quantize(-1.0), Coef::default());
+        assert_eq!(Coef::quantize(1e9).mantissa, (1 << MANTISSA_BITS) - 1);
+    }
+}
