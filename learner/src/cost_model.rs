@@ -10,7 +10,9 @@
 //! large: on the H200 `fused.c16` at 16384 x 4096 runs 54% slower with 9 partitions (7 CTAs
 //! an SM fit, a second wave of 100) than with 8 (9 fit, one wave).
 //!
-//! `t = base + cw * waves + ce * elements + cp * partials` with every coefficient >= 0, fitted
+//! `t = base + cw * waves + ce * elements + cp * partials + ct * turns` (turns: the CTAs each
+//! SM runs in turn; a per-CTA cost lowered leave-one-family-out regret on `h200-generic` from
+//! 6.47% / 1.45% to 6.20% / 1.34%, p95 / geomean, a per-wave cost did not help) with every coefficient >= 0, fitted
 //! by exact non-negative least squares over relative error for each rate of a fixed grid
 //! (`rate / 64` = 2^(i/2), i in -8..=6, rounded to integers), the rate of least error kept.
 //! The coefficients are then quantized to what the policy stores, and everything downstream
@@ -43,9 +45,11 @@ pub const RATES: [u64; 15] = [4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256
 /// Rows a model needs before it is trusted; a candidate with fewer is left unmodelled.
 pub const MIN_ROWS: usize = 5;
 
-/// The basis columns, scaled for the normal equations (1e6 elements per unit).
-fn columns(b: &Basis) -> [f64; 4] {
-    [1.0, b.waves as f64 / 1e6, b.elements as f64 / 1e6, b.partials as f64 / 1e6]
+const COLS: usize = 5;
+
+/// The basis columns, scaled for the normal equations (1e6 units per column unit).
+fn columns(b: &Basis) -> [f64; COLS] {
+    [1.0, b.waves as f64 / 1e6, b.elements as f64 / 1e6, b.partials as f64 / 1e6, b.cta_rounds as f64 / 1e6]
 }
 
 /// Fit one candidate's model from its observations on `units` SMs; `None` with fewer than
@@ -54,7 +58,7 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
     if rows.len() < MIN_ROWS {
         return None;
     }
-    let mut best: Option<(f64, u64, [f64; 4])> = None;
+    let mut best: Option<(f64, u64, [f64; COLS])> = None;
     for rate in RATES {
         let basis: Option<Vec<(Basis, f64)>> = rows
             .iter()
@@ -62,8 +66,8 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
             .collect();
         let Some(basis) = basis else { continue };
         // Relative error: each row divided by its measured time.
-        let x: Vec<[f64; 4]> = basis.iter().map(|(b, t)| columns(b).map(|v| v / t)).collect();
-        let (coef, err) = nnls4(&x, &vec![1.0; x.len()]);
+        let x: Vec<[f64; COLS]> = basis.iter().map(|(b, t)| columns(b).map(|v| v / t)).collect();
+        let (coef, err) = nnls(&x, &vec![1.0; x.len()]);
         if best.as_ref().is_none_or(|(e, _, _)| err < *e) {
             best = Some((err, rate, coef));
         }
@@ -80,21 +84,22 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
         waves: Coef::quantize(coef[1] * scale / 1e6),
         elements: Coef::quantize(coef[2] * scale / 1e6),
         partials: Coef::quantize(coef[3] * scale / 1e6),
+        cta_rounds: Coef::quantize(coef[4] * scale / 1e6),
     })
 }
 
-/// Exact non-negative least squares for 4 unknowns: the best of the unconstrained
-/// least-squares solutions over every subset of free variables whose solution is
-/// non-negative (the optimum is one of them). Returns (coefficients, squared error).
-fn nnls4(x: &[[f64; 4]], y: &[f64]) -> ([f64; 4], f64) {
-    let mut best = ([0.0; 4], y.iter().map(|v| v * v).sum::<f64>());
-    for mask in 1u32..16 {
-        let free: Vec<usize> = (0..4).filter(|i| mask & (1 << i) != 0).collect();
+/// Exact non-negative least squares: the best of the unconstrained least-squares solutions
+/// over every subset of free variables whose solution is non-negative (the optimum is one of
+/// them). Returns (coefficients, squared error).
+fn nnls<const C: usize>(x: &[[f64; C]], y: &[f64]) -> ([f64; C], f64) {
+    let mut best = ([0.0; C], y.iter().map(|v| v * v).sum::<f64>());
+    for mask in 1u32..(1 << C) {
+        let free: Vec<usize> = (0..C).filter(|i| mask & (1 << i) != 0).collect();
         let Some(sol) = least_squares(x, y, &free) else { continue };
         if sol.iter().any(|&v| v < 0.0) {
             continue;
         }
-        let mut coef = [0.0; 4];
+        let mut coef = [0.0; C];
         for (i, &f) in free.iter().enumerate() {
             coef[f] = sol[i];
         }
@@ -115,7 +120,7 @@ fn nnls4(x: &[[f64; 4]], y: &[f64]) -> ([f64; 4], f64) {
 
 /// Solve the normal equations on the `free` columns by Gaussian elimination with partial
 /// pivoting; `None` when they are singular.
-fn least_squares(x: &[[f64; 4]], y: &[f64], free: &[usize]) -> Option<Vec<f64>> {
+fn least_squares<const C: usize>(x: &[[f64; C]], y: &[f64], free: &[usize]) -> Option<Vec<f64>> {
     let m = free.len();
     let mut a = vec![vec![0.0; m + 1]; m];
     for (row, t) in x.iter().zip(y) {
@@ -163,6 +168,7 @@ mod tests {
             waves: Coef::quantize(0.002 * 65_536.0 / 1e6 * 1e3),
             elements: Coef::quantize(1e-4 * 65_536.0 / 1e6),
             partials: Coef::default(),
+            cta_rounds: Coef::quantize(0.05),
         };
         let rows: Vec<Observation> =
             [(4096, 4096), (8192, 2048), (24_576, 8192), (1024, 16_384), (65_536, 512), (2048, 2048)]
@@ -189,7 +195,7 @@ mod tests {
         // y = 2 * x0 exactly; x1 anticorrelated: its unconstrained weight would be negative.
         let x: Vec<[f64; 4]> = (1..8).map(|i| [f64::from(i), 8.0 - f64::from(i), 0.0, 1.0]).collect();
         let y: Vec<f64> = (1..8).map(|i| 2.0 * f64::from(i)).collect();
-        let (coef, err) = nnls4(&x, &y);
+        let (coef, err) = nnls(&x, &y);
         assert!(coef.iter().all(|&c| c >= 0.0) && err < 1e-18, "{coef:?} {err}");
         assert!((coef[0] - 2.0).abs() < 1e-9);
     }

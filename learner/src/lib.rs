@@ -187,7 +187,9 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
         let (tree, models, stats, heldout, borrowed_from) = match fitted.get(&key) {
             Some((f, stats, h)) => (f.tree.clone(), f.policy_models(), Some(stats.clone()), Some(h.clone()), None),
             None => match borrow::nearest(&key, fitted.keys(), surface_of) {
-                Some(from) => (fitted[from].0.tree.clone(), fitted[from].0.policy_models(), None, None, Some(from.clone())),
+                Some(from) => {
+                    (fitted[from].0.tree.clone(), fitted[from].0.policy_models(), None, None, Some(from.clone()))
+                }
                 None => (
                     borrow::best_single_leaf(&trainer(&corpus, &policy, key.bucket, &widths), &key, &dev, surface_of),
                     Vec::new(),

@@ -193,7 +193,9 @@ impl Policy {
                     m.shared_static
                 )));
             }
-            for (name, coef) in [("waves", m.waves), ("elements", m.elements), ("partials", m.partials)] {
+            let coefs =
+                [("waves", m.waves), ("elements", m.elements), ("partials", m.partials), ("CTA turns", m.cta_rounds)];
+            for (name, coef) in coefs {
                 if coef.mantissa >> cost::MANTISSA_BITS != 0 || coef.shift > cost::MAX_SHIFT {
                     return Err(bad(format!("{at}: {name} coefficient {coef:?} out of range")));
                 }

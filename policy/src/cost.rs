@@ -12,16 +12,17 @@
 //! wave(r) = max(r * D, 65536)                   (r resident CTAs draw min(1, r * D / 65536) of an SM)
 //! W     = (ctas / (units * occ)) * wave(occ) + [tail > 0] * wave(ceil(tail / units))
 //! waves = (E / ctas) * W / D                    (elements per SM, stretched by each wave's draw)
-//! t     = base + waves * cw + E * ce + partials * cp      (units of 2^-16 us)
+//! turns = ceil(ctas / units) * 1024             (CTAs an SM runs in turn)
+//! t     = base + waves * cw + E * ce + partials * cp + turns * ct   (units of 2^-16 us)
 //! ```
 //!
 //! with each coefficient `c = mantissa / 2^shift` applied as `(mantissa * x) >> shift`.
 //! Bounds, for E <= 2^36 (64 G elements, 16x the largest weight matrix of any model we know;
 //! beyond it the domain's tree answers) and 4 <= rate <= 512, so 128 <= D <= 2^19 and a wave
 //! stretches its elements at most 512x: (E / ctas) * W <= E * 2 * 2^24 <= 2^61, waves <=
-//! E * 512 * (1 + 1/units) < 2^45.1, so each product with a mantissa (< 2^16) stays below
-//! 2^61.1 and the sum with `base` (<= 2^40) below 2^62: int64 never overflows (a test walks
-//! the extremes with checked arithmetic).
+//! E * 512 * (1 + 1/units) < 2^45.1, turns < 2^35, so each product with a mantissa (< 2^16)
+//! stays below 2^61.1 and the sum with `base` (<= 2^40) below 2^62: int64 never overflows (a
+//! test walks the extremes with checked arithmetic).
 
 use serde::{Deserialize, Serialize};
 use vnni_kernels::occupancy::blocks_per_sm;
@@ -91,10 +92,12 @@ pub struct CostModel {
     pub rate: u64,
     /// Fixed cost, 2^-16 us.
     pub base: u64,
-    /// Per element-wave ([`Basis::waves`]), per element, per f32 partial.
+    /// Per element-wave ([`Basis::waves`]), per element, per f32 partial, per CTA turn.
     pub waves: Coef,
     pub elements: Coef,
     pub partials: Coef,
+    /// Per CTA an SM runs in turn ([`Basis::cta_rounds`]).
+    pub cta_rounds: Coef,
 }
 
 /// The launch a decode candidate makes for N x K, reduced to what the model needs.
@@ -147,6 +150,9 @@ pub struct Basis {
     /// N * K.
     pub elements: u64,
     pub partials: u64,
+    /// CTAs each SM runs in turn, x 1024: ceil(ctas / units) << 10 (the shift keeps a
+    /// coefficient of a few us per CTA representable).
+    pub cta_rounds: u64,
     /// Resident CTAs per SM.
     pub occupancy: u64,
 }
@@ -180,7 +186,13 @@ impl Basis {
         if tail > 0 {
             w += wave(tail.div_ceil(units));
         }
-        Some(Basis { waves: elements / l.ctas * w / d, elements, partials: l.partials, occupancy: occ })
+        Some(Basis {
+            waves: elements / l.ctas * w / d,
+            elements,
+            partials: l.partials,
+            cta_rounds: l.ctas.div_ceil(units) << 10,
+            occupancy: occ,
+        })
     }
 }
 
@@ -194,7 +206,13 @@ impl CostModel {
     /// Predicted latency of `c` at N x K (2^-16 us); `None` where the model does not answer.
     pub fn predict(&self, c: &CandidateDesc, n: u64, k: u64, units: u64) -> Option<u64> {
         let b = self.basis(c, n, k, units)?;
-        Some(self.base + self.waves.apply(b.waves) + self.elements.apply(b.elements) + self.partials.apply(b.partials))
+        Some(
+            self.base
+                + self.waves.apply(b.waves)
+                + self.elements.apply(b.elements)
+                + self.partials.apply(b.partials)
+                + self.cta_rounds.apply(b.cta_rounds),
+        )
     }
 }
 
@@ -258,6 +276,7 @@ mod tests {
             waves: Coef { mantissa: 1, shift: 0 },
             elements: Coef::default(),
             partials: Coef::default(),
+            cta_rounds: Coef::default(),
         };
         let a = model(&one.id).basis(&one, 16_384, 4096, 132).unwrap();
         let b = model(&two.id).basis(&two, 16_384, 4096, 132).unwrap();
@@ -274,9 +293,14 @@ mod tests {
         // the same formula finds no overflow where the model answers.
         let max = |m: &CostModel, b: &Basis| {
             let term = |c: Coef, x: u64| c.mantissa.checked_mul(x).map(|v| v >> c.shift);
-            [term(m.waves, b.waves), term(m.elements, b.elements), term(m.partials, b.partials)]
-                .into_iter()
-                .try_fold(m.base, |acc, t| acc.checked_add(t?))
+            [
+                term(m.waves, b.waves),
+                term(m.elements, b.elements),
+                term(m.partials, b.partials),
+                term(m.cta_rounds, b.cta_rounds),
+            ]
+            .into_iter()
+            .try_fold(m.base, |acc, t| acc.checked_add(t?))
         };
         let top = Coef { mantissa: (1 << MANTISSA_BITS) - 1, shift: 0 };
         let cuda_decode =
@@ -296,6 +320,7 @@ mod tests {
                         waves: top,
                         elements: top,
                         partials: top,
+                        cta_rounds: top,
                     };
                     if let Some(b) = m.basis(&d, n, k, 132) {
                         let t = max(&m, &b).unwrap_or_else(|| panic!("{} {n}x{k} overflows", d.id));
@@ -311,7 +336,8 @@ mod tests {
                 base: 0,
                 waves: top,
                 elements: top,
-                partials: top
+                partials: top,
+                cta_rounds: top,
             }
             .basis(&d, (1 << 18) + 1, 1 << 18, 132)
             .is_none());

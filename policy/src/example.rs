@@ -23,6 +23,7 @@ fn models(candidates: &[CandidateDesc]) -> Vec<CostModel> {
                 waves: Coef { mantissa: 40_000 + 97 * i, shift: 15 },
                 elements: Coef { mantissa: 30_000 + 31 * i, shift: 24 },
                 partials: Coef { mantissa: 34_000, shift: 18 },
+                cta_rounds: Coef { mantissa: 50_000 + 13 * i, shift: 12 },
             }
         })
         .collect()

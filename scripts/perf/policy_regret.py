@@ -2,10 +2,10 @@
 """Regret of committed policies' M = 1 picks on shapes timed by `vnni-dispatch bench` (stdlib only).
 
 For every (codebook, N, K) of the bench CSV (graph mode, M = 1), each policy's pick comes from
-`vnni-dispatch explain` (the policy evaluator: overlays, then the tree), and its regret is its
-median over the fastest eligible candidate's median. Prints one summary row per policy (all
-cells, then the cells its trees decided, i.e. no exact overlay) and writes the per-shape
-picks as CSV.
+`vnni-dispatch explain` (the policy evaluator: overlays, then the cost models, then the tree),
+and its regret is its median over the fastest eligible candidate's median. Prints one summary
+row per policy (all cells, then the cells each way of deciding answered: cost models, trees)
+and writes the per-shape picks as CSV.
 
     python3 scripts/perf/policy_regret.py BIN bench-decode.csv out.csv NAME=policy.json [...]
         [--replicate other-bench-decode.csv]
@@ -78,7 +78,9 @@ def main(binary, bench, out_csv, policies, replicate=None):
         w.writerows(rows)
     print("| policy | cells | geomean | p95 | max | > 3% |")
     print("|---|---|---|---|---|---|")
-    for label, keep in (("", lambda x: True), (", trees only", lambda x: x["via"] == "Tree")):
+    ways = (("", lambda x: True), (", cost models only", lambda x: x["via"] == "Model"),
+            (", trees only", lambda x: x["via"] == "Tree"))
+    for label, keep in ways:
         for name, _ in policies:
             summary(name + label, [x["regret"] for x in rows if x["policy"] == name and keep(x)])
     if replicate:

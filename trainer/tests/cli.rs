@@ -340,10 +340,19 @@ fn explain_shows_the_path_the_bpp_and_the_measured_margin() {
     let want = sel.select("u4", "graph", 8, 151_936, 4096).unwrap();
     assert!(out.contains(&format!("selection   {} bpp {}", want.candidate.id, want.bpp)), "{out}");
     assert!(out.contains("inherit bpp") && out.contains("runner-up") && out.contains("noise"), "{out}");
-    // A shape the corpus never measured: the tree path with its thresholds.
+    // A shape the corpus never measured: the cost models' least predictions, the pick first.
     let (ok, out, err) = vnni(&[
         "explain", "--policy", p, "--root", r, "--format", "Q4_0", "--m", "1", "--n", "24576", "--k", "4096", "--mode",
         "graph",
+    ]);
+    assert!(ok, "{err}");
+    let want = sel.select("s4", "graph", 1, 24_576, 4096).unwrap();
+    assert!(out.contains("via Model") && out.contains("least predicted latency"), "{out}");
+    let first = out.lines().find(|l| l.contains(" us ")).unwrap_or("");
+    assert!(first.trim_end().ends_with(&want.candidate.id), "the pick leads the predictions: {out}");
+    // Beyond the models' 2^36 elements: the tree path with its thresholds.
+    let (ok, out, err) = vnni(&[
+        "explain", "--policy", p, "--format", "Q4_0", "--m", "1", "--n", "1048576", "--k", "131072", "--mode", "graph",
     ]);
     assert!(ok, "{err}");
     assert!(
