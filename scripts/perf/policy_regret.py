@@ -8,11 +8,12 @@ row per policy (all cells, then the cells each way of deciding answered: cost mo
 and writes the per-shape picks as CSV.
 
     python3 scripts/perf/policy_regret.py BIN bench-decode.csv out.csv NAME=policy.json [...]
-        [--replicate other-bench-decode.csv]
+        [--replicate other-bench-decode.csv] [--families families.txt]
 
 With --replicate (a second, independent bench of the same shapes), it also prints the noise
 floor: the first run's fastest candidate per cell scored in the second run. A policy's regret
-below that row is inside the measurement noise.
+below that row is inside the measurement noise. With --families (lines `family: NxK NxK ...`),
+it also prints one row per policy and family.
 """
 import csv
 import math
@@ -60,7 +61,20 @@ def summary(name, r):
           f"{p95(r):.2%} | {max(r):.2%} | {over:.0%} |")
 
 
-def main(binary, bench, out_csv, policies, replicate=None):
+def read_families(path):
+    out = {}
+    for line in open(path):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        family, shapes = line.split(":", 1)
+        for s in shapes.split():
+            n, k = s.split("x")
+            out[(int(n), int(k))] = family.strip()
+    return out
+
+
+def main(binary, bench, out_csv, policies, replicate=None, families=None):
     cells = medians(bench)
     rows = []
     with tempfile.TemporaryDirectory() as root:
@@ -83,6 +97,12 @@ def main(binary, bench, out_csv, policies, replicate=None):
     for label, keep in ways:
         for name, _ in policies:
             summary(name + label, [x["regret"] for x in rows if x["policy"] == name and keep(x)])
+    if families:
+        fam = read_families(families)
+        for name, _ in policies:
+            for f in sorted(set(fam.values())):
+                summary(f"{name}, {f}", [x["regret"] for x in rows
+                                         if x["policy"] == name and fam.get((x["n"], x["k"])) == f])
     if replicate:
         other = medians(replicate)
         r = []
@@ -95,11 +115,13 @@ def main(binary, bench, out_csv, policies, replicate=None):
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    replicate = None
-    if "--replicate" in args:
-        i = args.index("--replicate")
-        replicate = args[i + 1]
-        del args[i:i + 2]
+    flags = {}
+    for flag in ("--replicate", "--families"):
+        if flag in args:
+            i = args.index(flag)
+            flags[flag] = args[i + 1]
+            del args[i:i + 2]
     if len(args) < 4:
         raise SystemExit(__doc__)
-    main(args[0], args[1], args[2], [tuple(a.split("=", 1)) for a in args[3:]], replicate)
+    main(args[0], args[1], args[2], [tuple(a.split("=", 1)) for a in args[3:]], flags.get("--replicate"),
+         flags.get("--families"))
