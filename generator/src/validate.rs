@@ -78,6 +78,14 @@ impl std::fmt::Display for Report {
             "split thresholds: {} splits, {} reached on both sides, {} at exactly le and le + 1",
             c.splits, c.both_sides, c.exact
         )?;
+        if c.fallback_splits > 0 {
+            writeln!(
+                f,
+                "fallback trees of domains with cost models (they answer beyond the models' limit): {} splits, {} \
+                 reached on both sides there",
+                c.fallback_splits, c.fallback_both_sides
+            )?;
+        }
         write!(
             f,
             "time: {:.1} s (evaluator {:.1} s, compile {:.1} s, harnesses {:.1} s)",

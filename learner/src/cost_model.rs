@@ -80,7 +80,7 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
         registers: res.registers,
         shared_static: res.shared_static,
         rate,
-        base: (coef[0] * scale).round().max(0.0) as u64,
+        base: (coef[0] * scale).round().clamp(0.0, vnni_policy::cost::MAX_BASE as f64) as u64,
         waves: Coef::quantize(coef[1] * scale / 1e6),
         elements: Coef::quantize(coef[2] * scale / 1e6),
         partials: Coef::quantize(coef[3] * scale / 1e6),

@@ -133,30 +133,36 @@ pub fn cross_validate(t: &Trainer, samples: &[Sample], folds: &Folds) -> Result<
 }
 
 /// Cross-validate every grid point on `samples` and choose one: the chosen hyperparameters
-/// and their held-out (regret, UCB) rows.
+/// and their held-out (regret, UCB) rows of what ships (the cost models' argmin where they
+/// answer, else the tree). The hyperparameters shape only the tree, so they are chosen on the
+/// trees' own held-out picks (where models answer nearly every row, scoring what ships would
+/// tie every grid point and always pick the simplest tree).
 pub fn choose(t: &Trainer, samples: &[&Sample], folds: &Folds) -> Result<(Hyper, Vec<(f64, f64)>), String> {
     let splits: Vec<(Vec<&Sample>, Vec<&Sample>)> = (0..folds.count).map(|f| folds.split(samples, f)).collect();
     let fallback = fallback(t);
     let mut per_hyper = Vec::new();
     for hyper in grid(t.distills()) {
-        let mut rows = Vec::new();
+        let (mut tree_rows, mut rows) = (Vec::new(), Vec::new());
         for (train, test) in &splits {
             if train.is_empty() {
+                tree_rows.extend(rows_of(t, test, |_| fallback));
                 rows.extend(rows_of(t, test, |_| fallback));
                 continue;
             }
             let fitted = t.fit(train, hyper)?;
+            tree_rows.extend(rows_of(t, test, |s| t.walk(&fitted.tree, s.n, s.k)));
             rows.extend(rows_of(t, test, |s| t.predict(&fitted, s.n, s.k)));
         }
-        per_hyper.push((hyper, rows));
+        per_hyper.push((hyper, tree_rows, rows));
     }
     let scores: Vec<(f64, f64)> = per_hyper
         .iter()
-        .map(|(_, rows)| {
-            let s = Summary::of(rows);
+        .map(|(_, tree_rows, _)| {
+            let s = Summary::of(tree_rows);
             (s.p95_regret, s.geomean_regret)
         })
         .collect();
     let chosen = pick_banded(&scores, |_| true, SIMPLER_BAND).expect("the grid is not empty");
-    Ok(per_hyper.swap_remove(chosen))
+    let (hyper, _, rows) = per_hyper.swap_remove(chosen);
+    Ok((hyper, rows))
 }

@@ -19,8 +19,10 @@ impl Policy {
         if self.schema != SCHEMA {
             return Err(bad(format!("schema {:?} is not {SCHEMA:?}", self.schema)));
         }
-        if self.units == 0 {
-            return Err(bad("units (SMs or threads) is 0".into()));
+        // Bounded so that waves * units and units * occupancy stay far from overflow in every
+        // language (the cost model's bounds in cost.rs hold for any units up to this).
+        if self.units == 0 || self.units > MAX_DIM {
+            return Err(bad(format!("units (SMs or threads) {} is not in 1..=2^31-1", self.units)));
         }
         self.check_buckets()?;
         for w in self.aspect_edges.windows(2) {
@@ -160,8 +162,9 @@ impl Policy {
         Ok(())
     }
 
-    /// Cost models: decode only, one per generic decode candidate of the policy, sorted, every
-    /// number inside the bounds `cost.rs` proves overflow-free.
+    /// Cost models: decode only, at most one per generic CUDA decode candidate (those the
+    /// learner could fit), sorted, every number inside the bounds `cost.rs` proves
+    /// overflow-free, and the candidate's launch inside them too (tile and cpt bounded).
     fn check_models(&self, models: &[CostModel], domain: &str, surface: Surface) -> Result<(), PolicyError> {
         if !models.is_empty() && surface != Surface::Decode {
             return Err(bad(format!("{domain}: cost models serve decode domains only")));
@@ -175,6 +178,9 @@ impl Policy {
                 .ok_or_else(|| PolicyError::UnknownCandidate { id: m.candidate.clone() })?;
             if c.surface != Surface::Decode || !c.generic_legal || c.backend != "cuda" {
                 return Err(bad(format!("{at}: not a generic CUDA decode candidate")));
+            }
+            if c.tile > 1024 || c.cpt == 0 || c.max_kb.is_some_and(|m| m > 1024) {
+                return Err(bad(format!("{at}: tile {} / cpt {} / max_kb {:?} out of range", c.tile, c.cpt, c.max_kb)));
             }
             let shared_max = vnni_kernels::occupancy::SHARED;
             if !(cost::MIN_RATE..=cost::MAX_RATE).contains(&m.rate)

@@ -18,11 +18,15 @@
 //!
 //! with each coefficient `c = mantissa / 2^shift` applied as `(mantissa * x) >> shift`.
 //! Bounds, for E <= 2^36 (64 G elements, 16x the largest weight matrix of any model we know;
-//! beyond it the domain's tree answers) and 4 <= rate <= 512, so 128 <= D <= 2^19 and a wave
-//! stretches its elements at most 512x: (E / ctas) * W <= E * 2 * 2^24 <= 2^61, waves <=
-//! E * 512 * (1 + 1/units) < 2^45.1, turns < 2^35, so each product with a mantissa (< 2^16)
-//! stays below 2^61.1 and the sum with `base` (<= 2^40) below 2^62: int64 never overflows (a
-//! test walks the extremes with checked arithmetic).
+//! beyond it the domain's tree answers), 4 <= rate <= 512 and 1 <= units < 2^31 (`check`
+//! enforces both): D = threads * rate lies in 128 ..= 2^19; a wave's resident CTAs r <= 32,
+//! so wave(r) <= max(32 * D, 65536) <= 2^24 and wave(r) / D <= 512; W counts at most
+//! full + [tail > 0] <= ctas waves, so (E / ctas) * W <= 2^24 * E <= 2^60 and waves <=
+//! 512 * E <= 2^45; ctas <= N * K / 32 <= 2^31 (one CTA per tile and partition, at least 32
+//! elements each), so turns <= 2^41. Each product with a mantissa (< 2^16) is then below
+//! 2^61, 2^52, 2^51 and 2^57, and the sum with `base` (<= 2^40) below 2^62: int64 never
+//! overflows (a test walks the extremes with checked arithmetic, for units 1, 132 and
+//! 2^31 - 1).
 
 use serde::{Deserialize, Serialize};
 use vnni_kernels::occupancy::blocks_per_sm;
@@ -172,7 +176,9 @@ impl Basis {
         if elements > MAX_ELEMENTS || l.ctas == 0 || units == 0 || !(MIN_RATE..=MAX_RATE).contains(&rate) {
             return None;
         }
-        let occ = u64::from(blocks_per_sm(l.threads as u32, registers, shared_static + l.shared as u32));
+        let threads = u32::try_from(l.threads).ok()?;
+        let shared = shared_static.checked_add(u32::try_from(l.shared).ok()?)?;
+        let occ = u64::from(blocks_per_sm(threads, registers, shared));
         if occ == 0 {
             return None;
         }
@@ -310,7 +316,9 @@ mod tests {
             for (n, k) in
                 [(1u64 << 18, 1u64 << 18), (1 << 31, 32), (32, 1 << 31), (4, 1 << 34), (1 << 25, 2048), (1, 32)]
             {
-                for rate in [MIN_RATE, 64, MAX_RATE] {
+                for (rate, units) in
+                    [MIN_RATE, 64, MAX_RATE].into_iter().flat_map(|r| [(r, 1), (r, 132), (r, (1 << 31) - 1)])
+                {
                     let m = CostModel {
                         candidate: d.id.clone(),
                         registers: 32,
@@ -322,9 +330,9 @@ mod tests {
                         partials: top,
                         cta_rounds: top,
                     };
-                    if let Some(b) = m.basis(&d, n, k, 132) {
-                        let t = max(&m, &b).unwrap_or_else(|| panic!("{} {n}x{k} overflows", d.id));
-                        assert!(t < 1 << 62, "{} {n}x{k}", d.id);
+                    if let Some(b) = m.basis(&d, n, k, units) {
+                        let t = max(&m, &b).unwrap_or_else(|| panic!("{} {n}x{k} units {units} overflows", d.id));
+                        assert!(t < 1 << 62, "{} {n}x{k} units {units}", d.id);
                     }
                 }
             }

@@ -126,8 +126,9 @@ pub struct Domain {
     pub m_bucket: usize,
     /// Index of the aspect bucket (decode), `None` for grouped and prefill domains.
     pub aspect: Option<usize>,
-    /// CUDA decode domains: one latency model per candidate the domain may pick, sorted by
-    /// candidate id; the least prediction answers (`cost.rs`). Empty: the tree answers.
+    /// CUDA decode domains: one latency model per generic candidate the learner could fit
+    /// (enough measured rows), sorted by candidate id; the least prediction answers
+    /// (`cost.rs`). Empty: the tree answers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<CostModel>,
     /// Where the models do not answer (or there are none).

@@ -23,6 +23,11 @@ pub struct SplitCoverage {
     pub both_sides: usize,
     /// Splits reached with the feature exactly `le` and exactly `le + 1`.
     pub exact: usize,
+    /// Splits of the fallback trees of domains with cost models (the tree answers only where
+    /// the models do not: beyond their element limit), not counted above ...
+    pub fallback_splits: usize,
+    /// ... and of those, the ones reached on both sides by shapes the tree answers.
+    pub fallback_both_sides: usize,
 }
 
 pub fn queries(policy: &Policy, points: &InventoryPoints) -> (Vec<Query>, SplitCoverage) {
@@ -216,12 +221,15 @@ fn split_queries(policy: &Policy, out: &mut Vec<Query>) -> SplitCoverage {
         };
         let bucket = &policy.m_buckets[d.m_bucket];
         let ms: Vec<u64> = [Some(bucket.lo), bucket.hi.filter(|&h| h != bucket.lo)].into_iter().flatten().collect();
+        let modelled = !d.models.is_empty();
+        let domain = policy.domains.iter().position(|x| ptr::eq(x, d)).expect("d is one of them");
         for s in splits(&d.tree) {
             let Node::Split { feature, le, .. } = s else { continue };
-            cov.splits += 1;
+            // Only shapes the tree answers test it (where models answer, they are tested).
             let in_domain = |&(n, k): &(u64, u64)| {
                 (bucket.surface != Surface::Decode || Some(policy.aspect_bucket(n, k)) == d.aspect)
                     && reaches(policy, &d.tree, s, n, k)
+                    && (!modelled || policy.model_pick(domain, n, k).is_none())
             };
             let reached: Vec<(u64, u64)> =
                 straddling(policy, &d.tree, *feature, *le).into_iter().filter(in_domain).collect();
@@ -231,10 +239,17 @@ fn split_queries(policy: &Policy, out: &mut Vec<Query>) -> SplitCoverage {
             // Closest to the threshold first: exact hits of le and le + 1 lead.
             left.sort_by_key(|p| (le - value(p), *p));
             right.sort_by_key(|p| (value(p) - le, *p));
-            cov.both_sides += usize::from(!left.is_empty() && !right.is_empty());
-            cov.exact += usize::from(
-                left.first().is_some_and(|p| value(p) == le) && right.first().is_some_and(|p| value(p) == le + 1),
-            );
+            let both = usize::from(!left.is_empty() && !right.is_empty());
+            if modelled {
+                cov.fallback_splits += 1;
+                cov.fallback_both_sides += both;
+            } else {
+                cov.splits += 1;
+                cov.both_sides += both;
+                cov.exact += usize::from(
+                    left.first().is_some_and(|p| value(p) == le) && right.first().is_some_and(|p| value(p) == le + 1),
+                );
+            }
             for &(n, k) in left.iter().take(PER_SIDE).chain(right.iter().take(PER_SIDE)) {
                 out.extend(ms.iter().map(|&m| Query { codebook: cb as i32, mode: mode as i32, m, n, k }));
             }

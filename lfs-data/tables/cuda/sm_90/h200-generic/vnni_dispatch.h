@@ -4,7 +4,7 @@
 // corpus id        71939cd6a1f2ec8886db0c6737e29d1ffc7a73f6571b7fe2e658f0723f1fbe18
 // registry digest  88506c8ea1b973c618e2da47a0db4a62fc7cd7116f657188702ad2816fab9358
 // inventory digest 27df0629a5ccd600b74917ba0e9e384ed7cd4a6834ea1b63fee0f5de0c392f69
-// policy digest    0ef84614bad991923367e2b6411683487998dbf7c006470ed1395b1efbac0f88
+// policy digest    b6a0fa25485ce742e33193d4c9f3f3b1f6b71fb8f4434ccc502397da55de3ec2
 // backend / arch   cuda / sm_90, profile h200-generic, learner 0.1.0
 // gates NOT passed: 32/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 1092 rows (p95 regret 3.32%, geomean 0.55%; decode 182 rows p95 7.37% geomean 2.01%; grouped 910 rows p95 0.66% geomean 0.26%)
 //

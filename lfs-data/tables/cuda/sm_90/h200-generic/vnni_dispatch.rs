@@ -4,7 +4,7 @@
 // corpus id        71939cd6a1f2ec8886db0c6737e29d1ffc7a73f6571b7fe2e658f0723f1fbe18
 // registry digest  88506c8ea1b973c618e2da47a0db4a62fc7cd7116f657188702ad2816fab9358
 // inventory digest 27df0629a5ccd600b74917ba0e9e384ed7cd4a6834ea1b63fee0f5de0c392f69
-// policy digest    0ef84614bad991923367e2b6411683487998dbf7c006470ed1395b1efbac0f88
+// policy digest    b6a0fa25485ce742e33193d4c9f3f3b1f6b71fb8f4434ccc502397da55de3ec2
 // backend / arch   cuda / sm_90, profile h200-generic, learner 0.1.0
 // gates NOT passed: 32/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 1092 rows (p95 regret 3.32%, geomean 0.55%; decode 182 rows p95 7.37% geomean 2.01%; grouped 910 rows p95 0.66% geomean 0.26%)
 //
@@ -17,7 +17,7 @@ pub mod provenance {
     pub const CORPUS_ID: &str = "71939cd6a1f2ec8886db0c6737e29d1ffc7a73f6571b7fe2e658f0723f1fbe18";
     pub const REGISTRY_DIGEST: &str = "88506c8ea1b973c618e2da47a0db4a62fc7cd7116f657188702ad2816fab9358";
     pub const INVENTORY_DIGEST: &str = "27df0629a5ccd600b74917ba0e9e384ed7cd4a6834ea1b63fee0f5de0c392f69";
-    pub const POLICY_DIGEST: &str = "0ef84614bad991923367e2b6411683487998dbf7c006470ed1395b1efbac0f88";
+    pub const POLICY_DIGEST: &str = "b6a0fa25485ce742e33193d4c9f3f3b1f6b71fb8f4434ccc502397da55de3ec2";
     pub const GATES: &str = "gates NOT passed: 32/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 1092 rows (p95 regret 3.32%, geomean 0.55%; decode 182 rows p95 7.37% geomean 2.01%; grouped 910 rows p95 0.66% geomean 0.26%)";
     pub const GENERATOR: &str = "vnni-generator 0.1.0 templates 0967b8de1da01120";
 }
@@ -245,29 +245,269 @@ fn tree_0(n: i64, k: i64) -> usize {
         if n <= 8959 {
             if n <= 4991 {
                 if k <= 639 {
-                    return 3; // decode.fused.c16.cap16
+                    if k <= 383 {
+                        return 7; // decode.fused.c16.cap8
+                    } else {
+                        if n <= 2111 {
+                            return 3; // decode.fused.c16.cap16
+                        } else {
+                            return 13; // decode.fused.c32.cap16
+                        }
+                    }
                 } else {
-                    return 10; // decode.fused.c16.waves32
+                    if n <= 3007 {
+                        if n <= 2623 {
+                            if k <= 1151 {
+                                if n <= 2111 {
+                                    return 4; // decode.fused.c16.cap32
+                                } else {
+                                    if k <= 895 {
+                                        return 10; // decode.fused.c16.waves32
+                                    } else {
+                                        if n <= 2367 {
+                                            return 10; // decode.fused.c16.waves32
+                                        } else {
+                                            return 13; // decode.fused.c32.cap16
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n <= 2111 {
+                                    if n <= 1567 {
+                                        return 10; // decode.fused.c16.waves32
+                                    } else {
+                                        if k <= 1407 {
+                                            return 10; // decode.fused.c16.waves32
+                                        } else {
+                                            return 11; // decode.fused.c16.waves64
+                                        }
+                                    }
+                                } else {
+                                    if k <= 2303 {
+                                        if n <= 2239 {
+                                            return 19; // decode.fused.c32.waves16
+                                        } else {
+                                            return 10; // decode.fused.c16.waves32
+                                        }
+                                    } else {
+                                        return 19; // decode.fused.c32.waves16
+                                    }
+                                }
+                            }
+                        } else {
+                            if k <= 2303 {
+                                if n <= 2879 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    if k <= 1151 {
+                                        return 13; // decode.fused.c32.cap16
+                                    } else {
+                                        if k <= 1663 {
+                                            return 10; // decode.fused.c16.waves32
+                                        } else {
+                                            return 14; // decode.fused.c32.cap32
+                                        }
+                                    }
+                                }
+                            } else {
+                                return 14; // decode.fused.c32.cap32
+                            }
+                        }
+                    } else {
+                        if n <= 4223 {
+                            if k <= 1151 {
+                                if k <= 895 {
+                                    return 12; // decode.fused.c32.cap12
+                                } else {
+                                    return 13; // decode.fused.c32.cap16
+                                }
+                            } else {
+                                return 14; // decode.fused.c32.cap32
+                            }
+                        } else {
+                            if n <= 4479 {
+                                if k <= 1919 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    return 19; // decode.fused.c32.waves16
+                                }
+                            } else {
+                                if k <= 2815 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    if k <= 3327 {
+                                        return 11; // decode.fused.c16.waves64
+                                    } else {
+                                        if k <= 6655 {
+                                            return 3; // decode.fused.c16.cap16
+                                        } else {
+                                            return 45; // decode.kpar.tn64.cpt1.cap16
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
                 }
             } else {
                 if n <= 8447 {
-                    return 3; // decode.fused.c16.cap16
+                    if n <= 6271 {
+                        if n <= 5247 {
+                            if k <= 2303 {
+                                if k <= 1407 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            } else {
+                                if k <= 3839 {
+                                    return 11; // decode.fused.c16.waves64
+                                } else {
+                                    return 3; // decode.fused.c16.cap16
+                                }
+                            }
+                        } else {
+                            if k <= 1151 {
+                                if k <= 895 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    if n <= 5759 {
+                                        return 10; // decode.fused.c16.waves32
+                                    } else {
+                                        return 3; // decode.fused.c16.cap16
+                                    }
+                                }
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
+                        }
+                    } else {
+                        if n <= 7551 {
+                            if k <= 1151 {
+                                if n <= 6783 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    return 21; // decode.fused.c32.waves32
+                                }
+                            } else {
+                                if k <= 1407 {
+                                    if n <= 7039 {
+                                        return 10; // decode.fused.c16.waves32
+                                    } else {
+                                        return 19; // decode.fused.c32.waves16
+                                    }
+                                } else {
+                                    if k <= 1663 {
+                                        return 21; // decode.fused.c32.waves32
+                                    } else {
+                                        if k <= 1919 {
+                                            return 12; // decode.fused.c32.cap12
+                                        } else {
+                                            return 13; // decode.fused.c32.cap16
+                                        }
+                                    }
+                                }
+                            }
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
+                    }
                 } else {
-                    return 2; // decode.fused.c16.cap12
+                    if k <= 1663 {
+                        return 19; // decode.fused.c32.waves16
+                    } else {
+                        return 2; // decode.fused.c16.cap12
+                    }
                 }
             }
         } else {
             if n <= 19199 {
                 if n <= 12543 {
-                    return 12; // decode.fused.c32.cap12
+                    if n <= 10495 {
+                        if k <= 3839 {
+                            if n <= 9983 {
+                                return 11; // decode.fused.c16.waves64
+                            } else {
+                                if k <= 1919 {
+                                    return 2; // decode.fused.c16.cap12
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            }
+                        } else {
+                            return 2; // decode.fused.c16.cap12
+                        }
+                    } else {
+                        if k <= 1919 {
+                            return 21; // decode.fused.c32.waves32
+                        } else {
+                            return 12; // decode.fused.c32.cap12
+                        }
+                    }
                 } else {
-                    return 7; // decode.fused.c16.cap8
+                    if n <= 18687 {
+                        return 7; // decode.fused.c16.cap8
+                    } else {
+                        return 11; // decode.fused.c16.waves64
+                    }
                 }
             } else {
                 if n <= 25087 {
-                    return 16; // decode.fused.c32.cap6
+                    if n <= 20991 {
+                        return 21; // decode.fused.c32.waves32
+                    } else {
+                        if n <= 23039 {
+                            if k <= 5631 {
+                                return 6; // decode.fused.c16.cap6
+                            } else {
+                                return 49; // decode.kpar.tn64.cpt1.cap4
+                            }
+                        } else {
+                            if k <= 6655 {
+                                if k <= 3839 {
+                                    return 21; // decode.fused.c32.waves32
+                                } else {
+                                    return 16; // decode.fused.c32.cap6
+                                }
+                            } else {
+                                return 49; // decode.kpar.tn64.cpt1.cap4
+                            }
+                        }
+                    }
                 } else {
-                    return 32; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 37887 {
+                        if n <= 28159 {
+                            if n <= 27135 {
+                                if k <= 3839 {
+                                    return 5; // decode.fused.c16.cap4
+                                } else {
+                                    if k <= 6655 {
+                                        return 32; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        return 25; // decode.kpar.tn128.cpt1.cap3
+                                    }
+                                }
+                            } else {
+                                if k <= 5631 {
+                                    return 21; // decode.fused.c32.waves32
+                                } else {
+                                    return 25; // decode.kpar.tn128.cpt1.cap3
+                                }
+                            }
+                        } else {
+                            if n <= 29183 {
+                                return 21; // decode.fused.c32.waves32
+                            } else {
+                                return 5; // decode.fused.c16.cap4
+                            }
+                        }
+                    } else {
+                        if n <= 50175 {
+                            return 46; // decode.kpar.tn64.cpt1.cap2
+                        } else {
+                            return 61; // decode.wide.tn512.cpt1
+                        }
+                    }
                 }
             }
         }
@@ -275,21 +515,237 @@ fn tree_0(n: i64, k: i64) -> usize {
         if n <= 50175 {
             if n <= 2111 {
                 if n <= 655 {
-                    return 41; // decode.kpar.tn256.cpt1.waves1
+                    if k <= 15359 {
+                        if k <= 13311 {
+                            return 10; // decode.fused.c16.waves32
+                        } else {
+                            if n <= 503 {
+                                return 41; // decode.kpar.tn256.cpt1.waves1
+                            } else {
+                                return 10; // decode.fused.c16.waves32
+                            }
+                        }
+                    } else {
+                        if n <= 391 {
+                            if k <= 30719 {
+                                if k <= 26623 {
+                                    return 41; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    if n <= 295 {
+                                        return 41; // decode.kpar.tn256.cpt1.waves1
+                                    } else {
+                                        return 42; // decode.kpar.tn256.cpt1.waves2
+                                    }
+                                }
+                            } else {
+                                if n <= 375 {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 54; // decode.kpar.tn64.cpt1.waves4
+                                }
+                            }
+                        } else {
+                            if k <= 16895 {
+                                if n <= 527 {
+                                    return 41; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                return 42; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        }
+                    }
                 } else {
-                    return 11; // decode.fused.c16.waves64
+                    if k <= 26623 {
+                        if n <= 783 {
+                            if k <= 16895 {
+                                return 10; // decode.fused.c16.waves32
+                            } else {
+                                return 42; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        } else {
+                            return 11; // decode.fused.c16.waves64
+                        }
+                    } else {
+                        if n <= 1375 {
+                            return 32; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 11; // decode.fused.c16.waves64
+                        }
+                    }
                 }
             } else {
                 if n <= 4223 {
-                    return 21; // decode.fused.c32.waves32
+                    if n <= 2623 {
+                        if k <= 13311 {
+                            if n <= 2367 {
+                                return 19; // decode.fused.c32.waves16
+                            } else {
+                                if k <= 9215 {
+                                    return 14; // decode.fused.c32.cap32
+                                } else {
+                                    return 21; // decode.fused.c32.waves32
+                                }
+                            }
+                        } else {
+                            if n <= 2367 {
+                                if k <= 15359 {
+                                    return 19; // decode.fused.c32.waves16
+                                } else {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                return 48; // decode.kpar.tn64.cpt1.cap32
+                            }
+                        }
+                    } else {
+                        if n <= 3007 {
+                            if k <= 15359 {
+                                if k <= 9215 {
+                                    return 14; // decode.fused.c32.cap32
+                                } else {
+                                    return 21; // decode.fused.c32.waves32
+                                }
+                            } else {
+                                if n <= 2879 {
+                                    if n <= 2751 {
+                                        return 37; // decode.kpar.tn256.cpt1.cap32
+                                    } else {
+                                        return 48; // decode.kpar.tn64.cpt1.cap32
+                                    }
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.cap32
+                                }
+                            }
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
+                    }
                 } else {
-                    return 32; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 33791 {
+                        if n <= 6271 {
+                            if n <= 5503 {
+                                if n <= 4479 {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    if n <= 5247 {
+                                        if n <= 4735 {
+                                            return 45; // decode.kpar.tn64.cpt1.cap16
+                                        } else {
+                                            return 23; // decode.kpar.tn128.cpt1.cap16
+                                        }
+                                    } else {
+                                        if k <= 26623 {
+                                            return 45; // decode.kpar.tn64.cpt1.cap16
+                                        } else {
+                                            return 23; // decode.kpar.tn128.cpt1.cap16
+                                        }
+                                    }
+                                }
+                            } else {
+                                if k <= 22527 {
+                                    return 11; // decode.fused.c16.waves64
+                                } else {
+                                    return 23; // decode.kpar.tn128.cpt1.cap16
+                                }
+                            }
+                        } else {
+                            if n <= 8447 {
+                                if k <= 16895 {
+                                    if n <= 7551 {
+                                        if k <= 13311 {
+                                            return 13; // decode.fused.c32.cap16
+                                        } else {
+                                            return 44; // decode.kpar.tn64.cpt1.cap12
+                                        }
+                                    } else {
+                                        return 21; // decode.fused.c32.waves32
+                                    }
+                                } else {
+                                    if n <= 7807 {
+                                        if n <= 7039 {
+                                            return 22; // decode.kpar.tn128.cpt1.cap12
+                                        } else {
+                                            return 44; // decode.kpar.tn64.cpt1.cap12
+                                        }
+                                    } else {
+                                        if k <= 26623 {
+                                            return 21; // decode.fused.c32.waves32
+                                        } else {
+                                            return 33; // decode.kpar.tn256.cpt1.cap12
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n <= 12543 {
+                                    if k <= 11263 {
+                                        if n <= 10495 {
+                                            return 2; // decode.fused.c16.cap12
+                                        } else {
+                                            return 12; // decode.fused.c32.cap12
+                                        }
+                                    } else {
+                                        if n <= 11519 {
+                                            return 51; // decode.kpar.tn64.cpt1.cap8
+                                        } else {
+                                            return 40; // decode.kpar.tn256.cpt1.cap8
+                                        }
+                                    }
+                                } else {
+                                    if n <= 16895 {
+                                        if n <= 14079 {
+                                            return 28; // decode.kpar.tn128.cpt1.cap6
+                                        } else {
+                                            return 39; // decode.kpar.tn256.cpt1.cap6
+                                        }
+                                    } else {
+                                        if n <= 25087 {
+                                            return 49; // decode.kpar.tn64.cpt1.cap4
+                                        } else {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 37887 {
+                            return 5; // decode.fused.c16.cap4
+                        } else {
+                            if n <= 46079 {
+                                return 46; // decode.kpar.tn64.cpt1.cap2
+                            } else {
+                                if k <= 9215 {
+                                    return 46; // decode.kpar.tn64.cpt1.cap2
+                                } else {
+                                    return 35; // decode.kpar.tn256.cpt1.cap2
+                                }
+                            }
+                        }
+                    }
                 }
             }
         } else {
             if n <= 100351 {
                 if n <= 67583 {
-                    return 61; // decode.wide.tn512.cpt1
+                    if n <= 56319 {
+                        if k <= 11263 {
+                            if n <= 52223 {
+                                return 43; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                return 61; // decode.wide.tn512.cpt1
+                            }
+                        } else {
+                            if k <= 13311 {
+                                return 43; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                return 36; // decode.kpar.tn256.cpt1.cap3
+                            }
+                        }
+                    } else {
+                        return 61; // decode.wide.tn512.cpt1
+                    }
                 } else {
                     return 58; // decode.wide.tn256.cpt1
                 }
@@ -315,21 +771,125 @@ fn tree_1(n: i64, k: i64) -> usize {
                 if k <= 639 {
                     return 11; // decode.fused.c16.waves64
                 } else {
-                    return 7; // decode.fused.c16.cap8
+                    if n <= 16895 {
+                        return 17; // decode.fused.c32.cap8
+                    } else {
+                        return 7; // decode.fused.c16.cap8
+                    }
                 }
             }
         } else {
             if n <= 37887 {
                 if n <= 25087 {
-                    return 16; // decode.fused.c32.cap6
+                    if k <= 383 {
+                        if n <= 23039 {
+                            return 10; // decode.fused.c16.waves32
+                        } else {
+                            return 15; // decode.fused.c32.cap4
+                        }
+                    } else {
+                        if n <= 20991 {
+                            if k <= 895 {
+                                if n <= 19967 {
+                                    return 16; // decode.fused.c32.cap6
+                                } else {
+                                    return 21; // decode.fused.c32.waves32
+                                }
+                            } else {
+                                return 21; // decode.fused.c32.waves32
+                            }
+                        } else {
+                            if n <= 23039 {
+                                if k <= 895 {
+                                    return 16; // decode.fused.c32.cap6
+                                } else {
+                                    return 6; // decode.fused.c16.cap6
+                                }
+                            } else {
+                                if k <= 2815 {
+                                    return 16; // decode.fused.c32.cap6
+                                } else {
+                                    return 6; // decode.fused.c16.cap6
+                                }
+                            }
+                        }
+                    }
                 } else {
                     return 15; // decode.fused.c32.cap4
                 }
             } else {
                 if n <= 50175 {
-                    return 46; // decode.kpar.tn64.cpt1.cap2
+                    if k <= 1151 {
+                        if n <= 44031 {
+                            if k <= 383 {
+                                return 19; // decode.fused.c32.waves16
+                            } else {
+                                return 16; // decode.fused.c32.cap6
+                            }
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
+                    } else {
+                        if n <= 46079 {
+                            if n <= 41983 {
+                                return 24; // decode.kpar.tn128.cpt1.cap2
+                            } else {
+                                if k <= 1407 {
+                                    return 16; // decode.fused.c32.cap6
+                                } else {
+                                    return 46; // decode.kpar.tn64.cpt1.cap2
+                                }
+                            }
+                        } else {
+                            if k <= 1407 {
+                                return 21; // decode.fused.c32.waves32
+                            } else {
+                                if n <= 48127 {
+                                    return 24; // decode.kpar.tn128.cpt1.cap2
+                                } else {
+                                    return 35; // decode.kpar.tn256.cpt1.cap2
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 53; // decode.kpar.tn64.cpt1.waves2
+                    if n <= 67583 {
+                        if k <= 639 {
+                            return 19; // decode.fused.c32.waves16
+                        } else {
+                            if n <= 56319 {
+                                if k <= 1151 {
+                                    return 19; // decode.fused.c32.waves16
+                                } else {
+                                    return 7; // decode.fused.c16.cap8
+                                }
+                            } else {
+                                if k <= 5631 {
+                                    return 61; // decode.wide.tn512.cpt1
+                                } else {
+                                    return 43; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 92159 {
+                            if n <= 75775 {
+                                if k <= 3327 {
+                                    return 53; // decode.kpar.tn64.cpt1.waves2
+                                } else {
+                                    return 49; // decode.kpar.tn64.cpt1.cap4
+                                }
+                            } else {
+                                if n <= 83967 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves1
+                                } else {
+                                    return 1; // decode.direct.tn64.cpt1
+                                }
+                            }
+                        } else {
+                            return 0; // decode.direct.tn32.cpt1
+                        }
+                    }
                 }
             }
         }
@@ -337,27 +897,83 @@ fn tree_1(n: i64, k: i64) -> usize {
         if n <= 153855 {
             if n <= 100351 {
                 if k <= 1663 {
-                    return 53; // decode.kpar.tn64.cpt1.waves2
+                    if k <= 639 {
+                        return 54; // decode.kpar.tn64.cpt1.waves4
+                    } else {
+                        if k <= 1407 {
+                            return 1; // decode.direct.tn64.cpt1
+                        } else {
+                            return 53; // decode.kpar.tn64.cpt1.waves2
+                        }
+                    }
                 } else {
-                    return 58; // decode.wide.tn256.cpt1
+                    if k <= 4607 {
+                        if k <= 3839 {
+                            if k <= 2303 {
+                                return 58; // decode.wide.tn256.cpt1
+                            } else {
+                                return 41; // decode.kpar.tn256.cpt1.waves1
+                            }
+                        } else {
+                            return 1; // decode.direct.tn64.cpt1
+                        }
+                    } else {
+                        return 41; // decode.kpar.tn256.cpt1.waves1
+                    }
                 }
             } else {
                 if k <= 5631 {
                     return 56; // decode.wide.tn128.cpt2
                 } else {
-                    return 49; // decode.kpar.tn64.cpt1.cap4
+                    if n <= 124927 {
+                        return 49; // decode.kpar.tn64.cpt1.cap4
+                    } else {
+                        if n <= 135167 {
+                            if n <= 127615 {
+                                return 56; // decode.wide.tn128.cpt2
+                            } else {
+                                if k <= 6655 {
+                                    return 61; // decode.wide.tn512.cpt1
+                                } else {
+                                    return 47; // decode.kpar.tn64.cpt1.cap3
+                                }
+                            }
+                        } else {
+                            if n <= 143359 {
+                                return 27; // decode.kpar.tn128.cpt1.cap4
+                            } else {
+                                return 46; // decode.kpar.tn64.cpt1.cap2
+                            }
+                        }
+                    }
                 }
             }
         } else {
             if n <= 233471 {
                 if k <= 383 {
-                    return 56; // decode.wide.tn128.cpt2
+                    if n <= 217087 {
+                        return 56; // decode.wide.tn128.cpt2
+                    } else {
+                        return 59; // decode.wide.tn256.cpt2
+                    }
                 } else {
                     return 59; // decode.wide.tn256.cpt2
                 }
             } else {
                 if k <= 1407 {
-                    return 59; // decode.wide.tn256.cpt2
+                    if k <= 383 {
+                        if n <= 247039 {
+                            return 56; // decode.wide.tn128.cpt2
+                        } else {
+                            return 59; // decode.wide.tn256.cpt2
+                        }
+                    } else {
+                        if n <= 258047 {
+                            return 59; // decode.wide.tn256.cpt2
+                        } else {
+                            return 62; // decode.wide.tn512.cpt2
+                        }
+                    }
                 } else {
                     return 62; // decode.wide.tn512.cpt2
                 }
@@ -403,49 +1019,457 @@ fn tree_6(n: i64, k: i64) -> usize {
 // domain 7: s4 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_7(n: i64, k: i64) -> usize {
-    if n <= 12543 {
-        if k <= 1663 {
-            if k <= 383 {
-                if n <= 343 {
-                    return 17; // decode.fused.c32.cap8
+    if n * k <= 39583743 {
+        if n * 1024 / k <= 592 {
+            if n * 1024 / k <= 211 {
+                if n <= 911 {
+                    if k <= 16895 {
+                        if k <= 2815 {
+                            if n * 1024 / k <= 121 {
+                                return 10; // decode.fused.c16.waves32
+                            } else {
+                                return 4; // decode.fused.c16.cap32
+                            }
+                        } else {
+                            if n * 1024 / k <= 19 {
+                                if n <= 279 {
+                                    if k <= 15359 {
+                                        return 10; // decode.fused.c16.waves32
+                                    } else {
+                                        return 53; // decode.kpar.tn64.cpt1.waves2
+                                    }
+                                } else {
+                                    return 41; // decode.kpar.tn256.cpt1.waves1
+                                }
+                            } else {
+                                if n * k <= 13697023 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            }
+                        }
+                    } else {
+                        if n * k <= 12713983 {
+                            if n * 1024 / k <= 15 {
+                                if n <= 407 {
+                                    if n * 1024 / k <= 8 {
+                                        return 31; // decode.kpar.tn128.cpt1.waves2
+                                    } else {
+                                        return 41; // decode.kpar.tn256.cpt1.waves1
+                                    }
+                                } else {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                if n * k <= 12287999 {
+                                    if k <= 22527 {
+                                        if n <= 527 {
+                                            return 41; // decode.kpar.tn256.cpt1.waves1
+                                        } else {
+                                            return 54; // decode.kpar.tn64.cpt1.waves4
+                                        }
+                                    } else {
+                                        if n <= 471 {
+                                            return 31; // decode.kpar.tn128.cpt1.waves2
+                                        } else {
+                                            return 42; // decode.kpar.tn256.cpt1.waves2
+                                        }
+                                    }
+                                } else {
+                                    return 10; // decode.fused.c16.waves32
+                                }
+                            }
+                        } else {
+                            if k <= 22527 {
+                                if n <= 847 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            } else {
+                                return 42; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        }
+                    }
                 } else {
-                    return 7; // decode.fused.c16.cap8
+                    if n <= 2111 {
+                        if n * 1024 / k <= 41 {
+                            if n * k <= 33292287 {
+                                return 42; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                if n <= 1055 {
+                                    return 11; // decode.fused.c16.waves64
+                                } else {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
+                        } else {
+                            if n * k <= 7405567 {
+                                if n <= 1055 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
+                        }
+                    } else {
+                        if n <= 2367 {
+                            return 19; // decode.fused.c32.waves16
+                        } else {
+                            return 14; // decode.fused.c32.cap32
+                        }
+                    }
                 }
             } else {
                 if n <= 2111 {
-                    return 3; // decode.fused.c16.cap16
+                    if k <= 3327 {
+                        if k <= 639 {
+                            return 3; // decode.fused.c16.cap16
+                        } else {
+                            return 4; // decode.fused.c16.cap32
+                        }
+                    } else {
+                        if n * k <= 3915775 {
+                            if k <= 3839 {
+                                return 10; // decode.fused.c16.waves32
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
+                        } else {
+                            return 11; // decode.fused.c16.waves64
+                        }
+                    }
                 } else {
-                    return 13; // decode.fused.c32.cap16
+                    if n <= 4223 {
+                        if n <= 2239 {
+                            return 19; // decode.fused.c32.waves16
+                        } else {
+                            if n * 1024 / k <= 531 {
+                                if n <= 4031 {
+                                    if n * k <= 12517375 {
+                                        return 21; // decode.fused.c32.waves32
+                                    } else {
+                                        return 14; // decode.fused.c32.cap32
+                                    }
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            } else {
+                                if n <= 3519 {
+                                    return 21; // decode.fused.c32.waves32
+                                } else {
+                                    return 14; // decode.fused.c32.cap32
+                                }
+                            }
+                        }
+                    } else {
+                        return 45; // decode.kpar.tn64.cpt1.cap16
+                    }
                 }
             }
         } else {
-            if k <= 16895 {
-                if n <= 1055 {
-                    return 10; // decode.fused.c16.waves32
+            if n <= 8447 {
+                if n * 1024 / k <= 1204 {
+                    if n <= 4223 {
+                        if n <= 2111 {
+                            if k <= 639 {
+                                if n <= 295 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 3; // decode.fused.c16.cap16
+                                }
+                            } else {
+                                return 4; // decode.fused.c16.cap32
+                            }
+                        } else {
+                            if k <= 3839 {
+                                if n <= 2239 {
+                                    return 19; // decode.fused.c32.waves16
+                                } else {
+                                    if n * 1024 / k <= 698 {
+                                        return 19; // decode.fused.c32.waves16
+                                    } else {
+                                        return 14; // decode.fused.c32.cap32
+                                    }
+                                }
+                            } else {
+                                if n * k <= 24575999 {
+                                    return 21; // decode.fused.c32.waves32
+                                } else {
+                                    return 14; // decode.fused.c32.cap32
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 4479 {
+                            return 19; // decode.fused.c32.waves16
+                        } else {
+                            if n <= 5503 {
+                                return 3; // decode.fused.c16.cap16
+                            } else {
+                                if n <= 6015 {
+                                    return 11; // decode.fused.c16.waves64
+                                } else {
+                                    return 3; // decode.fused.c16.cap16
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 11; // decode.fused.c16.waves64
+                    if n <= 2111 {
+                        if k <= 383 {
+                            if n <= 343 {
+                                return 17; // decode.fused.c32.cap8
+                            } else {
+                                return 7; // decode.fused.c16.cap8
+                            }
+                        } else {
+                            if k <= 639 {
+                                return 3; // decode.fused.c16.cap16
+                            } else {
+                                return 4; // decode.fused.c16.cap32
+                            }
+                        }
+                    } else {
+                        if n <= 4223 {
+                            if k <= 1663 {
+                                return 13; // decode.fused.c32.cap16
+                            } else {
+                                if n * k <= 4390911 {
+                                    return 19; // decode.fused.c32.waves16
+                                } else {
+                                    if k <= 2303 {
+                                        if k <= 1919 {
+                                            return 14; // decode.fused.c32.cap32
+                                        } else {
+                                            return 21; // decode.fused.c32.waves32
+                                        }
+                                    } else {
+                                        if k <= 2815 {
+                                            return 14; // decode.fused.c32.cap32
+                                        } else {
+                                            return 21; // decode.fused.c32.waves32
+                                        }
+                                    }
+                                }
+                            }
+                        } else {
+                            if n <= 6271 {
+                                if n <= 5503 {
+                                    if n * 1024 / k <= 5393 {
+                                        if n <= 4479 {
+                                            return 19; // decode.fused.c32.waves16
+                                        } else {
+                                            return 3; // decode.fused.c16.cap16
+                                        }
+                                    } else {
+                                        return 7; // decode.fused.c16.cap8
+                                    }
+                                } else {
+                                    if n * 1024 / k <= 3778 {
+                                        return 11; // decode.fused.c16.waves64
+                                    } else {
+                                        if k <= 895 {
+                                            return 7; // decode.fused.c16.cap8
+                                        } else {
+                                            return 3; // decode.fused.c16.cap16
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n * k <= 35520511 {
+                                    return 13; // decode.fused.c32.cap16
+                                } else {
+                                    return 21; // decode.fused.c32.waves32
+                                }
+                            }
+                        }
+                    }
                 }
             } else {
-                if n <= 527 {
-                    return 31; // decode.kpar.tn128.cpt1.waves2
+                if n * 1024 / k <= 4168 {
+                    if n <= 10495 {
+                        if n <= 9471 {
+                            return 2; // decode.fused.c16.cap12
+                        } else {
+                            return 11; // decode.fused.c16.waves64
+                        }
+                    } else {
+                        if n * k <= 36438015 {
+                            return 21; // decode.fused.c32.waves32
+                        } else {
+                            return 12; // decode.fused.c32.cap12
+                        }
+                    }
                 } else {
-                    return 32; // decode.kpar.tn128.cpt1.waves4
+                    if n * k <= 21168127 {
+                        if n <= 8959 {
+                            if k <= 1663 {
+                                return 7; // decode.fused.c16.cap8
+                            } else {
+                                return 2; // decode.fused.c16.cap12
+                            }
+                        } else {
+                            return 11; // decode.fused.c16.waves64
+                        }
+                    } else {
+                        if n <= 12031 {
+                            if k <= 2303 {
+                                return 12; // decode.fused.c32.cap12
+                            } else {
+                                return 21; // decode.fused.c32.waves32
+                            }
+                        } else {
+                            if n <= 12543 {
+                                return 17; // decode.fused.c32.cap8
+                            } else {
+                                return 7; // decode.fused.c16.cap8
+                            }
+                        }
+                    }
                 }
             }
         }
     } else {
         if n <= 88063 {
-            if n <= 19199 {
-                if k <= 16895 {
-                    return 7; // decode.fused.c16.cap8
+            if n <= 50175 {
+                if k <= 5631 {
+                    if n <= 19199 {
+                        if n <= 12543 {
+                            if n * k <= 42074111 {
+                                if n <= 8447 {
+                                    return 13; // decode.fused.c32.cap16
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            } else {
+                                if n <= 10495 {
+                                    if n <= 9471 {
+                                        return 2; // decode.fused.c16.cap12
+                                    } else {
+                                        return 11; // decode.fused.c16.waves64
+                                    }
+                                } else {
+                                    return 12; // decode.fused.c32.cap12
+                                }
+                            }
+                        } else {
+                            return 7; // decode.fused.c16.cap8
+                        }
+                    } else {
+                        if n <= 25087 {
+                            return 6; // decode.fused.c16.cap6
+                        } else {
+                            if n <= 35839 {
+                                if n * 1024 / k <= 5543 {
+                                    return 39; // decode.kpar.tn256.cpt1.cap6
+                                } else {
+                                    return 5; // decode.fused.c16.cap4
+                                }
+                            } else {
+                                return 46; // decode.kpar.tn64.cpt1.cap2
+                            }
+                        }
+                    }
                 } else {
-                    return 32; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 2111 {
+                        if n <= 1311 {
+                            return 42; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            return 11; // decode.fused.c16.waves64
+                        }
+                    } else {
+                        if n <= 4223 {
+                            if n * 1024 / k <= 115 {
+                                if n <= 3135 {
+                                    if n <= 2623 {
+                                        if n <= 2367 {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 48; // decode.kpar.tn64.cpt1.cap32
+                                        }
+                                    } else {
+                                        return 37; // decode.kpar.tn256.cpt1.cap32
+                                    }
+                                } else {
+                                    if n <= 3391 {
+                                        return 32; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        return 14; // decode.fused.c32.cap32
+                                    }
+                                }
+                            } else {
+                                if n <= 2623 {
+                                    if k <= 16895 {
+                                        return 14; // decode.fused.c32.cap32
+                                    } else {
+                                        return 48; // decode.kpar.tn64.cpt1.cap32
+                                    }
+                                } else {
+                                    if n * k <= 130547711 {
+                                        return 14; // decode.fused.c32.cap32
+                                    } else {
+                                        return 4; // decode.fused.c16.cap32
+                                    }
+                                }
+                            }
+                        } else {
+                            if n * k <= 68681727 {
+                                if n <= 8447 {
+                                    if n * 1024 / k <= 592 {
+                                        if n <= 5503 {
+                                            return 45; // decode.kpar.tn64.cpt1.cap16
+                                        } else {
+                                            return 11; // decode.fused.c16.waves64
+                                        }
+                                    } else {
+                                        if n <= 6271 {
+                                            return 11; // decode.fused.c16.waves64
+                                        } else {
+                                            return 13; // decode.fused.c32.cap16
+                                        }
+                                    }
+                                } else {
+                                    return 2; // decode.fused.c16.cap12
+                                }
+                            } else {
+                                if n <= 6271 {
+                                    if n * 1024 / k <= 389 {
+                                        if n <= 4735 {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 23; // decode.kpar.tn128.cpt1.cap16
+                                        }
+                                    } else {
+                                        return 11; // decode.fused.c16.waves64
+                                    }
+                                } else {
+                                    if n <= 8447 {
+                                        if n * 1024 / k <= 278 {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 13; // decode.fused.c32.cap16
+                                        }
+                                    } else {
+                                        if n <= 12543 {
+                                            return 29; // decode.kpar.tn128.cpt1.cap8
+                                        } else {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
                 }
             } else {
-                if n <= 50175 {
-                    return 32; // decode.kpar.tn128.cpt1.waves4
-                } else {
+                if n <= 67583 {
                     return 61; // decode.wide.tn512.cpt1
+                } else {
+                    return 31; // decode.kpar.tn128.cpt1.waves2
                 }
             }
         } else {
@@ -465,29 +1489,89 @@ fn tree_8(n: i64, k: i64) -> usize {
         if n <= 18943 {
             if n <= 14591 {
                 if n <= 4031 {
-                    return 17; // decode.fused.c32.cap8
+                    if n <= 2751 {
+                        return 20; // decode.fused.c32.waves2
+                    } else {
+                        return 17; // decode.fused.c32.cap8
+                    }
                 } else {
-                    return 11; // decode.fused.c16.waves64
+                    if n <= 4479 {
+                        if k <= 383 {
+                            return 7; // decode.fused.c16.cap8
+                        } else {
+                            return 10; // decode.fused.c16.waves32
+                        }
+                    } else {
+                        return 11; // decode.fused.c16.waves64
+                    }
                 }
             } else {
                 if k <= 639 {
                     return 11; // decode.fused.c16.waves64
                 } else {
-                    return 7; // decode.fused.c16.cap8
+                    if n <= 16895 {
+                        if n <= 15103 {
+                            return 17; // decode.fused.c32.cap8
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
+                    } else {
+                        return 7; // decode.fused.c16.cap8
+                    }
                 }
             }
         } else {
             if n <= 37887 {
                 if n <= 25087 {
-                    return 16; // decode.fused.c32.cap6
+                    if k <= 383 {
+                        return 52; // decode.kpar.tn64.cpt1.waves1
+                    } else {
+                        if n <= 23039 {
+                            return 6; // decode.fused.c16.cap6
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
+                    }
                 } else {
-                    return 15; // decode.fused.c32.cap4
+                    if k <= 383 {
+                        return 52; // decode.kpar.tn64.cpt1.waves1
+                    } else {
+                        if k <= 2815 {
+                            return 15; // decode.fused.c32.cap4
+                        } else {
+                            return 5; // decode.fused.c16.cap4
+                        }
+                    }
                 }
             } else {
                 if k <= 1151 {
-                    return 0; // decode.direct.tn32.cpt1
+                    if n <= 48127 {
+                        if k <= 383 {
+                            return 52; // decode.kpar.tn64.cpt1.waves1
+                        } else {
+                            return 0; // decode.direct.tn32.cpt1
+                        }
+                    } else {
+                        if k <= 639 {
+                            return 1; // decode.direct.tn64.cpt1
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
+                    }
                 } else {
-                    return 46; // decode.kpar.tn64.cpt1.cap2
+                    if n <= 44031 {
+                        if n <= 41983 {
+                            return 24; // decode.kpar.tn128.cpt1.cap2
+                        } else {
+                            return 46; // decode.kpar.tn64.cpt1.cap2
+                        }
+                    } else {
+                        if k <= 3839 {
+                            return 21; // decode.fused.c32.waves32
+                        } else {
+                            return 35; // decode.kpar.tn256.cpt1.cap2
+                        }
+                    }
                 }
             }
         }
@@ -495,29 +1579,93 @@ fn tree_8(n: i64, k: i64) -> usize {
         if n <= 100351 {
             if n <= 79871 {
                 if n <= 67583 {
-                    return 61; // decode.wide.tn512.cpt1
+                    if k <= 1151 {
+                        return 0; // decode.direct.tn32.cpt1
+                    } else {
+                        return 61; // decode.wide.tn512.cpt1
+                    }
                 } else {
                     return 0; // decode.direct.tn32.cpt1
                 }
             } else {
                 if n <= 96255 {
-                    return 1; // decode.direct.tn64.cpt1
+                    if n <= 83967 {
+                        if k <= 1407 {
+                            return 1; // decode.direct.tn64.cpt1
+                        } else {
+                            return 55; // decode.wide.tn128.cpt1
+                        }
+                    } else {
+                        if n <= 92159 {
+                            return 1; // decode.direct.tn64.cpt1
+                        } else {
+                            return 55; // decode.wide.tn128.cpt1
+                        }
+                    }
                 } else {
-                    return 58; // decode.wide.tn256.cpt1
+                    if k <= 1407 {
+                        if k <= 639 {
+                            return 53; // decode.kpar.tn64.cpt1.waves2
+                        } else {
+                            return 1; // decode.direct.tn64.cpt1
+                        }
+                    } else {
+                        return 58; // decode.wide.tn256.cpt1
+                    }
                 }
             }
         } else {
             if n <= 167935 {
                 if n <= 135167 {
-                    return 62; // decode.wide.tn512.cpt2
+                    if k <= 1151 {
+                        return 56; // decode.wide.tn128.cpt2
+                    } else {
+                        if n <= 112639 {
+                            return 5; // decode.fused.c16.cap4
+                        } else {
+                            return 62; // decode.wide.tn512.cpt2
+                        }
+                    }
                 } else {
-                    return 56; // decode.wide.tn128.cpt2
+                    if k <= 9215 {
+                        if n <= 153855 {
+                            return 56; // decode.wide.tn128.cpt2
+                        } else {
+                            return 59; // decode.wide.tn256.cpt2
+                        }
+                    } else {
+                        if n <= 149695 {
+                            return 24; // decode.kpar.tn128.cpt1.cap2
+                        } else {
+                            return 36; // decode.kpar.tn256.cpt1.cap3
+                        }
+                    }
                 }
             } else {
                 if k <= 639 {
-                    return 56; // decode.wide.tn128.cpt2
+                    if n <= 192511 {
+                        if n <= 176127 {
+                            return 0; // decode.direct.tn32.cpt1
+                        } else {
+                            return 53; // decode.kpar.tn64.cpt1.waves2
+                        }
+                    } else {
+                        if n <= 258047 {
+                            return 56; // decode.wide.tn128.cpt2
+                        } else {
+                            return 59; // decode.wide.tn256.cpt2
+                        }
+                    }
                 } else {
-                    return 57; // decode.wide.tn128.cpt4
+                    if n <= 200703 {
+                        if k <= 4607 {
+                            return 1; // decode.direct.tn64.cpt1
+                        } else {
+                            return 57; // decode.wide.tn128.cpt4
+                        }
+                    } else {
+                        return 57; // decode.wide.tn128.cpt4
+                    }
                 }
             }
         }
@@ -573,61 +1721,601 @@ fn tree_13(n: i64, k: i64) -> usize {
 // domain 14: s5 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_14(n: i64, k: i64) -> usize {
-    if k <= 9215 {
-        if n <= 2239 {
+    if n * k <= 68026367 {
+        if n * k <= 6750207 {
             if k <= 1151 {
-                if k <= 639 {
-                    return 3; // decode.fused.c16.cap16
+                if k <= 383 {
+                    return 7; // decode.fused.c16.cap8
                 } else {
-                    return 4; // decode.fused.c16.cap32
+                    if n * 1024 / k <= 503 {
+                        return 4; // decode.fused.c16.cap32
+                    } else {
+                        return 3; // decode.fused.c16.cap16
+                    }
                 }
             } else {
-                if n <= 1439 {
-                    return 10; // decode.fused.c16.waves32
+                if k <= 9215 {
+                    if n <= 1759 {
+                        if n * 1024 / k <= 40 {
+                            if k <= 7679 {
+                                return 10; // decode.fused.c16.waves32
+                            } else {
+                                if n <= 295 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves1
+                                } else {
+                                    return 41; // decode.kpar.tn256.cpt1.waves1
+                                }
+                            }
+                        } else {
+                            return 10; // decode.fused.c16.waves32
+                        }
+                    } else {
+                        if n <= 2111 {
+                            return 11; // decode.fused.c16.waves64
+                        } else {
+                            if n <= 4223 {
+                                if n * 1024 / k <= 1092 {
+                                    return 19; // decode.fused.c32.waves16
+                                } else {
+                                    if n * k <= 4161535 {
+                                        if k <= 1663 {
+                                            if n * 1024 / k <= 2084 {
+                                                return 10; // decode.fused.c16.waves32
+                                            } else {
+                                                return 11; // decode.fused.c16.waves64
+                                            }
+                                        } else {
+                                            return 19; // decode.fused.c32.waves16
+                                        }
+                                    } else {
+                                        if k <= 1919 {
+                                            if n * k <= 4390911 {
+                                                return 19; // decode.fused.c32.waves16
+                                            } else {
+                                                return 14; // decode.fused.c32.cap32
+                                            }
+                                        } else {
+                                            return 21; // decode.fused.c32.waves32
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n * k <= 6258687 {
+                                    return 21; // decode.fused.c32.waves32
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 11; // decode.fused.c16.waves64
+                    if n <= 559 {
+                        return 41; // decode.kpar.tn256.cpt1.waves1
+                    } else {
+                        return 10; // decode.fused.c16.waves32
+                    }
                 }
             }
         } else {
-            if n <= 10495 {
-                if n <= 4223 {
-                    return 14; // decode.fused.c32.cap32
+            if n * 1024 / k <= 53 {
+                if n * k <= 12713983 {
+                    if n * k <= 9732095 {
+                        if k <= 30719 {
+                            return 41; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            return 31; // decode.kpar.tn128.cpt1.waves2
+                        }
+                    } else {
+                        if n * k <= 12517375 {
+                            if k <= 15359 {
+                                return 31; // decode.kpar.tn128.cpt1.waves2
+                            } else {
+                                return 42; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        } else {
+                            return 31; // decode.kpar.tn128.cpt1.waves2
+                        }
+                    }
                 } else {
-                    return 3; // decode.fused.c16.cap16
+                    if n <= 1567 {
+                        return 42; // decode.kpar.tn256.cpt1.waves2
+                    } else {
+                        return 11; // decode.fused.c16.waves64
+                    }
                 }
             } else {
-                if n <= 20991 {
-                    return 21; // decode.fused.c32.waves32
+                if n <= 10495 {
+                    if n <= 6271 {
+                        if n * k <= 44302335 {
+                            if n * 1024 / k <= 60 {
+                                if n <= 719 {
+                                    return 41; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    if n <= 1183 {
+                                        if n <= 975 {
+                                            if n <= 815 {
+                                                return 31; // decode.kpar.tn128.cpt1.waves2
+                                            } else {
+                                                return 42; // decode.kpar.tn256.cpt1.waves2
+                                            }
+                                        } else {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    } else {
+                                        return 11; // decode.fused.c16.waves64
+                                    }
+                                }
+                            } else {
+                                if n * k <= 43253759 {
+                                    if n * 1024 / k <= 3778 {
+                                        if n <= 751 {
+                                            return 10; // decode.fused.c16.waves32
+                                        } else {
+                                            return 11; // decode.fused.c16.waves64
+                                        }
+                                    } else {
+                                        if k <= 1407 {
+                                            return 21; // decode.fused.c32.waves32
+                                        } else {
+                                            return 3; // decode.fused.c16.cap16
+                                        }
+                                    }
+                                } else {
+                                    if n <= 3135 {
+                                        return 48; // decode.kpar.tn64.cpt1.cap32
+                                    } else {
+                                        return 11; // decode.fused.c16.waves64
+                                    }
+                                }
+                            }
+                        } else {
+                            if n <= 2111 {
+                                return 11; // decode.fused.c16.waves64
+                            } else {
+                                if n <= 4223 {
+                                    if n * 1024 / k <= 184 {
+                                        if n * k <= 63963135 {
+                                            if n <= 2623 {
+                                                if n <= 2495 {
+                                                    return 48; // decode.kpar.tn64.cpt1.cap32
+                                                } else {
+                                                    return 26; // decode.kpar.tn128.cpt1.cap32
+                                                }
+                                            } else {
+                                                return 37; // decode.kpar.tn256.cpt1.cap32
+                                            }
+                                        } else {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    } else {
+                                        if n <= 3519 {
+                                            if n <= 3135 {
+                                                return 42; // decode.kpar.tn256.cpt1.waves2
+                                            } else {
+                                                return 14; // decode.fused.c32.cap32
+                                            }
+                                        } else {
+                                            if n * k <= 49151999 {
+                                                return 14; // decode.fused.c32.cap32
+                                            } else {
+                                                return 11; // decode.fused.c16.waves64
+                                            }
+                                        }
+                                    }
+                                } else {
+                                    if n * 1024 / k <= 520 {
+                                        return 23; // decode.kpar.tn128.cpt1.cap16
+                                    } else {
+                                        if n * 1024 / k <= 564 {
+                                            return 33; // decode.kpar.tn256.cpt1.cap12
+                                        } else {
+                                            return 11; // decode.fused.c16.waves64
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 8447 {
+                            if n <= 6527 {
+                                if k <= 1919 {
+                                    return 21; // decode.fused.c32.waves32
+                                } else {
+                                    if k <= 7679 {
+                                        return 13; // decode.fused.c32.cap16
+                                    } else {
+                                        return 22; // decode.kpar.tn128.cpt1.cap12
+                                    }
+                                }
+                            } else {
+                                if n <= 7551 {
+                                    if n * 1024 / k <= 5543 {
+                                        if n * 1024 / k <= 954 {
+                                            if n * 1024 / k <= 904 {
+                                                return 21; // decode.fused.c32.waves32
+                                            } else {
+                                                return 13; // decode.fused.c32.cap16
+                                            }
+                                        } else {
+                                            return 21; // decode.fused.c32.waves32
+                                        }
+                                    } else {
+                                        return 13; // decode.fused.c32.cap16
+                                    }
+                                } else {
+                                    if n * 1024 / k <= 1593 {
+                                        if n <= 8063 {
+                                            return 21; // decode.fused.c32.waves32
+                                        } else {
+                                            return 13; // decode.fused.c32.cap16
+                                        }
+                                    } else {
+                                        return 13; // decode.fused.c32.cap16
+                                    }
+                                }
+                            }
+                        } else {
+                            if k <= 1407 {
+                                return 11; // decode.fused.c16.waves64
+                            } else {
+                                return 3; // decode.fused.c16.cap16
+                            }
+                        }
+                    }
                 } else {
-                    return 43; // decode.kpar.tn256.cpt1.waves4
+                    if n <= 12543 {
+                        if n <= 11519 {
+                            return 21; // decode.fused.c32.waves32
+                        } else {
+                            if n * k <= 21168127 {
+                                return 21; // decode.fused.c32.waves32
+                            } else {
+                                return 12; // decode.fused.c32.cap12
+                            }
+                        }
+                    } else {
+                        if n <= 19967 {
+                            if n <= 13567 {
+                                if n * 1024 / k <= 6692 {
+                                    return 17; // decode.fused.c32.cap8
+                                } else {
+                                    return 21; // decode.fused.c32.waves32
+                                }
+                            } else {
+                                if n <= 15103 {
+                                    return 21; // decode.fused.c32.waves32
+                                } else {
+                                    if n * k <= 65273855 {
+                                        if n <= 16895 {
+                                            return 17; // decode.fused.c32.cap8
+                                        } else {
+                                            if n <= 18687 {
+                                                return 21; // decode.fused.c32.waves32
+                                            } else {
+                                                return 17; // decode.fused.c32.cap8
+                                            }
+                                        }
+                                    } else {
+                                        if n <= 18687 {
+                                            return 21; // decode.fused.c32.waves32
+                                        } else {
+                                            return 17; // decode.fused.c32.cap8
+                                        }
+                                    }
+                                }
+                            }
+                        } else {
+                            return 16; // decode.fused.c32.cap6
+                        }
+                    }
                 }
             }
         }
     } else {
-        if n <= 4223 {
-            if k <= 13311 {
-                if n <= 687 {
-                    return 41; // decode.kpar.tn256.cpt1.waves1
+        if n <= 100351 {
+            if n <= 22015 {
+                if n <= 13055 {
+                    if n <= 7807 {
+                        if n <= 6271 {
+                            if n <= 3135 {
+                                if n <= 2623 {
+                                    return 48; // decode.kpar.tn64.cpt1.cap32
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.cap32
+                                }
+                            } else {
+                                if n <= 4223 {
+                                    if n <= 3391 {
+                                        return 32; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        if n * k <= 130547711 {
+                                            if n * k <= 118489087 {
+                                                if n * 1024 / k <= 123 {
+                                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 14; // decode.fused.c32.cap32
+                                                }
+                                            } else {
+                                                return 34; // decode.kpar.tn256.cpt1.cap16
+                                            }
+                                        } else {
+                                            return 4; // decode.fused.c16.cap32
+                                        }
+                                    }
+                                } else {
+                                    if n * 1024 / k <= 422 {
+                                        return 23; // decode.kpar.tn128.cpt1.cap16
+                                    } else {
+                                        return 11; // decode.fused.c16.waves64
+                                    }
+                                }
+                            }
+                        } else {
+                            if n * 1024 / k <= 558 {
+                                if n <= 7039 {
+                                    if n <= 6783 {
+                                        return 22; // decode.kpar.tn128.cpt1.cap12
+                                    } else {
+                                        if k <= 26623 {
+                                            return 21; // decode.fused.c32.waves32
+                                        } else {
+                                            return 22; // decode.kpar.tn128.cpt1.cap12
+                                        }
+                                    }
+                                } else {
+                                    if n * k <= 153092095 {
+                                        return 21; // decode.fused.c32.waves32
+                                    } else {
+                                        return 44; // decode.kpar.tn64.cpt1.cap12
+                                    }
+                                }
+                            } else {
+                                return 21; // decode.fused.c32.waves32
+                            }
+                        }
+                    } else {
+                        if n <= 10495 {
+                            if n <= 8447 {
+                                if n * k <= 196607999 {
+                                    if n <= 8063 {
+                                        return 21; // decode.fused.c32.waves32
+                                    } else {
+                                        return 13; // decode.fused.c32.cap16
+                                    }
+                                } else {
+                                    if n <= 8063 {
+                                        return 22; // decode.kpar.tn128.cpt1.cap12
+                                    } else {
+                                        return 33; // decode.kpar.tn256.cpt1.cap12
+                                    }
+                                }
+                            } else {
+                                return 3; // decode.fused.c16.cap16
+                            }
+                        } else {
+                            if n <= 12543 {
+                                if n * 1024 / k <= 1420 {
+                                    if n <= 11519 {
+                                        if n <= 11007 {
+                                            if k <= 11263 {
+                                                return 21; // decode.fused.c32.waves32
+                                            } else {
+                                                return 51; // decode.kpar.tn64.cpt1.cap8
+                                            }
+                                        } else {
+                                            return 39; // decode.kpar.tn256.cpt1.cap6
+                                        }
+                                    } else {
+                                        if k <= 11263 {
+                                            return 12; // decode.fused.c32.cap12
+                                        } else {
+                                            return 29; // decode.kpar.tn128.cpt1.cap8
+                                        }
+                                    }
+                                } else {
+                                    if n <= 11519 {
+                                        return 21; // decode.fused.c32.waves32
+                                    } else {
+                                        return 12; // decode.fused.c32.cap12
+                                    }
+                                }
+                            } else {
+                                return 28; // decode.kpar.tn128.cpt1.cap6
+                            }
+                        }
+                    }
                 } else {
-                    return 11; // decode.fused.c16.waves64
+                    if n <= 20991 {
+                        if n <= 16895 {
+                            if n * 1024 / k <= 1509 {
+                                if n <= 15615 {
+                                    if n <= 14079 {
+                                        return 28; // decode.kpar.tn128.cpt1.cap6
+                                    } else {
+                                        if n * k <= 182976511 {
+                                            return 21; // decode.fused.c32.waves32
+                                        } else {
+                                            return 50; // decode.kpar.tn64.cpt1.cap6
+                                        }
+                                    }
+                                } else {
+                                    return 39; // decode.kpar.tn256.cpt1.cap6
+                                }
+                            } else {
+                                if n <= 14079 {
+                                    if n <= 13567 {
+                                        return 28; // decode.kpar.tn128.cpt1.cap6
+                                    } else {
+                                        return 21; // decode.fused.c32.waves32
+                                    }
+                                } else {
+                                    if n <= 15103 {
+                                        return 21; // decode.fused.c32.waves32
+                                    } else {
+                                        return 17; // decode.fused.c32.cap8
+                                    }
+                                }
+                            }
+                        } else {
+                            if n <= 18687 {
+                                if n * 1024 / k <= 1092 {
+                                    if n <= 17919 {
+                                        if k <= 22527 {
+                                            return 49; // decode.kpar.tn64.cpt1.cap4
+                                        } else {
+                                            return 23; // decode.kpar.tn128.cpt1.cap16
+                                        }
+                                    } else {
+                                        return 49; // decode.kpar.tn64.cpt1.cap4
+                                    }
+                                } else {
+                                    if k <= 4607 {
+                                        return 21; // decode.fused.c32.waves32
+                                    } else {
+                                        return 7; // decode.fused.c16.cap8
+                                    }
+                                }
+                            } else {
+                                if k <= 6655 {
+                                    return 17; // decode.fused.c32.cap8
+                                } else {
+                                    return 3; // decode.fused.c16.cap16
+                                }
+                            }
+                        }
+                    } else {
+                        return 36; // decode.kpar.tn256.cpt1.cap3
+                    }
                 }
             } else {
-                if n <= 3135 {
-                    return 42; // decode.kpar.tn256.cpt1.waves2
+                if n <= 31231 {
+                    if n <= 23039 {
+                        if k <= 3839 {
+                            return 6; // decode.fused.c16.cap6
+                        } else {
+                            return 36; // decode.kpar.tn256.cpt1.cap3
+                        }
+                    } else {
+                        if n <= 25087 {
+                            if n * 1024 / k <= 1967 {
+                                if n <= 24063 {
+                                    return 51; // decode.kpar.tn64.cpt1.cap8
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.cap8
+                                }
+                            } else {
+                                return 16; // decode.fused.c32.cap6
+                            }
+                        } else {
+                            if n <= 28159 {
+                                if n <= 27135 {
+                                    if k <= 7679 {
+                                        return 6; // decode.fused.c16.cap6
+                                    } else {
+                                        return 43; // decode.kpar.tn256.cpt1.waves4
+                                    }
+                                } else {
+                                    if k <= 13311 {
+                                        return 39; // decode.kpar.tn256.cpt1.cap6
+                                    } else {
+                                        return 25; // decode.kpar.tn128.cpt1.cap3
+                                    }
+                                }
+                            } else {
+                                if k <= 9215 {
+                                    return 21; // decode.fused.c32.waves32
+                                } else {
+                                    if n <= 29183 {
+                                        if k <= 13311 {
+                                            return 3; // decode.fused.c16.cap16
+                                        } else {
+                                            return 50; // decode.kpar.tn64.cpt1.cap6
+                                        }
+                                    } else {
+                                        return 3; // decode.fused.c16.cap16
+                                    }
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 14; // decode.fused.c32.cap32
+                    if n <= 50175 {
+                        if n <= 33791 {
+                            if n * k <= 326107135 {
+                                return 21; // decode.fused.c32.waves32
+                            } else {
+                                return 36; // decode.kpar.tn256.cpt1.cap3
+                            }
+                        } else {
+                            if n <= 46079 {
+                                if n <= 41983 {
+                                    if n <= 37887 {
+                                        if n * 1024 / k <= 2912 {
+                                            if n <= 35839 {
+                                                if k <= 15359 {
+                                                    return 51; // decode.kpar.tn64.cpt1.cap8
+                                                } else {
+                                                    return 29; // decode.kpar.tn128.cpt1.cap8
+                                                }
+                                            } else {
+                                                if k <= 16895 {
+                                                    return 46; // decode.kpar.tn64.cpt1.cap2
+                                                } else {
+                                                    return 51; // decode.kpar.tn64.cpt1.cap8
+                                                }
+                                            }
+                                        } else {
+                                            if n * 1024 / k <= 5826 {
+                                                return 46; // decode.kpar.tn64.cpt1.cap2
+                                            } else {
+                                                return 17; // decode.fused.c32.cap8
+                                            }
+                                        }
+                                    } else {
+                                        if n * k <= 400556031 {
+                                            return 21; // decode.fused.c32.waves32
+                                        } else {
+                                            return 43; // decode.kpar.tn256.cpt1.waves4
+                                        }
+                                    }
+                                } else {
+                                    if n <= 44031 {
+                                        return 43; // decode.kpar.tn256.cpt1.waves4
+                                    } else {
+                                        return 39; // decode.kpar.tn256.cpt1.cap6
+                                    }
+                                }
+                            } else {
+                                if n * 1024 / k <= 1967 {
+                                    if n <= 48127 {
+                                        return 29; // decode.kpar.tn128.cpt1.cap8
+                                    } else {
+                                        return 51; // decode.kpar.tn64.cpt1.cap8
+                                    }
+                                } else {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 67583 {
+                            return 61; // decode.wide.tn512.cpt1
+                        } else {
+                            if n <= 83967 {
+                                if n * 1024 / k <= 2321 {
+                                    return 29; // decode.kpar.tn128.cpt1.cap8
+                                } else {
+                                    return 31; // decode.kpar.tn128.cpt1.waves2
+                                }
+                            } else {
+                                return 43; // decode.kpar.tn256.cpt1.waves4
+                            }
+                        }
+                    }
                 }
             }
         } else {
-            if n <= 100351 {
-                if n <= 25087 {
-                    return 23; // decode.kpar.tn128.cpt1.cap16
-                } else {
-                    return 43; // decode.kpar.tn256.cpt1.waves4
-                }
-            } else {
-                return 62; // decode.wide.tn512.cpt2
-            }
+            return 62; // decode.wide.tn512.cpt2
         }
     }
 }
@@ -645,15 +2333,75 @@ fn tree_15(n: i64, k: i64) -> usize {
         } else {
             if n <= 20991 {
                 if n <= 16895 {
-                    return 21; // decode.fused.c32.waves32
+                    if k <= 383 {
+                        return 11; // decode.fused.c16.waves64
+                    } else {
+                        return 21; // decode.fused.c32.waves32
+                    }
                 } else {
-                    return 17; // decode.fused.c32.cap8
+                    if k <= 383 {
+                        if n <= 18943 {
+                            return 11; // decode.fused.c16.waves64
+                        } else {
+                            return 10; // decode.fused.c16.waves32
+                        }
+                    } else {
+                        return 17; // decode.fused.c32.cap8
+                    }
                 }
             } else {
                 if n <= 27135 {
-                    return 6; // decode.fused.c16.cap6
+                    if n <= 25087 {
+                        if k <= 383 {
+                            return 10; // decode.fused.c16.waves32
+                        } else {
+                            return 16; // decode.fused.c32.cap6
+                        }
+                    } else {
+                        if k <= 383 {
+                            return 10; // decode.fused.c16.waves32
+                        } else {
+                            return 6; // decode.fused.c16.cap6
+                        }
+                    }
                 } else {
-                    return 21; // decode.fused.c32.waves32
+                    if n <= 44031 {
+                        if n <= 41983 {
+                            if n <= 29183 {
+                                if k <= 383 {
+                                    return 15; // decode.fused.c32.cap4
+                                } else {
+                                    return 21; // decode.fused.c32.waves32
+                                }
+                            } else {
+                                return 15; // decode.fused.c32.cap4
+                            }
+                        } else {
+                            if k <= 1407 {
+                                return 16; // decode.fused.c32.cap6
+                            } else {
+                                return 46; // decode.kpar.tn64.cpt1.cap2
+                            }
+                        }
+                    } else {
+                        if k <= 3839 {
+                            return 21; // decode.fused.c32.waves32
+                        } else {
+                            if n <= 50175 {
+                                if k <= 5631 {
+                                    return 46; // decode.kpar.tn64.cpt1.cap2
+                                } else {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                if n <= 52223 {
+                                    return 51; // decode.kpar.tn64.cpt1.cap8
+                                } else {
+                                    return 43; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -663,21 +2411,153 @@ fn tree_15(n: i64, k: i64) -> usize {
                 if k <= 639 {
                     return 19; // decode.fused.c32.waves16
                 } else {
-                    return 61; // decode.wide.tn512.cpt1
+                    if n <= 56319 {
+                        if k <= 1663 {
+                            return 61; // decode.wide.tn512.cpt1
+                        } else {
+                            return 43; // decode.kpar.tn256.cpt1.waves4
+                        }
+                    } else {
+                        return 61; // decode.wide.tn512.cpt1
+                    }
                 }
             } else {
                 if n <= 83967 {
-                    return 15; // decode.fused.c32.cap4
+                    if k <= 3327 {
+                        return 15; // decode.fused.c32.cap4
+                    } else {
+                        if n <= 75775 {
+                            return 49; // decode.kpar.tn64.cpt1.cap4
+                        } else {
+                            return 15; // decode.fused.c32.cap4
+                        }
+                    }
                 } else {
-                    return 58; // decode.wide.tn256.cpt1
+                    if n <= 92159 {
+                        if k <= 895 {
+                            if n <= 88063 {
+                                return 0; // decode.direct.tn32.cpt1
+                            } else {
+                                return 1; // decode.direct.tn64.cpt1
+                            }
+                        } else {
+                            return 1; // decode.direct.tn64.cpt1
+                        }
+                    } else {
+                        if k <= 639 {
+                            if n <= 96255 {
+                                return 0; // decode.direct.tn32.cpt1
+                            } else {
+                                return 56; // decode.wide.tn128.cpt2
+                            }
+                        } else {
+                            return 58; // decode.wide.tn256.cpt1
+                        }
+                    }
                 }
             }
         } else {
             if n <= 233471 {
                 if k <= 4607 {
-                    return 56; // decode.wide.tn128.cpt2
+                    if n <= 124927 {
+                        if k <= 895 {
+                            return 56; // decode.wide.tn128.cpt2
+                        } else {
+                            if n <= 104447 {
+                                return 17; // decode.fused.c32.cap8
+                            } else {
+                                return 15; // decode.fused.c32.cap4
+                            }
+                        }
+                    } else {
+                        if n <= 135167 {
+                            if k <= 2815 {
+                                return 62; // decode.wide.tn512.cpt2
+                            } else {
+                                if n <= 127615 {
+                                    return 62; // decode.wide.tn512.cpt2
+                                } else {
+                                    return 61; // decode.wide.tn512.cpt1
+                                }
+                            }
+                        } else {
+                            return 56; // decode.wide.tn128.cpt2
+                        }
+                    }
                 } else {
-                    return 49; // decode.kpar.tn64.cpt1.cap4
+                    if n <= 104447 {
+                        return 17; // decode.fused.c32.cap8
+                    } else {
+                        if n <= 225279 {
+                            if n <= 108543 {
+                                return 51; // decode.kpar.tn64.cpt1.cap8
+                            } else {
+                                if n <= 135167 {
+                                    if n <= 124927 {
+                                        if n <= 120831 {
+                                            return 49; // decode.kpar.tn64.cpt1.cap4
+                                        } else {
+                                            if k <= 6655 {
+                                                return 15; // decode.fused.c32.cap4
+                                            } else {
+                                                return 36; // decode.kpar.tn256.cpt1.cap3
+                                            }
+                                        }
+                                    } else {
+                                        if k <= 5631 {
+                                            return 62; // decode.wide.tn512.cpt2
+                                        } else {
+                                            return 61; // decode.wide.tn512.cpt1
+                                        }
+                                    }
+                                } else {
+                                    if n <= 200703 {
+                                        if n <= 151999 {
+                                            if n <= 143359 {
+                                                return 27; // decode.kpar.tn128.cpt1.cap4
+                                            } else {
+                                                if n <= 149695 {
+                                                    return 17; // decode.fused.c32.cap8
+                                                } else {
+                                                    return 35; // decode.kpar.tn256.cpt1.cap2
+                                                }
+                                            }
+                                        } else {
+                                            if n <= 159743 {
+                                                return 36; // decode.kpar.tn256.cpt1.cap3
+                                            } else {
+                                                if n <= 167935 {
+                                                    return 43; // decode.kpar.tn256.cpt1.waves4
+                                                } else {
+                                                    return 58; // decode.wide.tn256.cpt1
+                                                }
+                                            }
+                                        }
+                                    } else {
+                                        if n <= 208895 {
+                                            if k <= 18431 {
+                                                return 15; // decode.fused.c32.cap4
+                                            } else {
+                                                return 17; // decode.fused.c32.cap8
+                                            }
+                                        } else {
+                                            if k <= 5631 {
+                                                return 56; // decode.wide.tn128.cpt2
+                                            } else {
+                                                return 49; // decode.kpar.tn64.cpt1.cap4
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        } else {
+                            if k <= 7679 {
+                                return 59; // decode.wide.tn256.cpt2
+                            } else {
+                                return 17; // decode.fused.c32.cap8
+                            }
+                        }
+                    }
                 }
             } else {
                 return 60; // decode.wide.tn256.cpt4
@@ -745,9 +2625,61 @@ fn tree_21(n: i64, k: i64) -> usize {
                 }
             } else {
                 if n <= 2495 {
-                    return 10; // decode.fused.c16.waves32
+                    if k <= 1151 {
+                        if n <= 815 {
+                            return 10; // decode.fused.c16.waves32
+                        } else {
+                            if n <= 2111 {
+                                return 3; // decode.fused.c16.cap16
+                            } else {
+                                if k <= 895 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    return 3; // decode.fused.c16.cap16
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 1695 {
+                            return 10; // decode.fused.c16.waves32
+                        } else {
+                            if n <= 2111 {
+                                if k <= 1407 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            } else {
+                                if k <= 2303 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    return 19; // decode.fused.c32.waves16
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 14; // decode.fused.c32.cap32
+                    if k <= 1151 {
+                        if k <= 895 {
+                            if n <= 2879 {
+                                return 10; // decode.fused.c16.waves32
+                            } else {
+                                return 14; // decode.fused.c32.cap32
+                            }
+                        } else {
+                            return 3; // decode.fused.c16.cap16
+                        }
+                    } else {
+                        if k <= 1407 {
+                            return 10; // decode.fused.c16.waves32
+                        } else {
+                            if k <= 3839 {
+                                return 14; // decode.fused.c32.cap32
+                            } else {
+                                return 4; // decode.fused.c16.cap32
+                            }
+                        }
+                    }
                 }
             }
         } else {
@@ -755,13 +2687,41 @@ fn tree_21(n: i64, k: i64) -> usize {
                 if k <= 1151 {
                     return 3; // decode.fused.c16.cap16
                 } else {
-                    return 14; // decode.fused.c32.cap32
+                    if k <= 3839 {
+                        return 14; // decode.fused.c32.cap32
+                    } else {
+                        return 4; // decode.fused.c16.cap32
+                    }
                 }
             } else {
                 if n <= 10495 {
                     return 3; // decode.fused.c16.cap16
                 } else {
-                    return 17; // decode.fused.c32.cap8
+                    if n <= 12543 {
+                        return 12; // decode.fused.c32.cap12
+                    } else {
+                        if n <= 20991 {
+                            if n <= 16895 {
+                                if k <= 3839 {
+                                    return 17; // decode.fused.c32.cap8
+                                } else {
+                                    return 22; // decode.kpar.tn128.cpt1.cap12
+                                }
+                            } else {
+                                return 7; // decode.fused.c16.cap8
+                            }
+                        } else {
+                            if n <= 27135 {
+                                return 6; // decode.fused.c16.cap6
+                            } else {
+                                if n <= 28159 {
+                                    return 39; // decode.kpar.tn256.cpt1.cap6
+                                } else {
+                                    return 33; // decode.kpar.tn256.cpt1.cap12
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -769,23 +2729,179 @@ fn tree_21(n: i64, k: i64) -> usize {
         if n <= 3391 {
             if k <= 9215 {
                 if n <= 1247 {
-                    return 10; // decode.fused.c16.waves32
+                    if n <= 455 {
+                        if k <= 5631 {
+                            return 10; // decode.fused.c16.waves32
+                        } else {
+                            if n <= 263 {
+                                return 30; // decode.kpar.tn128.cpt1.waves1
+                            } else {
+                                return 41; // decode.kpar.tn256.cpt1.waves1
+                            }
+                        }
+                    } else {
+                        return 10; // decode.fused.c16.waves32
+                    }
                 } else {
-                    return 11; // decode.fused.c16.waves64
+                    if n <= 2111 {
+                        return 11; // decode.fused.c16.waves64
+                    } else {
+                        if n <= 2239 {
+                            return 19; // decode.fused.c32.waves16
+                        } else {
+                            if n <= 2367 {
+                                if k <= 6655 {
+                                    return 4; // decode.fused.c16.cap32
+                                } else {
+                                    return 26; // decode.kpar.tn128.cpt1.cap32
+                                }
+                            } else {
+                                return 4; // decode.fused.c16.cap32
+                            }
+                        }
+                    }
                 }
             } else {
                 if n <= 439 {
-                    return 41; // decode.kpar.tn256.cpt1.waves1
+                    if k <= 22527 {
+                        return 41; // decode.kpar.tn256.cpt1.waves1
+                    } else {
+                        if n <= 391 {
+                            if n <= 375 {
+                                if n <= 295 {
+                                    return 41; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                return 31; // decode.kpar.tn128.cpt1.waves2
+                            }
+                        } else {
+                            return 42; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    }
                 } else {
-                    return 42; // decode.kpar.tn256.cpt1.waves2
+                    if n <= 2111 {
+                        if n <= 1503 {
+                            if k <= 11263 {
+                                if n <= 879 {
+                                    return 41; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            } else {
+                                return 42; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        } else {
+                            if k <= 30719 {
+                                return 11; // decode.fused.c16.waves64
+                            } else {
+                                if n <= 1567 {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.cap32
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 3135 {
+                            if n <= 2623 {
+                                return 26; // decode.kpar.tn128.cpt1.cap32
+                            } else {
+                                return 48; // decode.kpar.tn64.cpt1.cap32
+                            }
+                        } else {
+                            if k <= 13311 {
+                                return 4; // decode.fused.c16.cap32
+                            } else {
+                                if k <= 22527 {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 43; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            }
+                        }
+                    }
                 }
             }
         } else {
             if n <= 92159 {
                 if n <= 4223 {
-                    return 4; // decode.fused.c16.cap32
+                    if k <= 19711 {
+                        if k <= 16895 {
+                            if k <= 15359 {
+                                if k <= 5631 {
+                                    return 21; // decode.fused.c32.waves32
+                                } else {
+                                    return 4; // decode.fused.c16.cap32
+                                }
+                            } else {
+                                if n <= 3647 {
+                                    return 4; // decode.fused.c16.cap32
+                                } else {
+                                    return 21; // decode.fused.c32.waves32
+                                }
+                            }
+                        } else {
+                            return 42; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    } else {
+                        if n <= 3647 {
+                            return 43; // decode.kpar.tn256.cpt1.waves4
+                        } else {
+                            return 34; // decode.kpar.tn256.cpt1.cap16
+                        }
+                    }
                 } else {
-                    return 23; // decode.kpar.tn128.cpt1.cap16
+                    if n <= 8447 {
+                        if n <= 6271 {
+                            if n <= 6015 {
+                                return 23; // decode.kpar.tn128.cpt1.cap16
+                            } else {
+                                if k <= 9215 {
+                                    return 11; // decode.fused.c16.waves64
+                                } else {
+                                    return 23; // decode.kpar.tn128.cpt1.cap16
+                                }
+                            }
+                        } else {
+                            if n <= 8063 {
+                                if k <= 5631 {
+                                    return 13; // decode.fused.c32.cap16
+                                } else {
+                                    return 44; // decode.kpar.tn64.cpt1.cap12
+                                }
+                            } else {
+                                if k <= 11263 {
+                                    return 13; // decode.fused.c32.cap16
+                                } else {
+                                    return 33; // decode.kpar.tn256.cpt1.cap12
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 16895 {
+                            if n <= 10495 {
+                                return 3; // decode.fused.c16.cap16
+                            } else {
+                                if n <= 12543 {
+                                    return 51; // decode.kpar.tn64.cpt1.cap8
+                                } else {
+                                    return 50; // decode.kpar.tn64.cpt1.cap6
+                                }
+                            }
+                        } else {
+                            if n <= 20991 {
+                                return 7; // decode.fused.c16.cap8
+                            } else {
+                                if n <= 75775 {
+                                    return 29; // decode.kpar.tn128.cpt1.cap8
+                                } else {
+                                    return 31; // decode.kpar.tn128.cpt1.waves2
+                                }
+                            }
+                        }
+                    }
                 }
             } else {
                 if n <= 100351 {
@@ -807,25 +2923,73 @@ fn tree_22(n: i64, k: i64) -> usize {
                 if k <= 383 {
                     return 10; // decode.fused.c16.waves32
                 } else {
-                    return 11; // decode.fused.c16.waves64
+                    if n <= 4479 {
+                        return 10; // decode.fused.c16.waves32
+                    } else {
+                        if n <= 8447 {
+                            return 11; // decode.fused.c16.waves64
+                        } else {
+                            return 10; // decode.fused.c16.waves32
+                        }
+                    }
                 }
             } else {
                 if n <= 18943 {
                     return 11; // decode.fused.c16.waves64
                 } else {
-                    return 10; // decode.fused.c16.waves32
+                    if k <= 383 {
+                        return 10; // decode.fused.c16.waves32
+                    } else {
+                        if n <= 20991 {
+                            return 17; // decode.fused.c32.cap8
+                        } else {
+                            return 16; // decode.fused.c32.cap6
+                        }
+                    }
                 }
             }
         } else {
             if n <= 20991 {
                 if n <= 12543 {
-                    return 11; // decode.fused.c16.waves64
+                    if n <= 10495 {
+                        if k <= 895 {
+                            return 11; // decode.fused.c16.waves64
+                        } else {
+                            if n <= 8447 {
+                                return 21; // decode.fused.c32.waves32
+                            } else {
+                                return 3; // decode.fused.c16.cap16
+                            }
+                        }
+                    } else {
+                        if k <= 895 {
+                            return 12; // decode.fused.c32.cap12
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
+                    }
                 } else {
-                    return 17; // decode.fused.c32.cap8
+                    if n <= 14591 {
+                        if k <= 895 {
+                            return 11; // decode.fused.c16.waves64
+                        } else {
+                            return 7; // decode.fused.c16.cap8
+                        }
+                    } else {
+                        return 17; // decode.fused.c32.cap8
+                    }
                 }
             } else {
                 if k <= 2815 {
-                    return 16; // decode.fused.c32.cap6
+                    if k <= 2303 {
+                        return 16; // decode.fused.c32.cap6
+                    } else {
+                        if n <= 23039 {
+                            return 36; // decode.kpar.tn256.cpt1.cap3
+                        } else {
+                            return 49; // decode.kpar.tn64.cpt1.cap4
+                        }
+                    }
                 } else {
                     return 21; // decode.fused.c32.waves32
                 }
@@ -835,29 +2999,225 @@ fn tree_22(n: i64, k: i64) -> usize {
         if k <= 1663 {
             if n <= 41983 {
                 if n <= 27135 {
-                    return 6; // decode.fused.c16.cap6
+                    if k <= 383 {
+                        return 10; // decode.fused.c16.waves32
+                    } else {
+                        return 6; // decode.fused.c16.cap6
+                    }
                 } else {
-                    return 15; // decode.fused.c32.cap4
+                    if n <= 29183 {
+                        if k <= 383 {
+                            return 10; // decode.fused.c16.waves32
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
+                    } else {
+                        return 15; // decode.fused.c32.cap4
+                    }
                 }
             } else {
                 if n <= 100351 {
-                    return 53; // decode.kpar.tn64.cpt1.waves2
+                    if n <= 54271 {
+                        if n <= 44031 {
+                            if k <= 895 {
+                                return 16; // decode.fused.c32.cap6
+                            } else {
+                                return 24; // decode.kpar.tn128.cpt1.cap2
+                            }
+                        } else {
+                            if k <= 1151 {
+                                return 21; // decode.fused.c32.waves32
+                            } else {
+                                if n <= 50175 {
+                                    return 35; // decode.kpar.tn256.cpt1.cap2
+                                } else {
+                                    return 6; // decode.fused.c16.cap6
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 67583 {
+                            if k <= 383 {
+                                return 19; // decode.fused.c32.waves16
+                            } else {
+                                if n <= 58367 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 58; // decode.wide.tn256.cpt1
+                                }
+                            }
+                        } else {
+                            if n <= 96255 {
+                                if n <= 92159 {
+                                    return 1; // decode.direct.tn64.cpt1
+                                } else {
+                                    return 0; // decode.direct.tn32.cpt1
+                                }
+                            } else {
+                                if k <= 1407 {
+                                    return 1; // decode.direct.tn64.cpt1
+                                } else {
+                                    return 58; // decode.wide.tn256.cpt1
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 56; // decode.wide.tn128.cpt2
+                    if k <= 639 {
+                        if n <= 247039 {
+                            return 56; // decode.wide.tn128.cpt2
+                        } else {
+                            return 62; // decode.wide.tn512.cpt2
+                        }
+                    } else {
+                        if n <= 124927 {
+                            if n <= 104447 {
+                                if k <= 1151 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 17; // decode.fused.c32.cap8
+                                }
+                            } else {
+                                return 15; // decode.fused.c32.cap4
+                            }
+                        } else {
+                            if n <= 135167 {
+                                if k <= 895 {
+                                    return 62; // decode.wide.tn512.cpt2
+                                } else {
+                                    return 41; // decode.kpar.tn256.cpt1.waves1
+                                }
+                            } else {
+                                if n <= 200703 {
+                                    return 52; // decode.kpar.tn64.cpt1.waves1
+                                } else {
+                                    return 54; // decode.kpar.tn64.cpt1.waves4
+                                }
+                            }
+                        }
+                    }
                 }
             }
         } else {
             if k <= 3327 {
                 if n <= 41983 {
-                    return 15; // decode.fused.c32.cap4
+                    if n <= 33791 {
+                        if n <= 27135 {
+                            return 6; // decode.fused.c16.cap6
+                        } else {
+                            if n <= 32255 {
+                                if n <= 29183 {
+                                    return 50; // decode.kpar.tn64.cpt1.cap6
+                                } else {
+                                    return 47; // decode.kpar.tn64.cpt1.cap3
+                                }
+                            } else {
+                                if k <= 2815 {
+                                    return 36; // decode.kpar.tn256.cpt1.cap3
+                                } else {
+                                    return 43; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            }
+                        }
+                    } else {
+                        return 15; // decode.fused.c32.cap4
+                    }
                 } else {
-                    return 25; // decode.kpar.tn128.cpt1.cap3
+                    if n <= 50175 {
+                        return 35; // decode.kpar.tn256.cpt1.cap2
+                    } else {
+                        if n <= 100351 {
+                            if n <= 67583 {
+                                if n <= 56319 {
+                                    return 36; // decode.kpar.tn256.cpt1.cap3
+                                } else {
+                                    return 58; // decode.wide.tn256.cpt1
+                                }
+                            } else {
+                                if n <= 83967 {
+                                    return 55; // decode.wide.tn128.cpt1
+                                } else {
+                                    return 1; // decode.direct.tn64.cpt1
+                                }
+                            }
+                        } else {
+                            if n <= 159743 {
+                                if n <= 104447 {
+                                    return 17; // decode.fused.c32.cap8
+                                } else {
+                                    return 25; // decode.kpar.tn128.cpt1.cap3
+                                }
+                            } else {
+                                if n <= 200703 {
+                                    return 55; // decode.wide.tn128.cpt1
+                                } else {
+                                    return 25; // decode.kpar.tn128.cpt1.cap3
+                                }
+                            }
+                        }
+                    }
                 }
             } else {
                 if n <= 33791 {
-                    return 50; // decode.kpar.tn64.cpt1.cap6
+                    if n <= 32255 {
+                        return 50; // decode.kpar.tn64.cpt1.cap6
+                    } else {
+                        return 36; // decode.kpar.tn256.cpt1.cap3
+                    }
                 } else {
-                    return 39; // decode.kpar.tn256.cpt1.cap6
+                    if n <= 50175 {
+                        if n <= 41983 {
+                            if n <= 35839 {
+                                return 51; // decode.kpar.tn64.cpt1.cap8
+                            } else {
+                                return 15; // decode.fused.c32.cap4
+                            }
+                        } else {
+                            if n <= 46079 {
+                                if n <= 44031 {
+                                    return 35; // decode.kpar.tn256.cpt1.cap2
+                                } else {
+                                    return 28; // decode.kpar.tn128.cpt1.cap6
+                                }
+                            } else {
+                                if k <= 5631 {
+                                    return 35; // decode.kpar.tn256.cpt1.cap2
+                                } else {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
+                        }
+                    } else {
+                        if k <= 4607 {
+                            if n <= 71679 {
+                                if n <= 56319 {
+                                    return 36; // decode.kpar.tn256.cpt1.cap3
+                                } else {
+                                    return 47; // decode.kpar.tn64.cpt1.cap3
+                                }
+                            } else {
+                                if n <= 100351 {
+                                    return 1; // decode.direct.tn64.cpt1
+                                } else {
+                                    return 25; // decode.kpar.tn128.cpt1.cap3
+                                }
+                            }
+                        } else {
+                            if n <= 75775 {
+                                if n <= 67583 {
+                                    return 39; // decode.kpar.tn256.cpt1.cap6
+                                } else {
+                                    return 49; // decode.kpar.tn64.cpt1.cap4
+                                }
+                            } else {
+                                if n <= 100351 {
+                                    return 52; // decode.kpar.tn64.cpt1.waves1
+                                } else {
+                                    return 39; // decode.kpar.tn256.cpt1.cap6
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -932,13 +3292,13 @@ fn tree_28(n: i64, k: i64) -> usize {
     if n <= 27135 {
         if k <= 13311 {
             if k <= 1151 {
-                if n <= 2111 {
+                if n * 1024 / k <= 4282 {
                     return 4; // decode.fused.c16.cap32
                 } else {
                     return 13; // decode.fused.c32.cap16
                 }
             } else {
-                if n <= 20991 {
+                if n * k <= 76546047 {
                     return 11; // decode.fused.c16.waves64
                 } else {
                     return 32; // decode.kpar.tn128.cpt1.waves4
@@ -946,10 +3306,10 @@ fn tree_28(n: i64, k: i64) -> usize {
             }
         } else {
             if n <= 16895 {
-                if n <= 9471 {
-                    return 42; // decode.kpar.tn256.cpt1.waves2
+                if n * k <= 12713983 {
+                    return 31; // decode.kpar.tn128.cpt1.waves2
                 } else {
-                    return 28; // decode.kpar.tn128.cpt1.cap6
+                    return 42; // decode.kpar.tn256.cpt1.waves2
                 }
             } else {
                 if n <= 23039 {
@@ -983,23 +3343,55 @@ fn tree_29(n: i64, k: i64) -> usize {
         if n <= 25087 {
             if n <= 18943 {
                 if n <= 14591 {
-                    return 11; // decode.fused.c16.waves64
+                    if n <= 4479 {
+                        return 10; // decode.fused.c16.waves32
+                    } else {
+                        return 11; // decode.fused.c16.waves64
+                    }
                 } else {
-                    return 7; // decode.fused.c16.cap8
+                    if n <= 16895 {
+                        if k <= 895 {
+                            return 7; // decode.fused.c16.cap8
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
+                    } else {
+                        return 7; // decode.fused.c16.cap8
+                    }
                 }
             } else {
                 if n <= 20991 {
                     return 7; // decode.fused.c16.cap8
                 } else {
-                    return 16; // decode.fused.c32.cap6
+                    if k <= 383 {
+                        return 15; // decode.fused.c32.cap4
+                    } else {
+                        if n <= 23039 {
+                            return 6; // decode.fused.c16.cap6
+                        } else {
+                            return 16; // decode.fused.c32.cap6
+                        }
+                    }
                 }
             }
         } else {
             if n <= 35839 {
                 if n <= 27135 {
-                    return 6; // decode.fused.c16.cap6
+                    if k <= 383 {
+                        return 15; // decode.fused.c32.cap4
+                    } else {
+                        return 6; // decode.fused.c16.cap6
+                    }
                 } else {
-                    return 5; // decode.fused.c16.cap4
+                    if k <= 639 {
+                        return 15; // decode.fused.c32.cap4
+                    } else {
+                        if n <= 29183 {
+                            return 21; // decode.fused.c32.waves32
+                        } else {
+                            return 5; // decode.fused.c16.cap4
+                        }
+                    }
                 }
             } else {
                 return 15; // decode.fused.c32.cap4
@@ -1009,7 +3401,15 @@ fn tree_29(n: i64, k: i64) -> usize {
         if n <= 100351 {
             if n <= 67583 {
                 if n <= 48127 {
-                    return 0; // decode.direct.tn32.cpt1
+                    if k <= 2303 {
+                        return 0; // decode.direct.tn32.cpt1
+                    } else {
+                        if n <= 46079 {
+                            return 46; // decode.kpar.tn64.cpt1.cap2
+                        } else {
+                            return 32; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    }
                 } else {
                     return 61; // decode.wide.tn512.cpt1
                 }
@@ -1023,15 +3423,51 @@ fn tree_29(n: i64, k: i64) -> usize {
         } else {
             if n <= 135167 {
                 if n <= 108543 {
-                    return 6; // decode.fused.c16.cap6
+                    if n <= 104447 {
+                        return 7; // decode.fused.c16.cap8
+                    } else {
+                        if k <= 639 {
+                            return 5; // decode.fused.c16.cap4
+                        } else {
+                            return 6; // decode.fused.c16.cap6
+                        }
+                    }
                 } else {
-                    return 62; // decode.wide.tn512.cpt2
+                    if k <= 639 {
+                        if n <= 124927 {
+                            return 5; // decode.fused.c16.cap4
+                        } else {
+                            return 57; // decode.wide.tn128.cpt4
+                        }
+                    } else {
+                        return 62; // decode.wide.tn512.cpt2
+                    }
                 }
             } else {
                 if n <= 233471 {
-                    return 57; // decode.wide.tn128.cpt4
+                    if n <= 200703 {
+                        if n <= 153855 {
+                            return 57; // decode.wide.tn128.cpt4
+                        } else {
+                            return 1; // decode.direct.tn64.cpt1
+                        }
+                    } else {
+                        if n <= 208895 {
+                            return 15; // decode.fused.c32.cap4
+                        } else {
+                            return 57; // decode.wide.tn128.cpt4
+                        }
+                    }
                 } else {
-                    return 62; // decode.wide.tn512.cpt2
+                    if k <= 1151 {
+                        if n <= 258047 {
+                            return 31; // decode.kpar.tn128.cpt1.waves2
+                        } else {
+                            return 57; // decode.wide.tn128.cpt4
+                        }
+                    } else {
+                        return 62; // decode.wide.tn512.cpt2
+                    }
                 }
             }
         }
@@ -1103,29 +3539,249 @@ fn tree_35(n: i64, k: i64) -> usize {
         if k <= 1663 {
             if k <= 895 {
                 if n <= 2111 {
-                    return 7; // decode.fused.c16.cap8
+                    if k <= 639 {
+                        if k <= 383 {
+                            return 7; // decode.fused.c16.cap8
+                        } else {
+                            return 3; // decode.fused.c16.cap16
+                        }
+                    } else {
+                        return 4; // decode.fused.c16.cap32
+                    }
                 } else {
-                    return 17; // decode.fused.c32.cap8
+                    if n <= 4223 {
+                        return 13; // decode.fused.c32.cap16
+                    } else {
+                        return 7; // decode.fused.c16.cap8
+                    }
                 }
             } else {
                 if n <= 2111 {
-                    return 4; // decode.fused.c16.cap32
+                    if k <= 1407 {
+                        if k <= 1151 {
+                            return 4; // decode.fused.c16.cap32
+                        } else {
+                            if n <= 527 {
+                                return 10; // decode.fused.c16.waves32
+                            } else {
+                                return 3; // decode.fused.c16.cap16
+                            }
+                        }
+                    } else {
+                        if n <= 527 {
+                            return 10; // decode.fused.c16.waves32
+                        } else {
+                            return 4; // decode.fused.c16.cap32
+                        }
+                    }
                 } else {
-                    return 13; // decode.fused.c32.cap16
+                    if n <= 8447 {
+                        if n <= 4223 {
+                            return 13; // decode.fused.c32.cap16
+                        } else {
+                            if n <= 6271 {
+                                if n <= 4479 {
+                                    return 19; // decode.fused.c32.waves16
+                                } else {
+                                    return 3; // decode.fused.c16.cap16
+                                }
+                            } else {
+                                return 13; // decode.fused.c32.cap16
+                            }
+                        }
+                    } else {
+                        if n <= 10495 {
+                            return 7; // decode.fused.c16.cap8
+                        } else {
+                            return 17; // decode.fused.c32.cap8
+                        }
+                    }
                 }
             }
         } else {
             if n <= 11007 {
                 if n <= 3647 {
-                    return 10; // decode.fused.c16.waves32
+                    if n <= 2015 {
+                        if n <= 1247 {
+                            if k <= 2303 {
+                                return 4; // decode.fused.c16.cap32
+                            } else {
+                                return 10; // decode.fused.c16.waves32
+                            }
+                        } else {
+                            if k <= 3327 {
+                                return 4; // decode.fused.c16.cap32
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
+                        }
+                    } else {
+                        if n <= 2111 {
+                            if k <= 3327 {
+                                return 4; // decode.fused.c16.cap32
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
+                        } else {
+                            if n <= 2239 {
+                                return 19; // decode.fused.c32.waves16
+                            } else {
+                                if k <= 5631 {
+                                    return 14; // decode.fused.c32.cap32
+                                } else {
+                                    if n <= 2751 {
+                                        return 14; // decode.fused.c32.cap32
+                                    } else {
+                                        return 21; // decode.fused.c32.waves32
+                                    }
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 13; // decode.fused.c32.cap16
+                    if n <= 8447 {
+                        if n <= 4223 {
+                            if k <= 4607 {
+                                return 14; // decode.fused.c32.cap32
+                            } else {
+                                return 21; // decode.fused.c32.waves32
+                            }
+                        } else {
+                            if n <= 6015 {
+                                if n <= 4479 {
+                                    return 19; // decode.fused.c32.waves16
+                                } else {
+                                    if k <= 1919 {
+                                        if n <= 5247 {
+                                            return 19; // decode.fused.c32.waves16
+                                        } else {
+                                            return 3; // decode.fused.c16.cap16
+                                        }
+                                    } else {
+                                        return 3; // decode.fused.c16.cap16
+                                    }
+                                }
+                            } else {
+                                return 13; // decode.fused.c32.cap16
+                            }
+                        }
+                    } else {
+                        if k <= 2815 {
+                            if n <= 10495 {
+                                if k <= 2303 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    if n <= 9471 {
+                                        return 7; // decode.fused.c16.cap8
+                                    } else {
+                                        return 2; // decode.fused.c16.cap12
+                                    }
+                                }
+                            } else {
+                                return 17; // decode.fused.c32.cap8
+                            }
+                        } else {
+                            if n <= 9471 {
+                                if k <= 3839 {
+                                    return 39; // decode.kpar.tn256.cpt1.cap6
+                                } else {
+                                    return 51; // decode.kpar.tn64.cpt1.cap8
+                                }
+                            } else {
+                                return 39; // decode.kpar.tn256.cpt1.cap6
+                            }
+                        }
+                    }
                 }
             } else {
                 if n <= 16895 {
-                    return 7; // decode.fused.c16.cap8
+                    if n <= 11519 {
+                        if k <= 2815 {
+                            return 17; // decode.fused.c32.cap8
+                        } else {
+                            return 39; // decode.kpar.tn256.cpt1.cap6
+                        }
+                    } else {
+                        if n <= 12543 {
+                            if k <= 4607 {
+                                if k <= 2303 {
+                                    if n <= 12031 {
+                                        return 17; // decode.fused.c32.cap8
+                                    } else {
+                                        return 7; // decode.fused.c16.cap8
+                                    }
+                                } else {
+                                    return 17; // decode.fused.c32.cap8
+                                }
+                            } else {
+                                return 50; // decode.kpar.tn64.cpt1.cap6
+                            }
+                        } else {
+                            return 7; // decode.fused.c16.cap8
+                        }
+                    }
                 } else {
-                    return 32; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 20991 {
+                        if k <= 4607 {
+                            return 6; // decode.fused.c16.cap6
+                        } else {
+                            if n <= 17919 {
+                                if k <= 5631 {
+                                    return 27; // decode.kpar.tn128.cpt1.cap4
+                                } else {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                if k <= 6655 {
+                                    return 6; // decode.fused.c16.cap6
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.cap3
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 23039 {
+                            return 36; // decode.kpar.tn256.cpt1.cap3
+                        } else {
+                            if n <= 41983 {
+                                if n <= 25087 {
+                                    return 38; // decode.kpar.tn256.cpt1.cap4
+                                } else {
+                                    if n <= 28159 {
+                                        if n <= 27135 {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 39; // decode.kpar.tn256.cpt1.cap6
+                                        }
+                                    } else {
+                                        if n <= 33791 {
+                                            if n <= 31231 {
+                                                if n <= 29183 {
+                                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                                } else {
+                                                    return 31; // decode.kpar.tn128.cpt1.waves2
+                                                }
+                                            } else {
+                                                if k <= 5631 {
+                                                    return 35; // decode.kpar.tn256.cpt1.cap2
+                                                } else {
+                                                    return 36; // decode.kpar.tn256.cpt1.cap3
+                                                }
+                                            }
+                                        } else {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n <= 44031 {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 61; // decode.wide.tn512.cpt1
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -1133,29 +3789,249 @@ fn tree_35(n: i64, k: i64) -> usize {
         if n <= 2111 {
             if n <= 623 {
                 if k <= 16895 {
-                    return 10; // decode.fused.c16.waves32
+                    if k <= 15359 {
+                        return 10; // decode.fused.c16.waves32
+                    } else {
+                        if n <= 407 {
+                            if n <= 295 {
+                                return 30; // decode.kpar.tn128.cpt1.waves1
+                            } else {
+                                return 41; // decode.kpar.tn256.cpt1.waves1
+                            }
+                        } else {
+                            return 10; // decode.fused.c16.waves32
+                        }
+                    }
                 } else {
-                    return 31; // decode.kpar.tn128.cpt1.waves2
+                    if k <= 30719 {
+                        if n <= 375 {
+                            return 41; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            if k <= 26623 {
+                                if k <= 22527 {
+                                    return 41; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    if n <= 527 {
+                                        if n <= 503 {
+                                            if n <= 391 {
+                                                return 31; // decode.kpar.tn128.cpt1.waves2
+                                            } else {
+                                                return 41; // decode.kpar.tn256.cpt1.waves1
+                                            }
+                                        } else {
+                                            return 10; // decode.fused.c16.waves32
+                                        }
+                                    } else {
+                                        return 42; // decode.kpar.tn256.cpt1.waves2
+                                    }
+                                }
+                            } else {
+                                if n <= 423 {
+                                    return 41; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 391 {
+                            return 41; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            return 42; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    }
                 }
             } else {
                 if k <= 26623 {
-                    return 11; // decode.fused.c16.waves64
+                    if n <= 879 {
+                        if k <= 16895 {
+                            return 10; // decode.fused.c16.waves32
+                        } else {
+                            return 42; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    } else {
+                        return 11; // decode.fused.c16.waves64
+                    }
                 } else {
-                    return 42; // decode.kpar.tn256.cpt1.waves2
+                    if n <= 1439 {
+                        if n <= 1055 {
+                            return 42; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            if k <= 30719 {
+                                if n <= 1311 {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            } else {
+                                return 42; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        }
+                    } else {
+                        return 11; // decode.fused.c16.waves64
+                    }
                 }
             }
         } else {
             if n <= 100351 {
                 if n <= 4223 {
-                    return 21; // decode.fused.c32.waves32
+                    if k <= 22527 {
+                        if n <= 2367 {
+                            if k <= 15359 {
+                                return 19; // decode.fused.c32.waves16
+                            } else {
+                                if k <= 16895 {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
+                    } else {
+                        if n <= 3391 {
+                            if n <= 3007 {
+                                if n <= 2623 {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    if n <= 2879 {
+                                        return 42; // decode.kpar.tn256.cpt1.waves2
+                                    } else {
+                                        return 37; // decode.kpar.tn256.cpt1.cap32
+                                    }
+                                }
+                            } else {
+                                if n <= 3135 {
+                                    return 37; // decode.kpar.tn256.cpt1.cap32
+                                } else {
+                                    if k <= 26623 {
+                                        return 21; // decode.fused.c32.waves32
+                                    } else {
+                                        return 32; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                }
+                            }
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
+                    }
                 } else {
-                    return 32; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 58367 {
+                        if n <= 46079 {
+                            if n <= 6271 {
+                                if k <= 9215 {
+                                    if n <= 5759 {
+                                        return 45; // decode.kpar.tn64.cpt1.cap16
+                                    } else {
+                                        return 3; // decode.fused.c16.cap16
+                                    }
+                                } else {
+                                    if n <= 4479 {
+                                        if k <= 16895 {
+                                            return 45; // decode.kpar.tn64.cpt1.cap16
+                                        } else {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    } else {
+                                        return 45; // decode.kpar.tn64.cpt1.cap16
+                                    }
+                                }
+                            } else {
+                                if n <= 8447 {
+                                    if k <= 16895 {
+                                        if n <= 8063 {
+                                            if k <= 15359 {
+                                                return 13; // decode.fused.c32.cap16
+                                            } else {
+                                                if n <= 7295 {
+                                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 3; // decode.fused.c16.cap16
+                                                }
+                                            }
+                                        } else {
+                                            return 3; // decode.fused.c16.cap16
+                                        }
+                                    } else {
+                                        if n <= 7551 {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            if k <= 30719 {
+                                                return 29; // decode.kpar.tn128.cpt1.cap8
+                                            } else {
+                                                if n <= 8063 {
+                                                    return 29; // decode.kpar.tn128.cpt1.cap8
+                                                } else {
+                                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                                }
+                                            }
+                                        }
+                                    }
+                                } else {
+                                    if n <= 10495 {
+                                        if n <= 9471 {
+                                            if k <= 22527 {
+                                                return 51; // decode.kpar.tn64.cpt1.cap8
+                                            } else {
+                                                if n <= 8959 {
+                                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 51; // decode.kpar.tn64.cpt1.cap8
+                                                }
+                                            }
+                                        } else {
+                                            if k <= 11263 {
+                                                return 39; // decode.kpar.tn256.cpt1.cap6
+                                            } else {
+                                                return 29; // decode.kpar.tn128.cpt1.cap8
+                                            }
+                                        }
+                                    } else {
+                                        if n <= 11519 {
+                                            return 39; // decode.kpar.tn256.cpt1.cap6
+                                        } else {
+                                            if n <= 12543 {
+                                                if k <= 11263 {
+                                                    return 40; // decode.kpar.tn256.cpt1.cap8
+                                                } else {
+                                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                                }
+                                            } else {
+                                                if n <= 41983 {
+                                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        } else {
+                            return 61; // decode.wide.tn512.cpt1
+                        }
+                    } else {
+                        if n <= 67583 {
+                            return 61; // decode.wide.tn512.cpt1
+                        } else {
+                            if n <= 75775 {
+                                return 31; // decode.kpar.tn128.cpt1.waves2
+                            } else {
+                                return 41; // decode.kpar.tn256.cpt1.waves1
+                            }
+                        }
+                    }
                 }
             } else {
                 if n <= 135167 {
                     return 61; // decode.wide.tn512.cpt1
                 } else {
-                    return 62; // decode.wide.tn512.cpt2
+                    if n <= 159743 {
+                        return 63; // decode.wide.tn512.cpt4
+                    } else {
+                        return 62; // decode.wide.tn512.cpt2
+                    }
                 }
             }
         }
@@ -1166,56 +4042,60 @@ fn tree_35(n: i64, k: i64) -> usize {
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_36(n: i64, k: i64) -> usize {
     if n <= 16895 {
-        if n <= 10495 {
-            if k <= 383 {
+        if n * k <= 10813439 {
+            if n * k <= 2064383 {
                 if n <= 4223 {
                     return 17; // decode.fused.c32.cap8
                 } else {
                     return 10; // decode.fused.c16.waves32
                 }
             } else {
-                if n <= 8447 {
-                    return 11; // decode.fused.c16.waves64
+                if n * k <= 2293759 {
+                    return 10; // decode.fused.c16.waves32
                 } else {
-                    return 2; // decode.fused.c16.cap12
+                    return 11; // decode.fused.c16.waves64
                 }
             }
         } else {
-            if k <= 639 {
-                return 11; // decode.fused.c16.waves64
-            } else {
-                if n <= 15103 {
+            if n <= 15103 {
+                if n <= 12543 {
                     return 17; // decode.fused.c32.cap8
                 } else {
+                    return 7; // decode.fused.c16.cap8
+                }
+            } else {
+                if n * 1024 / k <= 21230 {
                     return 21; // decode.fused.c32.waves32
+                } else {
+                    return 17; // decode.fused.c32.cap8
                 }
             }
         }
     } else {
-        if n <= 33791 {
-            if n <= 20991 {
-                if k <= 383 {
-                    return 1; // decode.direct.tn64.cpt1
-                } else {
+        if n * 1024 / k <= 25843 {
+            if n <= 33791 {
+                if n <= 20991 {
                     return 16; // decode.fused.c32.cap6
-                }
-            } else {
-                if k <= 383 {
-                    return 1; // decode.direct.tn64.cpt1
                 } else {
                     return 15; // decode.fused.c32.cap4
                 }
-            }
-        } else {
-            if n <= 100351 {
-                if n <= 58367 {
+            } else {
+                if n * k <= 415236095 {
                     return 53; // decode.kpar.tn64.cpt1.waves2
                 } else {
-                    return 54; // decode.kpar.tn64.cpt1.waves4
+                    return 38; // decode.kpar.tn256.cpt1.cap4
+                }
+            }
+        } else {
+            if n <= 167935 {
+                if n <= 100351 {
+                    return 52; // decode.kpar.tn64.cpt1.waves1
+                } else {
+                    return 57; // decode.wide.tn128.cpt4
                 }
             } else {
-                if n <= 153855 {
-                    return 57; // decode.wide.tn128.cpt4
+                if n * 1024 / k <= 50994 {
+                    return 63; // decode.wide.tn512.cpt4
                 } else {
                     return 56; // decode.wide.tn128.cpt2
                 }
@@ -1295,27 +4175,311 @@ fn tree_42(n: i64, k: i64) -> usize {
                 if k <= 383 {
                     return 7; // decode.fused.c16.cap8
                 } else {
-                    return 3; // decode.fused.c16.cap16
+                    if n <= 4223 {
+                        if n <= 2111 {
+                            if k <= 639 {
+                                return 3; // decode.fused.c16.cap16
+                            } else {
+                                return 4; // decode.fused.c16.cap32
+                            }
+                        } else {
+                            if n <= 2239 {
+                                return 19; // decode.fused.c32.waves16
+                            } else {
+                                return 13; // decode.fused.c32.cap16
+                            }
+                        }
+                    } else {
+                        if n <= 4479 {
+                            return 19; // decode.fused.c32.waves16
+                        } else {
+                            if k <= 895 {
+                                if n <= 5247 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    return 19; // decode.fused.c32.waves16
+                                }
+                            } else {
+                                if n <= 4991 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    return 3; // decode.fused.c16.cap16
+                                }
+                            }
+                        }
+                    }
                 }
             } else {
                 if n <= 3647 {
-                    return 10; // decode.fused.c16.waves32
+                    if n <= 2623 {
+                        if n <= 2111 {
+                            if n <= 1695 {
+                                return 10; // decode.fused.c16.waves32
+                            } else {
+                                if k <= 3327 {
+                                    if n <= 1759 {
+                                        if k <= 1663 {
+                                            return 10; // decode.fused.c16.waves32
+                                        } else {
+                                            if k <= 2303 {
+                                                return 4; // decode.fused.c16.cap32
+                                            } else {
+                                                return 10; // decode.fused.c16.waves32
+                                            }
+                                        }
+                                    } else {
+                                        return 4; // decode.fused.c16.cap32
+                                    }
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            }
+                        } else {
+                            if k <= 1663 {
+                                return 10; // decode.fused.c16.waves32
+                            } else {
+                                return 19; // decode.fused.c32.waves16
+                            }
+                        }
+                    } else {
+                        if k <= 1407 {
+                            if n <= 3391 {
+                                if n <= 3135 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    return 19; // decode.fused.c32.waves16
+                                }
+                            } else {
+                                return 14; // decode.fused.c32.cap32
+                            }
+                        } else {
+                            if k <= 5631 {
+                                return 14; // decode.fused.c32.cap32
+                            } else {
+                                if n <= 3007 {
+                                    return 14; // decode.fused.c32.cap32
+                                } else {
+                                    return 21; // decode.fused.c32.waves32
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 11; // decode.fused.c16.waves64
+                    if n <= 4223 {
+                        if k <= 4607 {
+                            return 14; // decode.fused.c32.cap32
+                        } else {
+                            if n <= 4031 {
+                                return 21; // decode.fused.c32.waves32
+                            } else {
+                                return 14; // decode.fused.c32.cap32
+                            }
+                        }
+                    } else {
+                        if n <= 5247 {
+                            if k <= 4607 {
+                                if k <= 1663 {
+                                    if k <= 1407 {
+                                        if n <= 4735 {
+                                            return 10; // decode.fused.c16.waves32
+                                        } else {
+                                            return 19; // decode.fused.c32.waves16
+                                        }
+                                    } else {
+                                        return 11; // decode.fused.c16.waves64
+                                    }
+                                } else {
+                                    if k <= 2303 {
+                                        if n <= 4991 {
+                                            if n <= 4479 {
+                                                return 19; // decode.fused.c32.waves16
+                                            } else {
+                                                if k <= 1919 {
+                                                    return 19; // decode.fused.c32.waves16
+                                                } else {
+                                                    return 11; // decode.fused.c16.waves64
+                                                }
+                                            }
+                                        } else {
+                                            return 11; // decode.fused.c16.waves64
+                                        }
+                                    } else {
+                                        if n <= 4735 {
+                                            return 19; // decode.fused.c32.waves16
+                                        } else {
+                                            if k <= 3327 {
+                                                if k <= 2815 {
+                                                    return 19; // decode.fused.c32.waves16
+                                                } else {
+                                                    return 11; // decode.fused.c16.waves64
+                                                }
+                                            } else {
+                                                return 3; // decode.fused.c16.cap16
+                                            }
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n <= 4991 {
+                                    if n <= 4735 {
+                                        return 19; // decode.fused.c32.waves16
+                                    } else {
+                                        return 3; // decode.fused.c16.cap16
+                                    }
+                                } else {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
+                        } else {
+                            return 11; // decode.fused.c16.waves64
+                        }
+                    }
                 }
             }
         } else {
             if n <= 12543 {
                 if n <= 8447 {
-                    return 13; // decode.fused.c32.cap16
+                    if n <= 6271 {
+                        if k <= 2815 {
+                            if k <= 1663 {
+                                return 3; // decode.fused.c16.cap16
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
+                        } else {
+                            if k <= 3327 {
+                                return 3; // decode.fused.c16.cap16
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
+                        }
+                    } else {
+                        if n <= 7551 {
+                            if k <= 1919 {
+                                if k <= 1151 {
+                                    if n <= 6783 {
+                                        return 19; // decode.fused.c32.waves16
+                                    } else {
+                                        return 21; // decode.fused.c32.waves32
+                                    }
+                                } else {
+                                    if k <= 1407 {
+                                        return 19; // decode.fused.c32.waves16
+                                    } else {
+                                        if k <= 1663 {
+                                            return 21; // decode.fused.c32.waves32
+                                        } else {
+                                            return 12; // decode.fused.c32.cap12
+                                        }
+                                    }
+                                }
+                            } else {
+                                return 13; // decode.fused.c32.cap16
+                            }
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
+                    }
                 } else {
-                    return 12; // decode.fused.c32.cap12
+                    if n <= 10495 {
+                        if n <= 9471 {
+                            if k <= 1407 {
+                                return 11; // decode.fused.c16.waves64
+                            } else {
+                                return 2; // decode.fused.c16.cap12
+                            }
+                        } else {
+                            if k <= 2815 {
+                                if k <= 2303 {
+                                    return 11; // decode.fused.c16.waves64
+                                } else {
+                                    return 12; // decode.fused.c32.cap12
+                                }
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
+                        }
+                    } else {
+                        if n <= 12031 {
+                            return 12; // decode.fused.c32.cap12
+                        } else {
+                            if k <= 3839 {
+                                return 12; // decode.fused.c32.cap12
+                            } else {
+                                if k <= 4607 {
+                                    return 21; // decode.fused.c32.waves32
+                                } else {
+                                    return 12; // decode.fused.c32.cap12
+                                }
+                            }
+                        }
+                    }
                 }
             } else {
                 if n <= 19199 {
                     return 7; // decode.fused.c16.cap8
                 } else {
-                    return 32; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 25087 {
+                        if n <= 20991 {
+                            if k <= 4607 {
+                                return 21; // decode.fused.c32.waves32
+                            } else {
+                                return 16; // decode.fused.c32.cap6
+                            }
+                        } else {
+                            if n <= 23039 {
+                                return 6; // decode.fused.c16.cap6
+                            } else {
+                                return 16; // decode.fused.c32.cap6
+                            }
+                        }
+                    } else {
+                        if n <= 32255 {
+                            if n <= 30207 {
+                                if n <= 28159 {
+                                    if n <= 27135 {
+                                        if k <= 4607 {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            if n <= 26111 {
+                                                return 32; // decode.kpar.tn128.cpt1.waves4
+                                            } else {
+                                                return 25; // decode.kpar.tn128.cpt1.cap3
+                                            }
+                                        }
+                                    } else {
+                                        return 21; // decode.fused.c32.waves32
+                                    }
+                                } else {
+                                    if n <= 29183 {
+                                        return 21; // decode.fused.c32.waves32
+                                    } else {
+                                        return 32; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                }
+                            } else {
+                                return 54; // decode.kpar.tn64.cpt1.waves4
+                            }
+                        } else {
+                            if n <= 41983 {
+                                if n <= 33791 {
+                                    return 15; // decode.fused.c32.cap4
+                                } else {
+                                    if n <= 37887 {
+                                        if n <= 35839 {
+                                            return 7; // decode.fused.c16.cap8
+                                        } else {
+                                            return 21; // decode.fused.c32.waves32
+                                        }
+                                    } else {
+                                        return 43; // decode.kpar.tn256.cpt1.waves4
+                                    }
+                                }
+                            } else {
+                                return 16; // decode.fused.c32.cap6
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -1325,27 +4489,247 @@ fn tree_42(n: i64, k: i64) -> usize {
                 if k <= 11263 {
                     return 10; // decode.fused.c16.waves32
                 } else {
-                    return 42; // decode.kpar.tn256.cpt1.waves2
+                    if n <= 295 {
+                        if k <= 22527 {
+                            return 41; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            return 42; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    } else {
+                        if n <= 687 {
+                            if k <= 15359 {
+                                if n <= 487 {
+                                    return 41; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                if n <= 655 {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    if k <= 22527 {
+                                        return 42; // decode.kpar.tn256.cpt1.waves2
+                                    } else {
+                                        return 32; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                }
+                            }
+                        } else {
+                            if k <= 13311 {
+                                if n <= 911 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            } else {
+                                if k <= 16895 {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
+                        }
+                    }
                 }
             } else {
                 if n <= 2111 {
-                    return 11; // decode.fused.c16.waves64
+                    if k <= 26623 {
+                        return 11; // decode.fused.c16.waves64
+                    } else {
+                        if n <= 1567 {
+                            return 32; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 11; // decode.fused.c16.waves64
+                        }
+                    }
                 } else {
-                    return 32; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 4223 {
+                        if n <= 2751 {
+                            if k <= 11263 {
+                                if n <= 2367 {
+                                    return 19; // decode.fused.c32.waves16
+                                } else {
+                                    if k <= 7679 {
+                                        return 14; // decode.fused.c32.cap32
+                                    } else {
+                                        return 21; // decode.fused.c32.waves32
+                                    }
+                                }
+                            } else {
+                                return 32; // decode.kpar.tn128.cpt1.waves4
+                            }
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
+                    } else {
+                        if n <= 30207 {
+                            if n <= 19967 {
+                                if n <= 6271 {
+                                    if n <= 5503 {
+                                        if n <= 4479 {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            if n <= 5247 {
+                                                if n <= 4735 {
+                                                    return 45; // decode.kpar.tn64.cpt1.cap16
+                                                } else {
+                                                    return 23; // decode.kpar.tn128.cpt1.cap16
+                                                }
+                                            } else {
+                                                return 45; // decode.kpar.tn64.cpt1.cap16
+                                            }
+                                        }
+                                    } else {
+                                        if k <= 26623 {
+                                            return 11; // decode.fused.c16.waves64
+                                        } else {
+                                            if n <= 5759 {
+                                                return 45; // decode.kpar.tn64.cpt1.cap16
+                                            } else {
+                                                if n <= 6015 {
+                                                    return 11; // decode.fused.c16.waves64
+                                                } else {
+                                                    return 23; // decode.kpar.tn128.cpt1.cap16
+                                                }
+                                            }
+                                        }
+                                    }
+                                } else {
+                                    if n <= 8447 {
+                                        if n <= 7551 {
+                                            if k <= 16895 {
+                                                return 13; // decode.fused.c32.cap16
+                                            } else {
+                                                if n <= 7039 {
+                                                    return 22; // decode.kpar.tn128.cpt1.cap12
+                                                } else {
+                                                    return 13; // decode.fused.c32.cap16
+                                                }
+                                            }
+                                        } else {
+                                            return 21; // decode.fused.c32.waves32
+                                        }
+                                    } else {
+                                        if n <= 12543 {
+                                            if n <= 9471 {
+                                                if k <= 9215 {
+                                                    return 2; // decode.fused.c16.cap12
+                                                } else {
+                                                    return 51; // decode.kpar.tn64.cpt1.cap8
+                                                }
+                                            } else {
+                                                if n <= 11519 {
+                                                    return 39; // decode.kpar.tn256.cpt1.cap6
+                                                } else {
+                                                    return 12; // decode.fused.c32.cap12
+                                                }
+                                            }
+                                        } else {
+                                            if n <= 18687 {
+                                                if n <= 14079 {
+                                                    return 28; // decode.kpar.tn128.cpt1.cap6
+                                                } else {
+                                                    return 7; // decode.fused.c16.cap8
+                                                }
+                                            } else {
+                                                return 16; // decode.fused.c32.cap6
+                                            }
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n <= 25087 {
+                                    if n <= 23039 {
+                                        if n <= 20991 {
+                                            return 16; // decode.fused.c32.cap6
+                                        } else {
+                                            return 36; // decode.kpar.tn256.cpt1.cap3
+                                        }
+                                    } else {
+                                        return 16; // decode.fused.c32.cap6
+                                    }
+                                } else {
+                                    if n <= 28159 {
+                                        return 25; // decode.kpar.tn128.cpt1.cap3
+                                    } else {
+                                        if n <= 29183 {
+                                            if k <= 22527 {
+                                                return 21; // decode.fused.c32.waves32
+                                            } else {
+                                                return 47; // decode.kpar.tn64.cpt1.cap3
+                                            }
+                                        } else {
+                                            return 47; // decode.kpar.tn64.cpt1.cap3
+                                        }
+                                    }
+                                }
+                            }
+                        } else {
+                            if n <= 33791 {
+                                if n <= 31231 {
+                                    return 47; // decode.kpar.tn64.cpt1.cap3
+                                } else {
+                                    return 35; // decode.kpar.tn256.cpt1.cap2
+                                }
+                            } else {
+                                if n <= 41983 {
+                                    if n <= 35839 {
+                                        return 7; // decode.fused.c16.cap8
+                                    } else {
+                                        return 46; // decode.kpar.tn64.cpt1.cap2
+                                    }
+                                } else {
+                                    if n <= 44031 {
+                                        return 43; // decode.kpar.tn256.cpt1.waves4
+                                    } else {
+                                        if k <= 26623 {
+                                            return 16; // decode.fused.c32.cap6
+                                        } else {
+                                            return 46; // decode.kpar.tn64.cpt1.cap2
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
                 }
             }
         } else {
             if n <= 67583 {
                 if n <= 50175 {
-                    return 16; // decode.fused.c32.cap6
+                    if k <= 7679 {
+                        return 61; // decode.wide.tn512.cpt1
+                    } else {
+                        if k <= 26623 {
+                            return 16; // decode.fused.c32.cap6
+                        } else {
+                            if n <= 48127 {
+                                return 6; // decode.fused.c16.cap6
+                            } else {
+                                return 35; // decode.kpar.tn256.cpt1.cap2
+                            }
+                        }
+                    }
                 } else {
                     return 61; // decode.wide.tn512.cpt1
                 }
             } else {
                 if n <= 100351 {
-                    return 54; // decode.kpar.tn64.cpt1.waves4
+                    if n <= 92159 {
+                        return 54; // decode.kpar.tn64.cpt1.waves4
+                    } else {
+                        return 41; // decode.kpar.tn256.cpt1.waves1
+                    }
                 } else {
-                    return 62; // decode.wide.tn512.cpt2
+                    if n <= 135167 {
+                        return 20; // decode.fused.c32.waves2
+                    } else {
+                        if n <= 200703 {
+                            return 62; // decode.wide.tn512.cpt2
+                        } else {
+                            return 63; // decode.wide.tn512.cpt4
+                        }
+                    }
                 }
             }
         }
@@ -1365,23 +4749,143 @@ fn tree_43(n: i64, k: i64) -> usize {
                 }
             } else {
                 if n <= 16895 {
-                    return 17; // decode.fused.c32.cap8
+                    if n <= 15103 {
+                        if k <= 1151 {
+                            if k <= 639 {
+                                return 17; // decode.fused.c32.cap8
+                            } else {
+                                return 21; // decode.fused.c32.waves32
+                            }
+                        } else {
+                            return 17; // decode.fused.c32.cap8
+                        }
+                    } else {
+                        if k <= 383 {
+                            return 11; // decode.fused.c16.waves64
+                        } else {
+                            if k <= 895 {
+                                if n <= 15615 {
+                                    return 21; // decode.fused.c32.waves32
+                                } else {
+                                    return 17; // decode.fused.c32.cap8
+                                }
+                            } else {
+                                return 21; // decode.fused.c32.waves32
+                            }
+                        }
+                    }
                 } else {
-                    return 7; // decode.fused.c16.cap8
+                    if k <= 639 {
+                        if k <= 383 {
+                            return 11; // decode.fused.c16.waves64
+                        } else {
+                            return 16; // decode.fused.c32.cap6
+                        }
+                    } else {
+                        return 7; // decode.fused.c16.cap8
+                    }
                 }
             }
         } else {
             if n <= 37887 {
                 if n <= 25087 {
-                    return 16; // decode.fused.c32.cap6
+                    if k <= 383 {
+                        return 10; // decode.fused.c16.waves32
+                    } else {
+                        if n <= 22015 {
+                            if n <= 20991 {
+                                if k <= 895 {
+                                    return 16; // decode.fused.c32.cap6
+                                } else {
+                                    return 21; // decode.fused.c32.waves32
+                                }
+                            } else {
+                                if k <= 1919 {
+                                    return 16; // decode.fused.c32.cap6
+                                } else {
+                                    return 6; // decode.fused.c16.cap6
+                                }
+                            }
+                        } else {
+                            if k <= 639 {
+                                return 16; // decode.fused.c32.cap6
+                            } else {
+                                return 21; // decode.fused.c32.waves32
+                            }
+                        }
+                    }
                 } else {
-                    return 15; // decode.fused.c32.cap4
+                    if n <= 35839 {
+                        if n <= 33791 {
+                            return 15; // decode.fused.c32.cap4
+                        } else {
+                            if k <= 639 {
+                                return 21; // decode.fused.c32.waves32
+                            } else {
+                                if k <= 3327 {
+                                    return 5; // decode.fused.c16.cap4
+                                } else {
+                                    return 15; // decode.fused.c32.cap4
+                                }
+                            }
+                        }
+                    } else {
+                        return 21; // decode.fused.c32.waves32
+                    }
                 }
             } else {
                 if n <= 100351 {
-                    return 0; // decode.direct.tn32.cpt1
+                    if n <= 50175 {
+                        if n <= 44031 {
+                            if k <= 639 {
+                                if k <= 383 {
+                                    return 0; // decode.direct.tn32.cpt1
+                                } else {
+                                    return 16; // decode.fused.c32.cap6
+                                }
+                            } else {
+                                if k <= 1407 {
+                                    return 16; // decode.fused.c32.cap6
+                                } else {
+                                    return 46; // decode.kpar.tn64.cpt1.cap2
+                                }
+                            }
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
+                    } else {
+                        if n <= 67583 {
+                            if k <= 639 {
+                                if k <= 383 {
+                                    return 0; // decode.direct.tn32.cpt1
+                                } else {
+                                    return 19; // decode.fused.c32.waves16
+                                }
+                            } else {
+                                if n <= 54271 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 61; // decode.wide.tn512.cpt1
+                                }
+                            }
+                        } else {
+                            if n <= 96255 {
+                                return 0; // decode.direct.tn32.cpt1
+                            } else {
+                                if k <= 1151 {
+                                    return 1; // decode.direct.tn64.cpt1
+                                } else {
+                                    return 58; // decode.wide.tn256.cpt1
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 15; // decode.fused.c32.cap4
+                    if k <= 895 {
+                        return 56; // decode.wide.tn128.cpt2
+                    } else {
+                        return 15; // decode.fused.c32.cap4
+                    }
                 }
             }
         }
@@ -1389,9 +4893,37 @@ fn tree_43(n: i64, k: i64) -> usize {
         if n <= 251135 {
             if n <= 247039 {
                 if n <= 127615 {
-                    return 62; // decode.wide.tn512.cpt2
+                    if k <= 1151 {
+                        return 56; // decode.wide.tn128.cpt2
+                    } else {
+                        if n <= 116735 {
+                            if k <= 2815 {
+                                return 56; // decode.wide.tn128.cpt2
+                            } else {
+                                return 49; // decode.kpar.tn64.cpt1.cap4
+                            }
+                        } else {
+                            if k <= 9215 {
+                                return 62; // decode.wide.tn512.cpt2
+                            } else {
+                                if n <= 124927 {
+                                    return 49; // decode.kpar.tn64.cpt1.cap4
+                                } else {
+                                    return 61; // decode.wide.tn512.cpt1
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 56; // decode.wide.tn128.cpt2
+                    if n <= 129663 {
+                        return 61; // decode.wide.tn512.cpt1
+                    } else {
+                        if k <= 26623 {
+                            return 56; // decode.wide.tn128.cpt2
+                        } else {
+                            return 46; // decode.kpar.tn64.cpt1.cap2
+                        }
+                    }
                 }
             } else {
                 return 57; // decode.wide.tn128.cpt4
@@ -1399,7 +4931,11 @@ fn tree_43(n: i64, k: i64) -> usize {
         } else {
             if k <= 2303 {
                 if n <= 258047 {
-                    return 56; // decode.wide.tn128.cpt2
+                    if k <= 1151 {
+                        return 56; // decode.wide.tn128.cpt2
+                    } else {
+                        return 62; // decode.wide.tn512.cpt2
+                    }
                 } else {
                     return 57; // decode.wide.tn128.cpt4
                 }

@@ -4,7 +4,7 @@
 // corpus id        95364b93695e879cb01ef04186f18197bae3f9ee78f50565f9b91b277812b432
 // registry digest  8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717
 // inventory digest 14d161adf7dd2d5a67059273b3056f926b639f839a9bda53ec75a55d93c9b964
-// policy digest    aaa296c99965da5a7b94710dd43066bba184950277bfe934335e6bce85d3691e
+// policy digest    fb58381fa59b0be0389d918c3942717c8d0424073c834a3990667bd8be38bf7e
 // backend / arch   cuda / sm_90, profile h200-grid, learner 0.1.0
 // gates NOT passed: 31/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 714 rows (p95 regret 4.33%, geomean 0.75%; decode 119 rows p95 22.66% geomean 3.25%; grouped 595 rows p95 1.40% geomean 0.26%)
 //

@@ -4,7 +4,7 @@
 // corpus id        95364b93695e879cb01ef04186f18197bae3f9ee78f50565f9b91b277812b432
 // registry digest  8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717
 // inventory digest 14d161adf7dd2d5a67059273b3056f926b639f839a9bda53ec75a55d93c9b964
-// policy digest    aaa296c99965da5a7b94710dd43066bba184950277bfe934335e6bce85d3691e
+// policy digest    fb58381fa59b0be0389d918c3942717c8d0424073c834a3990667bd8be38bf7e
 // backend / arch   cuda / sm_90, profile h200-grid, learner 0.1.0
 // gates NOT passed: 31/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 714 rows (p95 regret 4.33%, geomean 0.75%; decode 119 rows p95 22.66% geomean 3.25%; grouped 595 rows p95 1.40% geomean 0.26%)
 //
@@ -17,7 +17,7 @@ pub mod provenance {
     pub const CORPUS_ID: &str = "95364b93695e879cb01ef04186f18197bae3f9ee78f50565f9b91b277812b432";
     pub const REGISTRY_DIGEST: &str = "8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717";
     pub const INVENTORY_DIGEST: &str = "14d161adf7dd2d5a67059273b3056f926b639f839a9bda53ec75a55d93c9b964";
-    pub const POLICY_DIGEST: &str = "aaa296c99965da5a7b94710dd43066bba184950277bfe934335e6bce85d3691e";
+    pub const POLICY_DIGEST: &str = "fb58381fa59b0be0389d918c3942717c8d0424073c834a3990667bd8be38bf7e";
     pub const GATES: &str = "gates NOT passed: 31/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 714 rows (p95 regret 4.33%, geomean 0.75%; decode 119 rows p95 22.66% geomean 3.25%; grouped 595 rows p95 1.40% geomean 0.26%)";
     pub const GENERATOR: &str = "vnni-generator 0.1.0 templates 0967b8de1da01120";
 }
@@ -241,27 +241,47 @@ fn tree_0(n: i64, k: i64) -> usize {
                 if k <= 383 {
                     return 4; // decode.fused.c16.cap8
                 } else {
-                    return 2; // decode.fused.c16.cap16
+                    if n <= 2111 {
+                        return 2; // decode.fused.c16.cap16
+                    } else {
+                        return 12; // decode.fused.c32.cap16
+                    }
                 }
             } else {
                 if n <= 2111 {
                     return 3; // decode.fused.c16.cap32
                 } else {
-                    return 13; // decode.fused.c32.cap32
+                    if k <= 1151 {
+                        return 12; // decode.fused.c32.cap16
+                    } else {
+                        return 13; // decode.fused.c32.cap32
+                    }
                 }
             }
         } else {
             if n <= 8447 {
                 if n <= 6271 {
-                    return 2; // decode.fused.c16.cap16
+                    if k <= 895 {
+                        return 4; // decode.fused.c16.cap8
+                    } else {
+                        return 2; // decode.fused.c16.cap16
+                    }
                 } else {
                     return 12; // decode.fused.c32.cap16
                 }
             } else {
                 if n <= 19199 {
-                    return 4; // decode.fused.c16.cap8
+                    if k <= 1407 {
+                        return 2; // decode.fused.c16.cap16
+                    } else {
+                        return 4; // decode.fused.c16.cap8
+                    }
                 } else {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 50175 {
+                        return 30; // decode.kpar.tn128.cpt1.waves4
+                    } else {
+                        return 55; // decode.wide.tn512.cpt1
+                    }
                 }
             }
         }
@@ -271,11 +291,39 @@ fn tree_0(n: i64, k: i64) -> usize {
                 if k <= 26623 {
                     return 35; // decode.kpar.tn256.cpt1.waves1
                 } else {
-                    return 36; // decode.kpar.tn256.cpt1.waves2
+                    if n <= 263 {
+                        return 35; // decode.kpar.tn256.cpt1.waves1
+                    } else {
+                        if n <= 455 {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            if k <= 30719 {
+                                if n <= 487 {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                return 30; // decode.kpar.tn128.cpt1.waves4
+                            }
+                        }
+                    }
                 }
             } else {
                 if n <= 911 {
-                    return 36; // decode.kpar.tn256.cpt1.waves2
+                    if k <= 11263 {
+                        if n <= 879 {
+                            return 35; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    } else {
+                        if k <= 26623 {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    }
                 } else {
                     return 30; // decode.kpar.tn128.cpt1.waves4
                 }
@@ -283,7 +331,35 @@ fn tree_0(n: i64, k: i64) -> usize {
         } else {
             if n <= 100351 {
                 if n <= 67583 {
-                    return 55; // decode.wide.tn512.cpt1
+                    if n <= 54271 {
+                        if k <= 11263 {
+                            if n <= 52223 {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                return 55; // decode.wide.tn512.cpt1
+                            }
+                        } else {
+                            if k <= 13311 {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                if k <= 30719 {
+                                    if n <= 52223 {
+                                        if k <= 16895 {
+                                            return 37; // decode.kpar.tn256.cpt1.waves4
+                                        } else {
+                                            return 4; // decode.fused.c16.cap8
+                                        }
+                                    } else {
+                                        return 4; // decode.fused.c16.cap8
+                                    }
+                                } else {
+                                    return 38; // decode.kpar.tn64.cpt1.cap16
+                                }
+                            }
+                        }
+                    } else {
+                        return 55; // decode.wide.tn512.cpt1
+                    }
                 } else {
                     return 52; // decode.wide.tn256.cpt1
                 }
@@ -305,13 +381,61 @@ fn tree_1(n: i64, k: i64) -> usize {
         if n <= 56319 {
             if k <= 2815 {
                 if n <= 48127 {
-                    return 4; // decode.fused.c16.cap8
+                    if k <= 2303 {
+                        if n <= 37887 {
+                            return 4; // decode.fused.c16.cap8
+                        } else {
+                            if k <= 895 {
+                                if n <= 41983 {
+                                    return 47; // decode.kpar.tn64.cpt1.waves2
+                                } else {
+                                    return 28; // decode.kpar.tn128.cpt1.waves1
+                                }
+                            } else {
+                                if n <= 46079 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 44031 {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    }
                 } else {
-                    return 55; // decode.wide.tn512.cpt1
+                    if k <= 1151 {
+                        if k <= 639 {
+                            return 47; // decode.kpar.tn64.cpt1.waves2
+                        } else {
+                            if n <= 50175 {
+                                return 36; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                return 55; // decode.wide.tn512.cpt1
+                            }
+                        }
+                    } else {
+                        if n <= 50175 {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            return 4; // decode.fused.c16.cap8
+                        }
+                    }
                 }
             } else {
                 if n <= 50175 {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 25087 {
+                        return 39; // decode.kpar.tn64.cpt1.cap8
+                    } else {
+                        if n <= 44031 {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    }
                 } else {
                     return 4; // decode.fused.c16.cap8
                 }
@@ -319,15 +443,35 @@ fn tree_1(n: i64, k: i64) -> usize {
         } else {
             if n <= 67583 {
                 if k <= 383 {
-                    return 28; // decode.kpar.tn128.cpt1.waves1
+                    if n <= 64511 {
+                        if n <= 60415 {
+                            return 48; // decode.kpar.tn64.cpt1.waves4
+                        } else {
+                            return 35; // decode.kpar.tn256.cpt1.waves1
+                        }
+                    } else {
+                        return 28; // decode.kpar.tn128.cpt1.waves1
+                    }
                 } else {
-                    return 55; // decode.wide.tn512.cpt1
+                    if k <= 7679 {
+                        return 55; // decode.wide.tn512.cpt1
+                    } else {
+                        return 37; // decode.kpar.tn256.cpt1.waves4
+                    }
                 }
             } else {
                 if n <= 92159 {
                     return 48; // decode.kpar.tn64.cpt1.waves4
                 } else {
-                    return 35; // decode.kpar.tn256.cpt1.waves1
+                    if k <= 1151 {
+                        if k <= 639 {
+                            return 48; // decode.kpar.tn64.cpt1.waves4
+                        } else {
+                            return 0; // decode.direct.tn32.cpt1
+                        }
+                    } else {
+                        return 35; // decode.kpar.tn256.cpt1.waves1
+                    }
                 }
             }
         }
@@ -448,36 +592,36 @@ fn tree_7(n: i64, k: i64) -> usize {
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_8(n: i64, k: i64) -> usize {
     if n <= 37887 {
-        if k <= 383 {
-            if n <= 8447 {
-                return 46; // decode.kpar.tn64.cpt1.waves1
-            } else {
-                if n <= 18943 {
-                    return 4; // decode.fused.c16.cap8
+        if n * k <= 33816575 {
+            if k <= 383 {
+                if n <= 8447 {
+                    return 46; // decode.kpar.tn64.cpt1.waves1
                 } else {
-                    return 1; // decode.direct.tn64.cpt1
+                    return 49; // decode.wide.tn128.cpt1
                 }
-            }
-        } else {
-            if k <= 1919 {
+            } else {
                 if n <= 8447 {
                     return 12; // decode.fused.c32.cap16
                 } else {
                     return 4; // decode.fused.c16.cap8
                 }
-            } else {
+            }
+        } else {
+            if n <= 33791 {
                 if n <= 18943 {
                     return 4; // decode.fused.c16.cap8
                 } else {
                     return 30; // decode.kpar.tn128.cpt1.waves4
                 }
+            } else {
+                return 4; // decode.fused.c16.cap8
             }
         }
     } else {
         if n <= 100351 {
             if n <= 75775 {
-                if k <= 383 {
-                    return 46; // decode.kpar.tn64.cpt1.waves1
+                if n * k <= 24248319 {
+                    return 1; // decode.direct.tn64.cpt1
                 } else {
                     return 48; // decode.kpar.tn64.cpt1.waves4
                 }
@@ -496,7 +640,7 @@ fn tree_8(n: i64, k: i64) -> usize {
                     return 53; // decode.wide.tn256.cpt2
                 }
             } else {
-                if k <= 383 {
+                if n * k <= 93323263 {
                     return 47; // decode.kpar.tn64.cpt1.waves2
                 } else {
                     return 56; // decode.wide.tn512.cpt2
@@ -565,7 +709,15 @@ fn tree_14(n: i64, k: i64) -> usize {
                 return 2; // decode.fused.c16.cap16
             } else {
                 if n <= 2111 {
-                    return 3; // decode.fused.c16.cap32
+                    if n <= 311 {
+                        if k <= 2815 {
+                            return 3; // decode.fused.c16.cap32
+                        } else {
+                            return 28; // decode.kpar.tn128.cpt1.waves1
+                        }
+                    } else {
+                        return 3; // decode.fused.c16.cap32
+                    }
                 } else {
                     return 13; // decode.fused.c32.cap32
                 }
@@ -575,9 +727,37 @@ fn tree_14(n: i64, k: i64) -> usize {
                 return 2; // decode.fused.c16.cap16
             } else {
                 if n <= 20991 {
-                    return 14; // decode.fused.c32.cap8
+                    if n <= 16895 {
+                        return 14; // decode.fused.c32.cap8
+                    } else {
+                        if n <= 19199 {
+                            return 4; // decode.fused.c16.cap8
+                        } else {
+                            return 14; // decode.fused.c32.cap8
+                        }
+                    }
                 } else {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 33791 {
+                        if n <= 25087 {
+                            if n <= 22015 {
+                                return 30; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                if n <= 24063 {
+                                    return 39; // decode.kpar.tn64.cpt1.cap8
+                                } else {
+                                    return 32; // decode.kpar.tn256.cpt1.cap8
+                                }
+                            }
+                        } else {
+                            if n <= 27135 {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                return 30; // decode.kpar.tn128.cpt1.waves4
+                            }
+                        }
+                    } else {
+                        return 14; // decode.fused.c32.cap8
+                    }
                 }
             }
         }
@@ -587,21 +767,149 @@ fn tree_14(n: i64, k: i64) -> usize {
                 if k <= 22527 {
                     return 35; // decode.kpar.tn256.cpt1.waves1
                 } else {
-                    return 36; // decode.kpar.tn256.cpt1.waves2
+                    if n <= 391 {
+                        if k <= 30719 {
+                            return 35; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            if n <= 279 {
+                                return 35; // decode.kpar.tn256.cpt1.waves1
+                            } else {
+                                return 36; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        }
+                    } else {
+                        return 36; // decode.kpar.tn256.cpt1.waves2
+                    }
                 }
             } else {
                 if n <= 2111 {
-                    return 36; // decode.kpar.tn256.cpt1.waves2
+                    if k <= 7679 {
+                        if n <= 1183 {
+                            return 35; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            if n <= 1247 {
+                                return 48; // decode.kpar.tn64.cpt1.waves4
+                            } else {
+                                return 3; // decode.fused.c16.cap32
+                            }
+                        }
+                    } else {
+                        if k <= 26623 {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            if n <= 1567 {
+                                if k <= 30719 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                if n <= 2015 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 4223 {
+                        if k <= 19711 {
+                            if n <= 2367 {
+                                if k <= 9215 {
+                                    return 13; // decode.fused.c32.cap32
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                if n <= 4031 {
+                                    return 13; // decode.fused.c32.cap32
+                                } else {
+                                    return 3; // decode.fused.c16.cap32
+                                }
+                            }
+                        } else {
+                            if n <= 3519 {
+                                return 30; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                return 13; // decode.fused.c32.cap32
+                            }
+                        }
+                    } else {
+                        if n <= 6271 {
+                            if n <= 4735 {
+                                return 38; // decode.kpar.tn64.cpt1.cap16
+                            } else {
+                                if n <= 5247 {
+                                    return 21; // decode.kpar.tn128.cpt1.cap16
+                                } else {
+                                    return 38; // decode.kpar.tn64.cpt1.cap16
+                                }
+                            }
+                        } else {
+                            if n <= 10495 {
+                                if n <= 8447 {
+                                    return 12; // decode.fused.c32.cap16
+                                } else {
+                                    return 2; // decode.fused.c16.cap16
+                                }
+                            } else {
+                                if n <= 12543 {
+                                    return 39; // decode.kpar.tn64.cpt1.cap8
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
+                        }
+                    }
                 }
             }
         } else {
             if n <= 100351 {
                 if n <= 67583 {
-                    return 37; // decode.kpar.tn256.cpt1.waves4
+                    if n <= 44031 {
+                        if n <= 37887 {
+                            if n <= 33791 {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                if k <= 7679 {
+                                    return 14; // decode.fused.c32.cap8
+                                } else {
+                                    return 39; // decode.kpar.tn64.cpt1.cap8
+                                }
+                            }
+                        } else {
+                            return 37; // decode.kpar.tn256.cpt1.waves4
+                        }
+                    } else {
+                        if n <= 50175 {
+                            if k <= 16895 {
+                                if n <= 48127 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                if n <= 48127 {
+                                    return 22; // decode.kpar.tn128.cpt1.cap8
+                                } else {
+                                    return 39; // decode.kpar.tn64.cpt1.cap8
+                                }
+                            }
+                        } else {
+                            return 55; // decode.wide.tn512.cpt1
+                        }
+                    }
                 } else {
-                    return 29; // decode.kpar.tn128.cpt1.waves2
+                    if n <= 83967 {
+                        return 29; // decode.kpar.tn128.cpt1.waves2
+                    } else {
+                        if n <= 88063 {
+                            return 35; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            return 37; // decode.kpar.tn256.cpt1.waves4
+                        }
+                    }
                 }
             } else {
                 return 56; // decode.wide.tn512.cpt2
@@ -616,10 +924,10 @@ fn tree_15(n: i64, k: i64) -> usize {
     if n <= 104447 {
         if n <= 62463 {
             if k <= 2303 {
-                if n <= 48127 {
+                if n * 1024 / k <= 166570 {
                     return 14; // decode.fused.c32.cap8
                 } else {
-                    return 55; // decode.wide.tn512.cpt1
+                    return 29; // decode.kpar.tn128.cpt1.waves2
                 }
             } else {
                 if n <= 54271 {
@@ -630,10 +938,10 @@ fn tree_15(n: i64, k: i64) -> usize {
             }
         } else {
             if n <= 67583 {
-                if k <= 895 {
-                    return 35; // decode.kpar.tn256.cpt1.waves1
-                } else {
+                if n * 1024 / k <= 84922 {
                     return 55; // decode.wide.tn512.cpt1
+                } else {
+                    return 35; // decode.kpar.tn256.cpt1.waves1
                 }
             } else {
                 if n <= 100351 {
@@ -645,17 +953,17 @@ fn tree_15(n: i64, k: i64) -> usize {
         }
     } else {
         if n <= 217087 {
-            if n <= 135167 {
-                if k <= 6655 {
-                    return 56; // decode.wide.tn512.cpt2
-                } else {
+            if n * 1024 / k <= 23307 {
+                if n * 1024 / k <= 22381 {
                     return 39; // decode.kpar.tn64.cpt1.cap8
+                } else {
+                    return 14; // decode.fused.c32.cap8
                 }
             } else {
-                if k <= 9215 {
-                    return 50; // decode.wide.tn128.cpt2
+                if n <= 135167 {
+                    return 56; // decode.wide.tn512.cpt2
                 } else {
-                    return 39; // decode.kpar.tn64.cpt1.cap8
+                    return 50; // decode.wide.tn128.cpt2
                 }
             }
         } else {
@@ -711,15 +1019,59 @@ fn tree_21(n: i64, k: i64) -> usize {
         } else {
             if n <= 4223 {
                 if k <= 1663 {
-                    return 2; // decode.fused.c16.cap16
+                    if n <= 2111 {
+                        return 2; // decode.fused.c16.cap16
+                    } else {
+                        if k <= 1151 {
+                            if k <= 895 {
+                                return 13; // decode.fused.c32.cap32
+                            } else {
+                                return 2; // decode.fused.c16.cap16
+                            }
+                        } else {
+                            return 13; // decode.fused.c32.cap32
+                        }
+                    }
                 } else {
-                    return 3; // decode.fused.c16.cap32
+                    if n <= 439 {
+                        if k <= 2303 {
+                            return 3; // decode.fused.c16.cap32
+                        } else {
+                            return 28; // decode.kpar.tn128.cpt1.waves1
+                        }
+                    } else {
+                        if n <= 2239 {
+                            return 3; // decode.fused.c16.cap32
+                        } else {
+                            if k <= 2815 {
+                                return 13; // decode.fused.c32.cap32
+                            } else {
+                                return 3; // decode.fused.c16.cap32
+                            }
+                        }
+                    }
                 }
             } else {
                 if n <= 10495 {
                     return 2; // decode.fused.c16.cap16
                 } else {
-                    return 14; // decode.fused.c32.cap8
+                    if n <= 20991 {
+                        if n <= 16895 {
+                            if n <= 11007 {
+                                if k <= 2303 {
+                                    return 14; // decode.fused.c32.cap8
+                                } else {
+                                    return 39; // decode.kpar.tn64.cpt1.cap8
+                                }
+                            } else {
+                                return 14; // decode.fused.c32.cap8
+                            }
+                        } else {
+                            return 4; // decode.fused.c16.cap8
+                        }
+                    } else {
+                        return 39; // decode.kpar.tn64.cpt1.cap8
+                    }
                 }
             }
         }
@@ -729,25 +1081,169 @@ fn tree_21(n: i64, k: i64) -> usize {
                 if k <= 16895 {
                     return 35; // decode.kpar.tn256.cpt1.waves1
                 } else {
-                    return 36; // decode.kpar.tn256.cpt1.waves2
+                    if n <= 327 {
+                        if k <= 30719 {
+                            return 35; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            if n <= 279 {
+                                return 29; // decode.kpar.tn128.cpt1.waves2
+                            } else {
+                                return 36; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        }
+                    } else {
+                        if n <= 391 {
+                            if k <= 26623 {
+                                if k <= 22527 {
+                                    return 35; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.waves2
+                                }
+                            } else {
+                                return 36; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        } else {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    }
                 }
             } else {
                 if k <= 6655 {
-                    return 3; // decode.fused.c16.cap32
+                    if n <= 4223 {
+                        if n <= 1311 {
+                            return 35; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            if k <= 3839 {
+                                if n <= 2111 {
+                                    return 3; // decode.fused.c16.cap32
+                                } else {
+                                    return 13; // decode.fused.c32.cap32
+                                }
+                            } else {
+                                if n <= 1375 {
+                                    return 35; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 3; // decode.fused.c16.cap32
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 5759 {
+                            if k <= 3839 {
+                                return 2; // decode.fused.c16.cap16
+                            } else {
+                                return 21; // decode.kpar.tn128.cpt1.cap16
+                            }
+                        } else {
+                            if n <= 6271 {
+                                if k <= 4607 {
+                                    return 2; // decode.fused.c16.cap16
+                                } else {
+                                    return 21; // decode.kpar.tn128.cpt1.cap16
+                                }
+                            } else {
+                                return 12; // decode.fused.c32.cap16
+                            }
+                        }
+                    }
                 } else {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 3647 {
+                        if n <= 3135 {
+                            if k <= 7679 {
+                                if n <= 1247 {
+                                    return 35; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                return 36; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        } else {
+                            if k <= 15359 {
+                                return 3; // decode.fused.c16.cap32
+                            } else {
+                                if k <= 16895 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 4223 {
+                            if k <= 16895 {
+                                return 3; // decode.fused.c16.cap32
+                            } else {
+                                return 31; // decode.kpar.tn256.cpt1.cap16
+                            }
+                        } else {
+                            if n <= 6271 {
+                                return 21; // decode.kpar.tn128.cpt1.cap16
+                            } else {
+                                if k <= 9215 {
+                                    return 12; // decode.fused.c32.cap16
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            }
+                        }
+                    }
                 }
             }
         } else {
             if n <= 100351 {
                 if n <= 10495 {
-                    return 2; // decode.fused.c16.cap16
+                    if n <= 8447 {
+                        if k <= 11263 {
+                            return 12; // decode.fused.c32.cap16
+                        } else {
+                            return 32; // decode.kpar.tn256.cpt1.cap8
+                        }
+                    } else {
+                        return 2; // decode.fused.c16.cap16
+                    }
                 } else {
-                    return 21; // decode.kpar.tn128.cpt1.cap16
+                    if n <= 12543 {
+                        if n <= 11519 {
+                            return 39; // decode.kpar.tn64.cpt1.cap8
+                        } else {
+                            return 22; // decode.kpar.tn128.cpt1.cap8
+                        }
+                    } else {
+                        if n <= 71679 {
+                            if n <= 20991 {
+                                if n <= 16895 {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                } else {
+                                    return 4; // decode.fused.c16.cap8
+                                }
+                            } else {
+                                if n <= 25087 {
+                                    return 39; // decode.kpar.tn64.cpt1.cap8
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            }
+                        } else {
+                            if n <= 75775 {
+                                return 22; // decode.kpar.tn128.cpt1.cap8
+                            } else {
+                                if n <= 83967 {
+                                    return 4; // decode.fused.c16.cap8
+                                } else {
+                                    return 35; // decode.kpar.tn256.cpt1.waves1
+                                }
+                            }
+                        }
+                    }
                 }
             } else {
                 if n <= 104447 {
-                    return 4; // decode.fused.c16.cap8
+                    if k <= 16895 {
+                        return 56; // decode.wide.tn512.cpt2
+                    } else {
+                        return 4; // decode.fused.c16.cap8
+                    }
                 } else {
                     return 56; // decode.wide.tn512.cpt2
                 }
@@ -763,29 +1259,149 @@ fn tree_22(n: i64, k: i64) -> usize {
         if k <= 2303 {
             if n <= 41983 {
                 if k <= 1919 {
-                    return 4; // decode.fused.c16.cap8
+                    if n <= 2879 {
+                        return 46; // decode.kpar.tn64.cpt1.waves1
+                    } else {
+                        if n <= 35839 {
+                            return 4; // decode.fused.c16.cap8
+                        } else {
+                            if k <= 639 {
+                                if n <= 39935 {
+                                    return 4; // decode.fused.c16.cap8
+                                } else {
+                                    return 14; // decode.fused.c32.cap8
+                                }
+                            } else {
+                                return 14; // decode.fused.c32.cap8
+                            }
+                        }
+                    }
                 } else {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 20991 {
+                        return 14; // decode.fused.c32.cap8
+                    } else {
+                        if n <= 33791 {
+                            if n <= 28159 {
+                                if n <= 23039 {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                if n <= 31231 {
+                                    return 2; // decode.fused.c16.cap16
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
+                        } else {
+                            return 14; // decode.fused.c32.cap8
+                        }
+                    }
                 }
             } else {
                 if k <= 895 {
-                    return 0; // decode.direct.tn32.cpt1
+                    if n <= 58367 {
+                        if k <= 639 {
+                            if n <= 54271 {
+                                return 0; // decode.direct.tn32.cpt1
+                            } else {
+                                if k <= 383 {
+                                    return 0; // decode.direct.tn32.cpt1
+                                } else {
+                                    return 46; // decode.kpar.tn64.cpt1.waves1
+                                }
+                            }
+                        } else {
+                            if n <= 50175 {
+                                if n <= 46079 {
+                                    return 29; // decode.kpar.tn128.cpt1.waves2
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                if n <= 54271 {
+                                    return 48; // decode.kpar.tn64.cpt1.waves4
+                                } else {
+                                    return 4; // decode.fused.c16.cap8
+                                }
+                            }
+                        }
+                    } else {
+                        if k <= 383 {
+                            return 0; // decode.direct.tn32.cpt1
+                        } else {
+                            return 52; // decode.wide.tn256.cpt1
+                        }
+                    }
                 } else {
-                    return 14; // decode.fused.c32.cap8
+                    if n <= 50175 {
+                        return 36; // decode.kpar.tn256.cpt1.waves2
+                    } else {
+                        if n <= 56319 {
+                            if k <= 1151 {
+                                return 4; // decode.fused.c16.cap8
+                            } else {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            }
+                        } else {
+                            if n <= 60415 {
+                                return 14; // decode.fused.c32.cap8
+                            } else {
+                                if k <= 1407 {
+                                    return 52; // decode.wide.tn256.cpt1
+                                } else {
+                                    return 14; // decode.fused.c32.cap8
+                                }
+                            }
+                        }
+                    }
                 }
             }
         } else {
             if n <= 41983 {
                 if n <= 33791 {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 28159 {
+                        if n <= 25087 {
+                            if n <= 23039 {
+                                return 30; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                if k <= 2815 {
+                                    return 39; // decode.kpar.tn64.cpt1.cap8
+                                } else {
+                                    return 22; // decode.kpar.tn128.cpt1.cap8
+                                }
+                            }
+                        } else {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    } else {
+                        if n <= 31231 {
+                            if k <= 3327 {
+                                return 2; // decode.fused.c16.cap16
+                            } else {
+                                return 39; // decode.kpar.tn64.cpt1.cap8
+                            }
+                        } else {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    }
                 } else {
-                    return 14; // decode.fused.c32.cap8
+                    if n <= 37887 {
+                        return 39; // decode.kpar.tn64.cpt1.cap8
+                    } else {
+                        return 14; // decode.fused.c32.cap8
+                    }
                 }
             } else {
                 if n <= 60415 {
                     return 39; // decode.kpar.tn64.cpt1.cap8
                 } else {
-                    return 14; // decode.fused.c32.cap8
+                    if k <= 5631 {
+                        return 14; // decode.fused.c32.cap8
+                    } else {
+                        return 39; // decode.kpar.tn64.cpt1.cap8
+                    }
                 }
             }
         }
@@ -793,29 +1409,157 @@ fn tree_22(n: i64, k: i64) -> usize {
         if k <= 2815 {
             if k <= 383 {
                 if n <= 100351 {
-                    return 0; // decode.direct.tn32.cpt1
+                    if n <= 67583 {
+                        return 52; // decode.wide.tn256.cpt1
+                    } else {
+                        return 0; // decode.direct.tn32.cpt1
+                    }
                 } else {
-                    return 50; // decode.wide.tn128.cpt2
+                    if n <= 247039 {
+                        return 50; // decode.wide.tn128.cpt2
+                    } else {
+                        return 56; // decode.wide.tn512.cpt2
+                    }
                 }
             } else {
                 if n <= 100351 {
-                    return 46; // decode.kpar.tn64.cpt1.waves1
+                    if n <= 67583 {
+                        return 52; // decode.wide.tn256.cpt1
+                    } else {
+                        if n <= 92159 {
+                            if k <= 639 {
+                                if n <= 79871 {
+                                    return 0; // decode.direct.tn32.cpt1
+                                } else {
+                                    return 46; // decode.kpar.tn64.cpt1.waves1
+                                }
+                            } else {
+                                if n <= 83967 {
+                                    return 49; // decode.wide.tn128.cpt1
+                                } else {
+                                    return 46; // decode.kpar.tn64.cpt1.waves1
+                                }
+                            }
+                        } else {
+                            if n <= 96255 {
+                                return 0; // decode.direct.tn32.cpt1
+                            } else {
+                                if k <= 639 {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 49; // decode.wide.tn128.cpt1
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 29; // decode.kpar.tn128.cpt1.waves2
+                    if n <= 124927 {
+                        if k <= 895 {
+                            if n <= 104447 {
+                                return 4; // decode.fused.c16.cap8
+                            } else {
+                                if n <= 120831 {
+                                    return 50; // decode.wide.tn128.cpt2
+                                } else {
+                                    return 53; // decode.wide.tn256.cpt2
+                                }
+                            }
+                        } else {
+                            if k <= 2303 {
+                                return 14; // decode.fused.c32.cap8
+                            } else {
+                                if n <= 112639 {
+                                    return 39; // decode.kpar.tn64.cpt1.cap8
+                                } else {
+                                    return 14; // decode.fused.c32.cap8
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 135167 {
+                            if k <= 895 {
+                                return 56; // decode.wide.tn512.cpt2
+                            } else {
+                                return 35; // decode.kpar.tn256.cpt1.waves1
+                            }
+                        } else {
+                            if k <= 1151 {
+                                if n <= 258047 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 56; // decode.wide.tn512.cpt2
+                                }
+                            } else {
+                                if n <= 149695 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 49; // decode.wide.tn128.cpt1
+                                }
+                            }
+                        }
+                    }
                 }
             }
         } else {
             if n <= 100351 {
                 if n <= 67583 {
-                    return 52; // decode.wide.tn256.cpt1
+                    if k <= 7679 {
+                        if k <= 3327 {
+                            return 55; // decode.wide.tn512.cpt1
+                        } else {
+                            return 52; // decode.wide.tn256.cpt1
+                        }
+                    } else {
+                        return 55; // decode.wide.tn512.cpt1
+                    }
                 } else {
-                    return 49; // decode.wide.tn128.cpt1
+                    if n <= 75775 {
+                        if k <= 3327 {
+                            return 49; // decode.wide.tn128.cpt1
+                        } else {
+                            return 22; // decode.kpar.tn128.cpt1.cap8
+                        }
+                    } else {
+                        if n <= 92159 {
+                            if n <= 83967 {
+                                return 49; // decode.wide.tn128.cpt1
+                            } else {
+                                return 46; // decode.kpar.tn64.cpt1.waves1
+                            }
+                        } else {
+                            return 49; // decode.wide.tn128.cpt1
+                        }
+                    }
                 }
             } else {
                 if n <= 251135 {
-                    return 39; // decode.kpar.tn64.cpt1.cap8
+                    if n <= 104447 {
+                        return 14; // decode.fused.c32.cap8
+                    } else {
+                        return 39; // decode.kpar.tn64.cpt1.cap8
+                    }
                 } else {
-                    return 49; // decode.wide.tn128.cpt1
+                    if k <= 11263 {
+                        if n <= 258047 {
+                            return 49; // decode.wide.tn128.cpt1
+                        } else {
+                            if k <= 7679 {
+                                return 36; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                return 49; // decode.wide.tn128.cpt1
+                            }
+                        }
+                    } else {
+                        if n <= 258047 {
+                            if k <= 15359 {
+                                return 49; // decode.wide.tn128.cpt1
+                            } else {
+                                return 22; // decode.kpar.tn128.cpt1.cap8
+                            }
+                        } else {
+                            return 39; // decode.kpar.tn64.cpt1.cap8
+                        }
+                    }
                 }
             }
         }
@@ -869,15 +1613,39 @@ fn tree_28(n: i64, k: i64) -> usize {
         } else {
             if n <= 10495 {
                 if k <= 895 {
-                    return 3; // decode.fused.c16.cap32
+                    if n <= 5503 {
+                        return 3; // decode.fused.c16.cap32
+                    } else {
+                        return 2; // decode.fused.c16.cap16
+                    }
                 } else {
                     return 2; // decode.fused.c16.cap16
                 }
             } else {
                 if n <= 20991 {
-                    return 14; // decode.fused.c32.cap8
+                    if k <= 5631 {
+                        if k <= 4607 {
+                            return 14; // decode.fused.c32.cap8
+                        } else {
+                            return 4; // decode.fused.c16.cap8
+                        }
+                    } else {
+                        if n <= 12543 {
+                            return 14; // decode.fused.c32.cap8
+                        } else {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    }
                 } else {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 33791 {
+                        if n <= 24063 {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    } else {
+                        return 55; // decode.wide.tn512.cpt1
+                    }
                 }
             }
         }
@@ -887,13 +1655,41 @@ fn tree_28(n: i64, k: i64) -> usize {
                 if k <= 26623 {
                     return 35; // decode.kpar.tn256.cpt1.waves1
                 } else {
-                    return 36; // decode.kpar.tn256.cpt1.waves2
+                    if n <= 263 {
+                        return 35; // decode.kpar.tn256.cpt1.waves1
+                    } else {
+                        return 36; // decode.kpar.tn256.cpt1.waves2
+                    }
                 }
             } else {
                 if n <= 7039 {
-                    return 36; // decode.kpar.tn256.cpt1.waves2
+                    if k <= 7679 {
+                        if n <= 1119 {
+                            return 35; // decode.kpar.tn256.cpt1.waves1
+                        } else {
+                            return 3; // decode.fused.c16.cap32
+                        }
+                    } else {
+                        if k <= 30719 {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    }
                 } else {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 8447 {
+                        if k <= 30719 {
+                            return 12; // decode.fused.c32.cap16
+                        } else {
+                            return 32; // decode.kpar.tn256.cpt1.cap8
+                        }
+                    } else {
+                        if n <= 12543 {
+                            return 39; // decode.kpar.tn64.cpt1.cap8
+                        } else {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    }
                 }
             }
         } else {
@@ -1027,11 +1823,19 @@ fn tree_35(n: i64, k: i64) -> usize {
                 if k <= 383 {
                     return 4; // decode.fused.c16.cap8
                 } else {
-                    return 2; // decode.fused.c16.cap16
+                    if n <= 279 {
+                        return 11; // decode.fused.c16.waves2
+                    } else {
+                        return 2; // decode.fused.c16.cap16
+                    }
                 }
             } else {
                 if k <= 1663 {
-                    return 2; // decode.fused.c16.cap16
+                    if n <= 279 {
+                        return 11; // decode.fused.c16.waves2
+                    } else {
+                        return 2; // decode.fused.c16.cap16
+                    }
                 } else {
                     return 3; // decode.fused.c16.cap32
                 }
@@ -1039,15 +1843,35 @@ fn tree_35(n: i64, k: i64) -> usize {
         } else {
             if n <= 8447 {
                 if n <= 4223 {
-                    return 13; // decode.fused.c32.cap32
+                    if k <= 1663 {
+                        return 12; // decode.fused.c32.cap16
+                    } else {
+                        return 13; // decode.fused.c32.cap32
+                    }
                 } else {
-                    return 2; // decode.fused.c16.cap16
+                    if n <= 6271 {
+                        if k <= 895 {
+                            return 4; // decode.fused.c16.cap8
+                        } else {
+                            return 2; // decode.fused.c16.cap16
+                        }
+                    } else {
+                        return 12; // decode.fused.c32.cap16
+                    }
                 }
             } else {
                 if n <= 16895 {
                     return 4; // decode.fused.c16.cap8
                 } else {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 28159 {
+                        return 30; // decode.kpar.tn128.cpt1.waves4
+                    } else {
+                        if n <= 30207 {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            return 29; // decode.kpar.tn128.cpt1.waves2
+                        }
+                    }
                 }
             }
         }
@@ -1055,29 +1879,101 @@ fn tree_35(n: i64, k: i64) -> usize {
         if n <= 1007 {
             if k <= 7679 {
                 if n <= 311 {
-                    return 46; // decode.kpar.tn64.cpt1.waves1
+                    if k <= 5631 {
+                        return 3; // decode.fused.c16.cap32
+                    } else {
+                        return 46; // decode.kpar.tn64.cpt1.waves1
+                    }
                 } else {
                     return 3; // decode.fused.c16.cap32
                 }
             } else {
                 if k <= 26623 {
-                    return 29; // decode.kpar.tn128.cpt1.waves2
+                    if n <= 911 {
+                        return 29; // decode.kpar.tn128.cpt1.waves2
+                    } else {
+                        if k <= 13311 {
+                            if k <= 9215 {
+                                return 3; // decode.fused.c16.cap32
+                            } else {
+                                return 29; // decode.kpar.tn128.cpt1.waves2
+                            }
+                        } else {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    }
                 } else {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 439 {
+                        return 29; // decode.kpar.tn128.cpt1.waves2
+                    } else {
+                        return 30; // decode.kpar.tn128.cpt1.waves4
+                    }
                 }
             }
         } else {
             if n <= 100351 {
                 if n <= 52223 {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 4223 {
+                        if k <= 13311 {
+                            if n <= 2111 {
+                                return 3; // decode.fused.c16.cap32
+                            } else {
+                                return 13; // decode.fused.c32.cap32
+                            }
+                        } else {
+                            if n <= 3135 {
+                                if n <= 1823 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                return 13; // decode.fused.c32.cap32
+                            }
+                        }
+                    } else {
+                        if n <= 6271 {
+                            if k <= 7679 {
+                                return 2; // decode.fused.c16.cap16
+                            } else {
+                                if n <= 6015 {
+                                    return 38; // decode.kpar.tn64.cpt1.cap16
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
+                        } else {
+                            if n <= 8447 {
+                                if k <= 15359 {
+                                    return 12; // decode.fused.c32.cap16
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                if n <= 50175 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 55; // decode.wide.tn512.cpt1
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 29; // decode.kpar.tn128.cpt1.waves2
+                    if n <= 67583 {
+                        return 55; // decode.wide.tn512.cpt1
+                    } else {
+                        return 29; // decode.kpar.tn128.cpt1.waves2
+                    }
                 }
             } else {
                 if n <= 135167 {
                     return 55; // decode.wide.tn512.cpt1
                 } else {
-                    return 57; // decode.wide.tn512.cpt4
+                    if n <= 184319 {
+                        return 57; // decode.wide.tn512.cpt4
+                    } else {
+                        return 56; // decode.wide.tn512.cpt2
+                    }
                 }
             }
         }
@@ -1209,15 +2105,31 @@ fn tree_42(n: i64, k: i64) -> usize {
         } else {
             if n <= 8447 {
                 if n <= 4223 {
-                    return 13; // decode.fused.c32.cap32
+                    if k <= 1151 {
+                        return 12; // decode.fused.c32.cap16
+                    } else {
+                        return 13; // decode.fused.c32.cap32
+                    }
                 } else {
-                    return 2; // decode.fused.c16.cap16
+                    if n <= 6271 {
+                        if k <= 895 {
+                            return 4; // decode.fused.c16.cap8
+                        } else {
+                            return 2; // decode.fused.c16.cap16
+                        }
+                    } else {
+                        return 12; // decode.fused.c32.cap16
+                    }
                 }
             } else {
                 if n <= 12543 {
                     return 14; // decode.fused.c32.cap8
                 } else {
-                    return 4; // decode.fused.c16.cap8
+                    if n <= 19199 {
+                        return 4; // decode.fused.c16.cap8
+                    } else {
+                        return 30; // decode.kpar.tn128.cpt1.waves4
+                    }
                 }
             }
         }
@@ -1225,15 +2137,119 @@ fn tree_42(n: i64, k: i64) -> usize {
         if n <= 50175 {
             if n <= 527 {
                 if k <= 9215 {
-                    return 28; // decode.kpar.tn128.cpt1.waves1
+                    if n <= 455 {
+                        if k <= 7679 {
+                            if n <= 263 {
+                                return 47; // decode.kpar.tn64.cpt1.waves2
+                            } else {
+                                return 28; // decode.kpar.tn128.cpt1.waves1
+                            }
+                        } else {
+                            if n <= 327 {
+                                return 28; // decode.kpar.tn128.cpt1.waves1
+                            } else {
+                                return 35; // decode.kpar.tn256.cpt1.waves1
+                            }
+                        }
+                    } else {
+                        if k <= 5631 {
+                            return 3; // decode.fused.c16.cap32
+                        } else {
+                            return 35; // decode.kpar.tn256.cpt1.waves1
+                        }
+                    }
                 } else {
-                    return 36; // decode.kpar.tn256.cpt1.waves2
+                    if k <= 15359 {
+                        return 35; // decode.kpar.tn256.cpt1.waves1
+                    } else {
+                        if n <= 263 {
+                            if k <= 22527 {
+                                return 35; // decode.kpar.tn256.cpt1.waves1
+                            } else {
+                                return 36; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        } else {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    }
                 }
             } else {
                 if k <= 4607 {
-                    return 3; // decode.fused.c16.cap32
+                    if n <= 4223 {
+                        if n <= 2111 {
+                            return 3; // decode.fused.c16.cap32
+                        } else {
+                            return 13; // decode.fused.c32.cap32
+                        }
+                    } else {
+                        if n <= 8447 {
+                            if n <= 6271 {
+                                return 2; // decode.fused.c16.cap16
+                            } else {
+                                if n <= 8063 {
+                                    return 12; // decode.fused.c32.cap16
+                                } else {
+                                    return 2; // decode.fused.c16.cap16
+                                }
+                            }
+                        } else {
+                            if n <= 16895 {
+                                if n <= 12543 {
+                                    return 14; // decode.fused.c32.cap8
+                                } else {
+                                    return 4; // decode.fused.c16.cap8
+                                }
+                            } else {
+                                if n <= 18687 {
+                                    return 4; // decode.fused.c16.cap8
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 1055 {
+                        if k <= 6655 {
+                            if n <= 591 {
+                                if k <= 5631 {
+                                    return 3; // decode.fused.c16.cap32
+                                } else {
+                                    return 35; // decode.kpar.tn256.cpt1.waves1
+                                }
+                            } else {
+                                return 3; // decode.fused.c16.cap32
+                            }
+                        } else {
+                            if k <= 16895 {
+                                if k <= 7679 {
+                                    return 35; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                if n <= 1007 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 44031 {
+                            if n <= 37887 {
+                                if n <= 33791 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 4; // decode.fused.c16.cap8
+                                }
+                            } else {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            }
+                        } else {
+                            return 55; // decode.wide.tn512.cpt1
+                        }
+                    }
                 }
             }
         } else {
@@ -1266,18 +2282,18 @@ fn tree_43(n: i64, k: i64) -> usize {
                     return 4; // decode.fused.c16.cap8
                 }
             } else {
-                if k <= 1663 {
-                    return 4; // decode.fused.c16.cap8
-                } else {
+                if n * 1024 / k <= 17305 {
                     return 30; // decode.kpar.tn128.cpt1.waves4
+                } else {
+                    return 4; // decode.fused.c16.cap8
                 }
             }
         } else {
             if n <= 50175 {
-                if k <= 895 {
-                    return 0; // decode.direct.tn32.cpt1
-                } else {
+                if n * 1024 / k <= 47308 {
                     return 30; // decode.kpar.tn128.cpt1.waves4
+                } else {
+                    return 0; // decode.direct.tn32.cpt1
                 }
             } else {
                 if n <= 67583 {
@@ -1299,17 +2315,17 @@ fn tree_43(n: i64, k: i64) -> usize {
                 return 36; // decode.kpar.tn256.cpt1.waves2
             }
         } else {
-            if n <= 251135 {
-                if n <= 247039 {
-                    return 50; // decode.wide.tn128.cpt2
+            if n * 1024 / k <= 15834 {
+                if n <= 120831 {
+                    return 22; // decode.kpar.tn128.cpt1.cap8
                 } else {
-                    return 51; // decode.wide.tn128.cpt4
+                    return 50; // decode.wide.tn128.cpt2
                 }
             } else {
-                if k <= 9215 {
-                    return 56; // decode.wide.tn512.cpt2
+                if n <= 251135 {
+                    return 50; // decode.wide.tn128.cpt2
                 } else {
-                    return 55; // decode.wide.tn512.cpt1
+                    return 56; // decode.wide.tn512.cpt2
                 }
             }
         }

@@ -4,7 +4,7 @@
 // corpus id        b67a12159ab9f746e74ac48b269adbf41081100247e2940619ab1151ba4aa6d8
 // registry digest  8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717
 // inventory digest 70f6c89825324e079de42f416d5636e5dcc6688d88a707750986eeb490f7e8f6
-// policy digest    b346b7898156426b32a91964b65227c654c0f09c04123df66142b7abeb38c308
+// policy digest    9ba3ede1155c0438e45e8313157976d27a57d2a482f5feb82f63aa48974b31d4
 // backend / arch   cuda / sm_90, profile h200-session, learner 0.1.0
 // gates NOT passed: 31/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 384 rows (p95 regret 3.28%, geomean 0.50%; decode 64 rows p95 8.89% geomean 2.22%; grouped 320 rows p95 1.04% geomean 0.16%)
 //

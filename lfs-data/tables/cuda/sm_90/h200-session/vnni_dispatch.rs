@@ -4,7 +4,7 @@
 // corpus id        b67a12159ab9f746e74ac48b269adbf41081100247e2940619ab1151ba4aa6d8
 // registry digest  8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717
 // inventory digest 70f6c89825324e079de42f416d5636e5dcc6688d88a707750986eeb490f7e8f6
-// policy digest    b346b7898156426b32a91964b65227c654c0f09c04123df66142b7abeb38c308
+// policy digest    9ba3ede1155c0438e45e8313157976d27a57d2a482f5feb82f63aa48974b31d4
 // backend / arch   cuda / sm_90, profile h200-session, learner 0.1.0
 // gates NOT passed: 31/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 384 rows (p95 regret 3.28%, geomean 0.50%; decode 64 rows p95 8.89% geomean 2.22%; grouped 320 rows p95 1.04% geomean 0.16%)
 //
@@ -17,7 +17,7 @@ pub mod provenance {
     pub const CORPUS_ID: &str = "b67a12159ab9f746e74ac48b269adbf41081100247e2940619ab1151ba4aa6d8";
     pub const REGISTRY_DIGEST: &str = "8741fc9c4344e1d4548d5f346693b94b086f61834c5422cbaaccd8c996c3f717";
     pub const INVENTORY_DIGEST: &str = "70f6c89825324e079de42f416d5636e5dcc6688d88a707750986eeb490f7e8f6";
-    pub const POLICY_DIGEST: &str = "b346b7898156426b32a91964b65227c654c0f09c04123df66142b7abeb38c308";
+    pub const POLICY_DIGEST: &str = "9ba3ede1155c0438e45e8313157976d27a57d2a482f5feb82f63aa48974b31d4";
     pub const GATES: &str = "gates NOT passed: 31/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 384 rows (p95 regret 3.28%, geomean 0.50%; decode 64 rows p95 8.89% geomean 2.22%; grouped 320 rows p95 1.04% geomean 0.16%)";
     pub const GENERATOR: &str = "vnni-generator 0.1.0 templates 0967b8de1da01120";
 }
@@ -240,9 +240,21 @@ fn tree_0(n: i64, k: i64) -> usize {
         } else {
             if n <= 407 {
                 if k <= 30719 {
-                    return 28; // decode.kpar.tn128.cpt1.waves1
+                    if k <= 26623 {
+                        return 28; // decode.kpar.tn128.cpt1.waves1
+                    } else {
+                        if n <= 327 {
+                            return 28; // decode.kpar.tn128.cpt1.waves1
+                        } else {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    }
                 } else {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 279 {
+                        return 28; // decode.kpar.tn128.cpt1.waves1
+                    } else {
+                        return 30; // decode.kpar.tn128.cpt1.waves4
+                    }
                 }
             } else {
                 return 30; // decode.kpar.tn128.cpt1.waves4
@@ -252,15 +264,43 @@ fn tree_0(n: i64, k: i64) -> usize {
         if k <= 4607 {
             if n <= 4223 {
                 if n <= 2111 {
-                    return 3; // decode.fused.c16.cap32
+                    if k <= 639 {
+                        if n <= 1759 {
+                            return 28; // decode.kpar.tn128.cpt1.waves1
+                        } else {
+                            if k <= 383 {
+                                return 11; // decode.fused.c16.waves2
+                            } else {
+                                return 2; // decode.fused.c16.cap16
+                            }
+                        }
+                    } else {
+                        return 3; // decode.fused.c16.cap32
+                    }
                 } else {
-                    return 13; // decode.fused.c32.cap32
+                    if k <= 639 {
+                        return 12; // decode.fused.c32.cap16
+                    } else {
+                        return 13; // decode.fused.c32.cap32
+                    }
                 }
             } else {
                 if n <= 8447 {
-                    return 2; // decode.fused.c16.cap16
+                    if n <= 6271 {
+                        return 2; // decode.fused.c16.cap16
+                    } else {
+                        return 12; // decode.fused.c32.cap16
+                    }
                 } else {
-                    return 4; // decode.fused.c16.cap8
+                    if n <= 19199 {
+                        if k <= 1407 {
+                            return 2; // decode.fused.c16.cap16
+                        } else {
+                            return 4; // decode.fused.c16.cap8
+                        }
+                    } else {
+                        return 30; // decode.kpar.tn128.cpt1.waves4
+                    }
                 }
             }
         } else {
@@ -268,7 +308,75 @@ fn tree_0(n: i64, k: i64) -> usize {
                 return 30; // decode.kpar.tn128.cpt1.waves4
             } else {
                 if n <= 200703 {
-                    return 37; // decode.kpar.tn256.cpt1.waves4
+                    if n <= 100351 {
+                        if n <= 67583 {
+                            if n <= 52223 {
+                                if k <= 9215 {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                } else {
+                                    return 4; // decode.fused.c16.cap8
+                                }
+                            } else {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            }
+                        } else {
+                            if n <= 83967 {
+                                if n <= 75775 {
+                                    if k <= 15359 {
+                                        if k <= 13311 {
+                                            return 29; // decode.kpar.tn128.cpt1.waves2
+                                        } else {
+                                            return 4; // decode.fused.c16.cap8
+                                        }
+                                    } else {
+                                        if n <= 71679 {
+                                            return 32; // decode.kpar.tn256.cpt1.cap8
+                                        } else {
+                                            return 4; // decode.fused.c16.cap8
+                                        }
+                                    }
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.waves2
+                                }
+                            } else {
+                                if n <= 92159 {
+                                    return 35; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 135167 {
+                            if n <= 112639 {
+                                if k <= 16895 {
+                                    if n <= 108543 {
+                                        if k <= 15359 {
+                                            return 22; // decode.kpar.tn128.cpt1.cap8
+                                        } else {
+                                            return 32; // decode.kpar.tn256.cpt1.cap8
+                                        }
+                                    } else {
+                                        return 4; // decode.fused.c16.cap8
+                                    }
+                                } else {
+                                    return 32; // decode.kpar.tn256.cpt1.cap8
+                                }
+                            } else {
+                                return 54; // decode.wide.tn512.cpt1
+                            }
+                        } else {
+                            if n <= 151551 {
+                                return 32; // decode.kpar.tn256.cpt1.cap8
+                            } else {
+                                if n <= 184319 {
+                                    return 35; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            }
+                        }
+                    }
                 } else {
                     return 56; // decode.wide.tn512.cpt4
                 }
@@ -356,29 +464,101 @@ fn tree_7(n: i64, k: i64) -> usize {
         if n <= 3135 {
             if n <= 1759 {
                 if k <= 1151 {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 1695 {
+                        return 30; // decode.kpar.tn128.cpt1.waves4
+                    } else {
+                        if k <= 639 {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 3; // decode.fused.c16.cap32
+                        }
+                    }
                 } else {
-                    return 36; // decode.kpar.tn256.cpt1.waves2
+                    if n <= 263 {
+                        if k <= 4607 {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 28; // decode.kpar.tn128.cpt1.waves1
+                        }
+                    } else {
+                        if n <= 1695 {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            return 3; // decode.fused.c16.cap32
+                        }
+                    }
                 }
             } else {
                 if k <= 11263 {
-                    return 13; // decode.fused.c32.cap32
+                    if n <= 2111 {
+                        if k <= 639 {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 3; // decode.fused.c16.cap32
+                        }
+                    } else {
+                        if k <= 895 {
+                            return 14; // decode.fused.c32.cap8
+                        } else {
+                            return 13; // decode.fused.c32.cap32
+                        }
+                    }
                 } else {
-                    return 36; // decode.kpar.tn256.cpt1.waves2
+                    if n <= 1823 {
+                        if k <= 26623 {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    } else {
+                        return 36; // decode.kpar.tn256.cpt1.waves2
+                    }
                 }
             }
         } else {
             if k <= 6655 {
                 if n <= 8447 {
-                    return 2; // decode.fused.c16.cap16
+                    if n <= 4223 {
+                        if k <= 895 {
+                            return 14; // decode.fused.c32.cap8
+                        } else {
+                            return 13; // decode.fused.c32.cap32
+                        }
+                    } else {
+                        if n <= 6271 {
+                            return 2; // decode.fused.c16.cap16
+                        } else {
+                            return 12; // decode.fused.c32.cap16
+                        }
+                    }
                 } else {
-                    return 4; // decode.fused.c16.cap8
+                    if n <= 19199 {
+                        return 4; // decode.fused.c16.cap8
+                    } else {
+                        if n <= 28159 {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 4; // decode.fused.c16.cap8
+                        }
+                    }
                 }
             } else {
                 if n <= 4223 {
                     return 13; // decode.fused.c32.cap32
                 } else {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 8447 {
+                        if n <= 6271 {
+                            return 38; // decode.kpar.tn64.cpt1.cap16
+                        } else {
+                            return 2; // decode.fused.c16.cap16
+                        }
+                    } else {
+                        if k <= 9215 {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        } else {
+                            return 22; // decode.kpar.tn128.cpt1.cap8
+                        }
+                    }
                 }
             }
         }
@@ -388,15 +568,39 @@ fn tree_7(n: i64, k: i64) -> usize {
         } else {
             if n <= 100351 {
                 if n <= 71679 {
-                    return 46; // decode.kpar.tn64.cpt1.waves2
+                    if k <= 22527 {
+                        return 46; // decode.kpar.tn64.cpt1.waves2
+                    } else {
+                        return 48; // decode.wide.tn128.cpt1
+                    }
                 } else {
-                    return 48; // decode.wide.tn128.cpt1
+                    if k <= 11263 {
+                        return 46; // decode.kpar.tn64.cpt1.waves2
+                    } else {
+                        return 48; // decode.wide.tn128.cpt1
+                    }
                 }
             } else {
                 if n <= 124927 {
-                    return 22; // decode.kpar.tn128.cpt1.cap8
+                    if n <= 116735 {
+                        return 22; // decode.kpar.tn128.cpt1.cap8
+                    } else {
+                        if k <= 26623 {
+                            return 54; // decode.wide.tn512.cpt1
+                        } else {
+                            return 22; // decode.kpar.tn128.cpt1.cap8
+                        }
+                    }
                 } else {
-                    return 46; // decode.kpar.tn64.cpt1.waves2
+                    if n <= 135167 {
+                        return 54; // decode.wide.tn512.cpt1
+                    } else {
+                        if n <= 159743 {
+                            return 46; // decode.kpar.tn64.cpt1.waves2
+                        } else {
+                            return 48; // decode.wide.tn128.cpt1
+                        }
+                    }
                 }
             }
         }
@@ -506,7 +710,55 @@ fn tree_14(n: i64, k: i64) -> usize {
                 if n <= 1183 {
                     return 28; // decode.kpar.tn128.cpt1.waves1
                 } else {
-                    return 3; // decode.fused.c16.cap32
+                    if k <= 6655 {
+                        if n <= 1311 {
+                            if k <= 895 {
+                                return 28; // decode.kpar.tn128.cpt1.waves1
+                            } else {
+                                if k <= 4607 {
+                                    if k <= 3839 {
+                                        return 3; // decode.fused.c16.cap32
+                                    } else {
+                                        return 28; // decode.kpar.tn128.cpt1.waves1
+                                    }
+                                } else {
+                                    if n <= 1247 {
+                                        return 35; // decode.kpar.tn256.cpt1.waves1
+                                    } else {
+                                        return 3; // decode.fused.c16.cap32
+                                    }
+                                }
+                            }
+                        } else {
+                            if k <= 1151 {
+                                return 3; // decode.fused.c16.cap32
+                            } else {
+                                if n <= 1503 {
+                                    return 28; // decode.kpar.tn128.cpt1.waves1
+                                } else {
+                                    if k <= 1663 {
+                                        return 28; // decode.kpar.tn128.cpt1.waves1
+                                    } else {
+                                        return 3; // decode.fused.c16.cap32
+                                    }
+                                }
+                            }
+                        }
+                    } else {
+                        if k <= 7679 {
+                            if n <= 1311 {
+                                return 35; // decode.kpar.tn256.cpt1.waves1
+                            } else {
+                                if n <= 1439 {
+                                    return 28; // decode.kpar.tn128.cpt1.waves1
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.waves2
+                                }
+                            }
+                        } else {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    }
                 }
             }
         } else {
@@ -514,7 +766,11 @@ fn tree_14(n: i64, k: i64) -> usize {
                 if k <= 26623 {
                     return 28; // decode.kpar.tn128.cpt1.waves1
                 } else {
-                    return 36; // decode.kpar.tn256.cpt1.waves2
+                    if n <= 295 {
+                        return 28; // decode.kpar.tn128.cpt1.waves1
+                    } else {
+                        return 36; // decode.kpar.tn256.cpt1.waves2
+                    }
                 }
             } else {
                 return 36; // decode.kpar.tn256.cpt1.waves2
@@ -524,23 +780,247 @@ fn tree_14(n: i64, k: i64) -> usize {
         if k <= 5631 {
             if n <= 4223 {
                 if n <= 2111 {
-                    return 3; // decode.fused.c16.cap32
+                    if k <= 639 {
+                        if k <= 383 {
+                            if n <= 1759 {
+                                return 28; // decode.kpar.tn128.cpt1.waves1
+                            } else {
+                                return 11; // decode.fused.c16.waves2
+                            }
+                        } else {
+                            return 28; // decode.kpar.tn128.cpt1.waves1
+                        }
+                    } else {
+                        return 3; // decode.fused.c16.cap32
+                    }
                 } else {
-                    return 13; // decode.fused.c32.cap32
+                    if k <= 639 {
+                        return 2; // decode.fused.c16.cap16
+                    } else {
+                        return 13; // decode.fused.c32.cap32
+                    }
                 }
             } else {
                 if n <= 10495 {
                     return 2; // decode.fused.c16.cap16
                 } else {
-                    return 14; // decode.fused.c32.cap8
+                    if n <= 20991 {
+                        return 14; // decode.fused.c32.cap8
+                    } else {
+                        if n <= 33791 {
+                            if n <= 27135 {
+                                if n <= 22015 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    if n <= 24063 {
+                                        if k <= 3327 {
+                                            return 12; // decode.fused.c32.cap16
+                                        } else {
+                                            return 22; // decode.kpar.tn128.cpt1.cap8
+                                        }
+                                    } else {
+                                        return 37; // decode.kpar.tn256.cpt1.waves4
+                                    }
+                                }
+                            } else {
+                                return 30; // decode.kpar.tn128.cpt1.waves4
+                            }
+                        } else {
+                            return 14; // decode.fused.c32.cap8
+                        }
+                    }
                 }
             }
         } else {
             if n <= 100351 {
                 if n <= 7551 {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if k <= 9215 {
+                        if n <= 4223 {
+                            if n <= 2111 {
+                                if k <= 7679 {
+                                    return 3; // decode.fused.c16.cap32
+                                } else {
+                                    if n <= 1887 {
+                                        return 36; // decode.kpar.tn256.cpt1.waves2
+                                    } else {
+                                        return 3; // decode.fused.c16.cap32
+                                    }
+                                }
+                            } else {
+                                if n <= 3519 {
+                                    return 13; // decode.fused.c32.cap32
+                                } else {
+                                    return 3; // decode.fused.c16.cap32
+                                }
+                            }
+                        } else {
+                            if n <= 5247 {
+                                if n <= 4735 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    if k <= 6655 {
+                                        return 2; // decode.fused.c16.cap16
+                                    } else {
+                                        return 21; // decode.kpar.tn128.cpt1.cap16
+                                    }
+                                }
+                            } else {
+                                if n <= 5503 {
+                                    return 38; // decode.kpar.tn64.cpt1.cap16
+                                } else {
+                                    return 2; // decode.fused.c16.cap16
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 6783 {
+                            if n <= 4223 {
+                                if n <= 3007 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    if n <= 3903 {
+                                        return 13; // decode.fused.c32.cap32
+                                    } else {
+                                        if k <= 30719 {
+                                            return 3; // decode.fused.c16.cap32
+                                        } else {
+                                            return 13; // decode.fused.c32.cap32
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n <= 6271 {
+                                    if n <= 4479 {
+                                        if k <= 13311 {
+                                            return 30; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 37; // decode.kpar.tn256.cpt1.waves4
+                                        }
+                                    } else {
+                                        return 21; // decode.kpar.tn128.cpt1.cap16
+                                    }
+                                } else {
+                                    if k <= 13311 {
+                                        return 2; // decode.fused.c16.cap16
+                                    } else {
+                                        if n <= 6527 {
+                                            return 37; // decode.kpar.tn256.cpt1.waves4
+                                        } else {
+                                            return 30; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    }
+                                }
+                            }
+                        } else {
+                            if k <= 22527 {
+                                if k <= 16895 {
+                                    return 2; // decode.fused.c16.cap16
+                                } else {
+                                    return 12; // decode.fused.c32.cap16
+                                }
+                            } else {
+                                if n <= 7039 {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                } else {
+                                    if k <= 26623 {
+                                        return 12; // decode.fused.c32.cap16
+                                    } else {
+                                        return 32; // decode.kpar.tn256.cpt1.cap8
+                                    }
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 32; // decode.kpar.tn256.cpt1.cap8
+                    if n <= 50175 {
+                        if k <= 9215 {
+                            if n <= 10495 {
+                                return 2; // decode.fused.c16.cap16
+                            } else {
+                                if n <= 20991 {
+                                    if n <= 12543 {
+                                        return 32; // decode.kpar.tn256.cpt1.cap8
+                                    } else {
+                                        if n <= 16895 {
+                                            return 14; // decode.fused.c32.cap8
+                                        } else {
+                                            return 4; // decode.fused.c16.cap8
+                                        }
+                                    }
+                                } else {
+                                    if n <= 25087 {
+                                        if n <= 22015 {
+                                            return 30; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 32; // decode.kpar.tn256.cpt1.cap8
+                                        }
+                                    } else {
+                                        if n <= 44031 {
+                                            return 37; // decode.kpar.tn256.cpt1.waves4
+                                        } else {
+                                            return 30; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    }
+                                }
+                            }
+                        } else {
+                            if n <= 8447 {
+                                if k <= 13311 {
+                                    return 2; // decode.fused.c16.cap16
+                                } else {
+                                    if k <= 30719 {
+                                        return 12; // decode.fused.c32.cap16
+                                    } else {
+                                        return 32; // decode.kpar.tn256.cpt1.cap8
+                                    }
+                                }
+                            } else {
+                                if n <= 9471 {
+                                    if k <= 22527 {
+                                        return 22; // decode.kpar.tn128.cpt1.cap8
+                                    } else {
+                                        return 32; // decode.kpar.tn256.cpt1.cap8
+                                    }
+                                } else {
+                                    if n <= 48127 {
+                                        return 32; // decode.kpar.tn256.cpt1.cap8
+                                    } else {
+                                        if k <= 16895 {
+                                            return 30; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 32; // decode.kpar.tn256.cpt1.cap8
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 67583 {
+                            if n <= 56319 {
+                                if k <= 26623 {
+                                    return 54; // decode.wide.tn512.cpt1
+                                } else {
+                                    if n <= 54271 {
+                                        return 32; // decode.kpar.tn256.cpt1.cap8
+                                    } else {
+                                        return 54; // decode.wide.tn512.cpt1
+                                    }
+                                }
+                            } else {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            }
+                        } else {
+                            if n <= 75775 {
+                                if k <= 11263 {
+                                    return 35; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 32; // decode.kpar.tn256.cpt1.cap8
+                                }
+                            } else {
+                                return 35; // decode.kpar.tn256.cpt1.waves1
+                            }
+                        }
+                    }
                 }
             } else {
                 return 49; // decode.wide.tn128.cpt2
@@ -624,29 +1104,165 @@ fn tree_21(n: i64, k: i64) -> usize {
         if n <= 1007 {
             if k <= 1663 {
                 if k <= 383 {
-                    return 46; // decode.kpar.tn64.cpt1.waves2
+                    if n <= 295 {
+                        return 10; // decode.fused.c16.waves1
+                    } else {
+                        if n <= 879 {
+                            return 46; // decode.kpar.tn64.cpt1.waves2
+                        } else {
+                            return 4; // decode.fused.c16.cap8
+                        }
+                    }
                 } else {
-                    return 45; // decode.kpar.tn64.cpt1.waves1
+                    if n <= 263 {
+                        if k <= 1151 {
+                            return 46; // decode.kpar.tn64.cpt1.waves2
+                        } else {
+                            return 45; // decode.kpar.tn64.cpt1.waves1
+                        }
+                    } else {
+                        return 45; // decode.kpar.tn64.cpt1.waves1
+                    }
                 }
             } else {
                 if n <= 263 {
                     return 45; // decode.kpar.tn64.cpt1.waves1
                 } else {
-                    return 46; // decode.kpar.tn64.cpt1.waves2
+                    if k <= 2815 {
+                        if n <= 943 {
+                            return 46; // decode.kpar.tn64.cpt1.waves2
+                        } else {
+                            if k <= 2303 {
+                                if k <= 1919 {
+                                    return 46; // decode.kpar.tn64.cpt1.waves2
+                                } else {
+                                    return 3; // decode.fused.c16.cap32
+                                }
+                            } else {
+                                return 46; // decode.kpar.tn64.cpt1.waves2
+                            }
+                        }
+                    } else {
+                        if n <= 391 {
+                            return 45; // decode.kpar.tn64.cpt1.waves1
+                        } else {
+                            if n <= 455 {
+                                if k <= 3327 {
+                                    return 45; // decode.kpar.tn64.cpt1.waves1
+                                } else {
+                                    return 28; // decode.kpar.tn128.cpt1.waves1
+                                }
+                            } else {
+                                if n <= 527 {
+                                    if k <= 3327 {
+                                        return 45; // decode.kpar.tn64.cpt1.waves1
+                                    } else {
+                                        return 46; // decode.kpar.tn64.cpt1.waves2
+                                    }
+                                } else {
+                                    if k <= 3839 {
+                                        if n <= 847 {
+                                            return 28; // decode.kpar.tn128.cpt1.waves1
+                                        } else {
+                                            return 46; // decode.kpar.tn64.cpt1.waves2
+                                        }
+                                    } else {
+                                        if n <= 719 {
+                                            return 28; // decode.kpar.tn128.cpt1.waves1
+                                        } else {
+                                            return 35; // decode.kpar.tn256.cpt1.waves1
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
                 }
             }
         } else {
             if n <= 4223 {
                 if k <= 639 {
-                    return 2; // decode.fused.c16.cap16
+                    if k <= 383 {
+                        return 4; // decode.fused.c16.cap8
+                    } else {
+                        return 2; // decode.fused.c16.cap16
+                    }
                 } else {
-                    return 3; // decode.fused.c16.cap32
+                    if n <= 2111 {
+                        return 3; // decode.fused.c16.cap32
+                    } else {
+                        if k <= 3839 {
+                            return 13; // decode.fused.c32.cap32
+                        } else {
+                            if n <= 4031 {
+                                return 3; // decode.fused.c16.cap32
+                            } else {
+                                return 13; // decode.fused.c32.cap32
+                            }
+                        }
+                    }
                 }
             } else {
                 if n <= 10495 {
-                    return 2; // decode.fused.c16.cap16
+                    if k <= 895 {
+                        return 3; // decode.fused.c16.cap32
+                    } else {
+                        return 2; // decode.fused.c16.cap16
+                    }
                 } else {
-                    return 14; // decode.fused.c32.cap8
+                    if n <= 20991 {
+                        if n <= 12543 {
+                            if k <= 2303 {
+                                if k <= 1663 {
+                                    return 3; // decode.fused.c16.cap32
+                                } else {
+                                    if n <= 11007 {
+                                        return 22; // decode.kpar.tn128.cpt1.cap8
+                                    } else {
+                                        return 14; // decode.fused.c32.cap8
+                                    }
+                                }
+                            } else {
+                                if n <= 12031 {
+                                    return 22; // decode.kpar.tn128.cpt1.cap8
+                                } else {
+                                    if k <= 3839 {
+                                        return 39; // decode.kpar.tn64.cpt1.cap8
+                                    } else {
+                                        return 32; // decode.kpar.tn256.cpt1.cap8
+                                    }
+                                }
+                            }
+                        } else {
+                            if n <= 16895 {
+                                return 14; // decode.fused.c32.cap8
+                            } else {
+                                if n <= 19199 {
+                                    return 4; // decode.fused.c16.cap8
+                                } else {
+                                    return 14; // decode.fused.c32.cap8
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 25087 {
+                            return 22; // decode.kpar.tn128.cpt1.cap8
+                        } else {
+                            if n <= 30207 {
+                                if n <= 27135 {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                } else {
+                                    if n <= 28159 {
+                                        return 38; // decode.kpar.tn64.cpt1.cap16
+                                    } else {
+                                        return 2; // decode.fused.c16.cap16
+                                    }
+                                }
+                            } else {
+                                return 35; // decode.kpar.tn256.cpt1.waves1
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -654,21 +1270,261 @@ fn tree_21(n: i64, k: i64) -> usize {
         if n <= 41983 {
             if n <= 6271 {
                 if n <= 3647 {
-                    return 36; // decode.kpar.tn256.cpt1.waves2
+                    if n <= 527 {
+                        if k <= 13311 {
+                            if k <= 9215 {
+                                if n <= 455 {
+                                    if n <= 263 {
+                                        if k <= 6655 {
+                                            return 45; // decode.kpar.tn64.cpt1.waves1
+                                        } else {
+                                            return 46; // decode.kpar.tn64.cpt1.waves2
+                                        }
+                                    } else {
+                                        return 28; // decode.kpar.tn128.cpt1.waves1
+                                    }
+                                } else {
+                                    if k <= 7679 {
+                                        return 46; // decode.kpar.tn64.cpt1.waves2
+                                    } else {
+                                        return 35; // decode.kpar.tn256.cpt1.waves1
+                                    }
+                                }
+                            } else {
+                                if n <= 327 {
+                                    if n <= 263 {
+                                        return 46; // decode.kpar.tn64.cpt1.waves2
+                                    } else {
+                                        return 28; // decode.kpar.tn128.cpt1.waves1
+                                    }
+                                } else {
+                                    if n <= 343 {
+                                        return 46; // decode.kpar.tn64.cpt1.waves2
+                                    } else {
+                                        return 35; // decode.kpar.tn256.cpt1.waves1
+                                    }
+                                }
+                            }
+                        } else {
+                            if k <= 16895 {
+                                if n <= 311 {
+                                    if n <= 263 {
+                                        return 35; // decode.kpar.tn256.cpt1.waves1
+                                    } else {
+                                        return 28; // decode.kpar.tn128.cpt1.waves1
+                                    }
+                                } else {
+                                    if n <= 503 {
+                                        return 35; // decode.kpar.tn256.cpt1.waves1
+                                    } else {
+                                        return 36; // decode.kpar.tn256.cpt1.waves2
+                                    }
+                                }
+                            } else {
+                                if n <= 263 {
+                                    if k <= 26623 {
+                                        return 35; // decode.kpar.tn256.cpt1.waves1
+                                    } else {
+                                        return 36; // decode.kpar.tn256.cpt1.waves2
+                                    }
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 3135 {
+                            if n <= 2111 {
+                                if k <= 5631 {
+                                    if n <= 1439 {
+                                        if n <= 719 {
+                                            return 28; // decode.kpar.tn128.cpt1.waves1
+                                        } else {
+                                            return 35; // decode.kpar.tn256.cpt1.waves1
+                                        }
+                                    } else {
+                                        if n <= 1631 {
+                                            return 36; // decode.kpar.tn256.cpt1.waves2
+                                        } else {
+                                            return 3; // decode.fused.c16.cap32
+                                        }
+                                    }
+                                } else {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            } else {
+                                if k <= 7679 {
+                                    if n <= 2239 {
+                                        return 36; // decode.kpar.tn256.cpt1.waves2
+                                    } else {
+                                        return 3; // decode.fused.c16.cap32
+                                    }
+                                } else {
+                                    if n <= 2623 {
+                                        if k <= 9215 {
+                                            return 36; // decode.kpar.tn256.cpt1.waves2
+                                        } else {
+                                            return 30; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    } else {
+                                        if k <= 9215 {
+                                            return 3; // decode.fused.c16.cap32
+                                        } else {
+                                            return 36; // decode.kpar.tn256.cpt1.waves2
+                                        }
+                                    }
+                                }
+                            }
+                        } else {
+                            if k <= 15359 {
+                                if k <= 13311 {
+                                    return 3; // decode.fused.c16.cap32
+                                } else {
+                                    if n <= 3391 {
+                                        return 30; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        return 3; // decode.fused.c16.cap32
+                                    }
+                                }
+                            } else {
+                                if k <= 19711 {
+                                    if k <= 16895 {
+                                        return 30; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        return 36; // decode.kpar.tn256.cpt1.waves2
+                                    }
+                                } else {
+                                    if k <= 30719 {
+                                        return 30; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        return 37; // decode.kpar.tn256.cpt1.waves4
+                                    }
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    return 21; // decode.kpar.tn128.cpt1.cap16
+                    if n <= 4223 {
+                        if k <= 22527 {
+                            return 3; // decode.fused.c16.cap32
+                        } else {
+                            return 31; // decode.kpar.tn256.cpt1.cap16
+                        }
+                    } else {
+                        return 21; // decode.kpar.tn128.cpt1.cap16
+                    }
                 }
             } else {
                 if n <= 10495 {
-                    return 2; // decode.fused.c16.cap16
+                    if n <= 7295 {
+                        if k <= 9215 {
+                            return 12; // decode.fused.c32.cap16
+                        } else {
+                            if k <= 11263 {
+                                if n <= 6783 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 12; // decode.fused.c32.cap16
+                                }
+                            } else {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            }
+                        }
+                    } else {
+                        if n <= 8447 {
+                            if k <= 13311 {
+                                return 12; // decode.fused.c32.cap16
+                            } else {
+                                if n <= 7551 {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                } else {
+                                    return 32; // decode.kpar.tn256.cpt1.cap8
+                                }
+                            }
+                        } else {
+                            return 2; // decode.fused.c16.cap16
+                        }
+                    }
                 } else {
-                    return 22; // decode.kpar.tn128.cpt1.cap8
+                    if n <= 18687 {
+                        if n <= 12543 {
+                            return 22; // decode.kpar.tn128.cpt1.cap8
+                        } else {
+                            if n <= 13567 {
+                                if k <= 5631 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            } else {
+                                if n <= 16895 {
+                                    if k <= 13311 {
+                                        if n <= 14591 {
+                                            return 4; // decode.fused.c16.cap8
+                                        } else {
+                                            return 14; // decode.fused.c32.cap8
+                                        }
+                                    } else {
+                                        if n <= 14079 {
+                                            return 31; // decode.kpar.tn256.cpt1.cap16
+                                        } else {
+                                            return 4; // decode.fused.c16.cap8
+                                        }
+                                    }
+                                } else {
+                                    if k <= 5631 {
+                                        return 21; // decode.kpar.tn128.cpt1.cap16
+                                    } else {
+                                        return 4; // decode.fused.c16.cap8
+                                    }
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 20991 {
+                            if k <= 16895 {
+                                return 14; // decode.fused.c32.cap8
+                            } else {
+                                if n <= 19967 {
+                                    if k <= 26623 {
+                                        return 2; // decode.fused.c16.cap16
+                                    } else {
+                                        return 4; // decode.fused.c16.cap8
+                                    }
+                                } else {
+                                    return 4; // decode.fused.c16.cap8
+                                }
+                            }
+                        } else {
+                            if n <= 37887 {
+                                return 22; // decode.kpar.tn128.cpt1.cap8
+                            } else {
+                                if k <= 11263 {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                } else {
+                                    if n <= 39935 {
+                                        return 4; // decode.fused.c16.cap8
+                                    } else {
+                                        if k <= 22527 {
+                                            return 14; // decode.fused.c32.cap8
+                                        } else {
+                                            return 4; // decode.fused.c16.cap8
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
                 }
             }
         } else {
             if n <= 100351 {
                 if n <= 48127 {
-                    return 22; // decode.kpar.tn128.cpt1.cap8
+                    if n <= 44031 {
+                        return 37; // decode.kpar.tn256.cpt1.waves4
+                    } else {
+                        return 22; // decode.kpar.tn128.cpt1.cap8
+                    }
                 } else {
                     return 51; // decode.wide.tn256.cpt1
                 }
@@ -690,7 +1546,11 @@ fn tree_22(n: i64, k: i64) -> usize {
                 if n <= 20991 {
                     return 2; // decode.fused.c16.cap16
                 } else {
-                    return 12; // decode.fused.c32.cap16
+                    if n <= 24063 {
+                        return 12; // decode.fused.c32.cap16
+                    } else {
+                        return 2; // decode.fused.c16.cap16
+                    }
                 }
             }
         } else {
@@ -700,7 +1560,35 @@ fn tree_22(n: i64, k: i64) -> usize {
                 if n <= 52223 {
                     return 2; // decode.fused.c16.cap16
                 } else {
-                    return 49; // decode.wide.tn128.cpt2
+                    if n <= 184319 {
+                        if n <= 149695 {
+                            if n <= 143359 {
+                                return 49; // decode.wide.tn128.cpt2
+                            } else {
+                                return 14; // decode.fused.c32.cap8
+                            }
+                        } else {
+                            if n <= 167935 {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                if k <= 1407 {
+                                    return 49; // decode.wide.tn128.cpt2
+                                } else {
+                                    return 14; // decode.fused.c32.cap8
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 200703 {
+                            return 37; // decode.kpar.tn256.cpt1.waves4
+                        } else {
+                            if n <= 247039 {
+                                return 36; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -714,15 +1602,127 @@ fn tree_22(n: i64, k: i64) -> usize {
         } else {
             if k <= 9215 {
                 if n <= 159743 {
-                    return 22; // decode.kpar.tn128.cpt1.cap8
+                    if k <= 1919 {
+                        if n <= 83967 {
+                            if n <= 62463 {
+                                if n <= 33791 {
+                                    return 22; // decode.kpar.tn128.cpt1.cap8
+                                } else {
+                                    return 2; // decode.fused.c16.cap16
+                                }
+                            } else {
+                                if n <= 67583 {
+                                    return 54; // decode.wide.tn512.cpt1
+                                } else {
+                                    return 28; // decode.kpar.tn128.cpt1.waves1
+                                }
+                            }
+                        } else {
+                            if n <= 100351 {
+                                return 48; // decode.wide.tn128.cpt1
+                            } else {
+                                if n <= 143359 {
+                                    return 49; // decode.wide.tn128.cpt2
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            }
+                        }
+                    } else {
+                        if k <= 6655 {
+                            if n <= 153855 {
+                                if n <= 151999 {
+                                    return 22; // decode.kpar.tn128.cpt1.cap8
+                                } else {
+                                    return 39; // decode.kpar.tn64.cpt1.cap8
+                                }
+                            } else {
+                                if k <= 3327 {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                } else {
+                                    return 22; // decode.kpar.tn128.cpt1.cap8
+                                }
+                            }
+                        } else {
+                            if n <= 100351 {
+                                if n <= 75775 {
+                                    return 22; // decode.kpar.tn128.cpt1.cap8
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.waves2
+                                }
+                            } else {
+                                return 39; // decode.kpar.tn64.cpt1.cap8
+                            }
+                        }
+                    }
                 } else {
-                    return 29; // decode.kpar.tn128.cpt1.waves2
+                    if n <= 200703 {
+                        if n <= 167935 {
+                            if k <= 4607 {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                return 39; // decode.kpar.tn64.cpt1.cap8
+                            }
+                        } else {
+                            if k <= 1919 {
+                                if n <= 184319 {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            } else {
+                                if n <= 184319 {
+                                    return 48; // decode.wide.tn128.cpt1
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.waves2
+                                }
+                            }
+                        }
+                    } else {
+                        if k <= 2815 {
+                            if n <= 247039 {
+                                return 36; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            }
+                        } else {
+                            if n <= 247039 {
+                                if k <= 3327 {
+                                    return 22; // decode.kpar.tn128.cpt1.cap8
+                                } else {
+                                    return 39; // decode.kpar.tn64.cpt1.cap8
+                                }
+                            } else {
+                                if k <= 3327 {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                } else {
+                                    return 29; // decode.kpar.tn128.cpt1.waves2
+                                }
+                            }
+                        }
+                    }
                 }
             } else {
                 if n <= 100351 {
                     return 29; // decode.kpar.tn128.cpt1.waves2
                 } else {
-                    return 21; // decode.kpar.tn128.cpt1.cap16
+                    if k <= 11263 {
+                        if n <= 247039 {
+                            if n <= 108543 {
+                                return 21; // decode.kpar.tn128.cpt1.cap16
+                            } else {
+                                if n <= 217087 {
+                                    return 39; // decode.kpar.tn64.cpt1.cap8
+                                } else {
+                                    return 21; // decode.kpar.tn128.cpt1.cap16
+                                }
+                            }
+                        } else {
+                            return 29; // decode.kpar.tn128.cpt1.waves2
+                        }
+                    } else {
+                        return 21; // decode.kpar.tn128.cpt1.cap16
+                    }
                 }
             }
         }
@@ -768,13 +1768,69 @@ fn tree_28(n: i64, k: i64) -> usize {
                 if n <= 295 {
                     return 10; // decode.fused.c16.waves1
                 } else {
-                    return 11; // decode.fused.c16.waves2
+                    if n <= 655 {
+                        if n <= 591 {
+                            return 11; // decode.fused.c16.waves2
+                        } else {
+                            return 46; // decode.kpar.tn64.cpt1.waves2
+                        }
+                    } else {
+                        if n <= 1055 {
+                            return 10; // decode.fused.c16.waves1
+                        } else {
+                            return 3; // decode.fused.c16.cap32
+                        }
+                    }
                 }
             } else {
                 if n <= 375 {
-                    return 37; // decode.kpar.tn256.cpt1.waves4
+                    if k <= 1151 {
+                        if k <= 639 {
+                            if n <= 279 {
+                                return 11; // decode.fused.c16.waves2
+                            } else {
+                                if n <= 311 {
+                                    return 45; // decode.kpar.tn64.cpt1.waves1
+                                } else {
+                                    if n <= 343 {
+                                        return 46; // decode.kpar.tn64.cpt1.waves2
+                                    } else {
+                                        return 3; // decode.fused.c16.cap32
+                                    }
+                                }
+                            }
+                        } else {
+                            return 3; // decode.fused.c16.cap32
+                        }
+                    } else {
+                        if k <= 1407 {
+                            if n <= 311 {
+                                return 45; // decode.kpar.tn64.cpt1.waves1
+                            } else {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            }
+                        } else {
+                            return 37; // decode.kpar.tn256.cpt1.waves4
+                        }
+                    }
                 } else {
-                    return 3; // decode.fused.c16.cap32
+                    if n <= 2111 {
+                        return 3; // decode.fused.c16.cap32
+                    } else {
+                        if k <= 639 {
+                            return 2; // decode.fused.c16.cap16
+                        } else {
+                            if n <= 4031 {
+                                return 13; // decode.fused.c32.cap32
+                            } else {
+                                if k <= 1919 {
+                                    return 13; // decode.fused.c32.cap32
+                                } else {
+                                    return 3; // decode.fused.c16.cap32
+                                }
+                            }
+                        }
+                    }
                 }
             }
         } else {
@@ -786,9 +1842,25 @@ fn tree_28(n: i64, k: i64) -> usize {
                 }
             } else {
                 if n <= 20991 {
-                    return 14; // decode.fused.c32.cap8
+                    if n <= 14591 {
+                        return 4; // decode.fused.c16.cap8
+                    } else {
+                        return 14; // decode.fused.c32.cap8
+                    }
                 } else {
-                    return 36; // decode.kpar.tn256.cpt1.waves2
+                    if n <= 29183 {
+                        if n <= 26111 {
+                            if n <= 22015 {
+                                return 36; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                return 30; // decode.kpar.tn128.cpt1.waves4
+                            }
+                        } else {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    } else {
+                        return 54; // decode.wide.tn512.cpt1
+                    }
                 }
             }
         }
@@ -796,21 +1868,205 @@ fn tree_28(n: i64, k: i64) -> usize {
         if n <= 31231 {
             if n <= 391 {
                 if k <= 9215 {
-                    return 46; // decode.kpar.tn64.cpt1.waves2
+                    if k <= 5631 {
+                        return 37; // decode.kpar.tn256.cpt1.waves4
+                    } else {
+                        if n <= 263 {
+                            return 37; // decode.kpar.tn256.cpt1.waves4
+                        } else {
+                            return 46; // decode.kpar.tn64.cpt1.waves2
+                        }
+                    }
                 } else {
-                    return 37; // decode.kpar.tn256.cpt1.waves4
+                    if n <= 263 {
+                        if k <= 13311 {
+                            return 46; // decode.kpar.tn64.cpt1.waves2
+                        } else {
+                            if k <= 26623 {
+                                return 35; // decode.kpar.tn256.cpt1.waves1
+                            } else {
+                                return 30; // decode.kpar.tn128.cpt1.waves4
+                            }
+                        }
+                    } else {
+                        if k <= 30719 {
+                            if n <= 375 {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                if k <= 13311 {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                } else {
+                                    if k <= 16895 {
+                                        return 35; // decode.kpar.tn256.cpt1.waves1
+                                    } else {
+                                        return 30; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                }
+                            }
+                        } else {
+                            if n <= 311 {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                return 30; // decode.kpar.tn128.cpt1.waves4
+                            }
+                        }
+                    }
                 }
             } else {
                 if n <= 18687 {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 13055 {
+                        if k <= 5631 {
+                            if n <= 4223 {
+                                if n <= 591 {
+                                    return 46; // decode.kpar.tn64.cpt1.waves2
+                                } else {
+                                    if n <= 879 {
+                                        if n <= 783 {
+                                            return 35; // decode.kpar.tn256.cpt1.waves1
+                                        } else {
+                                            return 37; // decode.kpar.tn256.cpt1.waves4
+                                        }
+                                    } else {
+                                        if n <= 2111 {
+                                            return 3; // decode.fused.c16.cap32
+                                        } else {
+                                            return 13; // decode.fused.c32.cap32
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n <= 10495 {
+                                    if n <= 5247 {
+                                        return 30; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        return 2; // decode.fused.c16.cap16
+                                    }
+                                } else {
+                                    if n <= 12031 {
+                                        return 39; // decode.kpar.tn64.cpt1.cap8
+                                    } else {
+                                        return 14; // decode.fused.c32.cap8
+                                    }
+                                }
+                            }
+                        } else {
+                            if n <= 8959 {
+                                if n <= 7295 {
+                                    if n <= 455 {
+                                        if k <= 16895 {
+                                            return 35; // decode.kpar.tn256.cpt1.waves1
+                                        } else {
+                                            return 30; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    } else {
+                                        if k <= 6655 {
+                                            return 13; // decode.fused.c32.cap32
+                                        } else {
+                                            return 30; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    }
+                                } else {
+                                    if n <= 8447 {
+                                        if k <= 9215 {
+                                            return 2; // decode.fused.c16.cap16
+                                        } else {
+                                            return 12; // decode.fused.c32.cap16
+                                        }
+                                    } else {
+                                        if k <= 9215 {
+                                            return 2; // decode.fused.c16.cap16
+                                        } else {
+                                            return 39; // decode.kpar.tn64.cpt1.cap8
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n <= 12543 {
+                                    return 39; // decode.kpar.tn64.cpt1.cap8
+                                } else {
+                                    if k <= 7679 {
+                                        return 14; // decode.fused.c32.cap8
+                                    } else {
+                                        return 30; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                }
+                            }
+                        }
+                    } else {
+                        return 14; // decode.fused.c32.cap8
+                    }
                 } else {
-                    return 39; // decode.kpar.tn64.cpt1.cap8
+                    if n <= 20991 {
+                        return 14; // decode.fused.c32.cap8
+                    } else {
+                        if n <= 25087 {
+                            if k <= 5631 {
+                                if n <= 23039 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 39; // decode.kpar.tn64.cpt1.cap8
+                                }
+                            } else {
+                                return 39; // decode.kpar.tn64.cpt1.cap8
+                            }
+                        } else {
+                            if n <= 27135 {
+                                if k <= 9215 {
+                                    if n <= 26111 {
+                                        return 30; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        if k <= 6655 {
+                                            return 36; // decode.kpar.tn256.cpt1.waves2
+                                        } else {
+                                            return 37; // decode.kpar.tn256.cpt1.waves4
+                                        }
+                                    }
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            } else {
+                                if k <= 15359 {
+                                    if n <= 30207 {
+                                        return 36; // decode.kpar.tn256.cpt1.waves2
+                                    } else {
+                                        return 29; // decode.kpar.tn128.cpt1.waves2
+                                    }
+                                } else {
+                                    if n <= 28159 {
+                                        if k <= 26623 {
+                                            return 36; // decode.kpar.tn256.cpt1.waves2
+                                        } else {
+                                            return 39; // decode.kpar.tn64.cpt1.cap8
+                                        }
+                                    } else {
+                                        return 39; // decode.kpar.tn64.cpt1.cap8
+                                    }
+                                }
+                            }
+                        }
+                    }
                 }
             }
         } else {
             if n <= 67583 {
                 if n <= 33791 {
-                    return 29; // decode.kpar.tn128.cpt1.waves2
+                    if k <= 11263 {
+                        if k <= 7679 {
+                            return 54; // decode.wide.tn512.cpt1
+                        } else {
+                            if n <= 32255 {
+                                return 29; // decode.kpar.tn128.cpt1.waves2
+                            } else {
+                                return 54; // decode.wide.tn512.cpt1
+                            }
+                        }
+                    } else {
+                        if k <= 15359 {
+                            return 29; // decode.kpar.tn128.cpt1.waves2
+                        } else {
+                            return 39; // decode.kpar.tn64.cpt1.cap8
+                        }
+                    }
                 } else {
                     return 54; // decode.wide.tn512.cpt1
                 }
@@ -921,46 +2177,294 @@ fn tree_34(n: i64, k: i64) -> usize {
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_35(n: i64, k: i64) -> usize {
     if n <= 44031 {
-        if n <= 4031 {
-            if n <= 2015 {
-                if n <= 1951 {
-                    return 36; // decode.kpar.tn256.cpt1.waves2
+        if n * 1024 / k <= 3495 {
+            if n <= 7039 {
+                if n <= 1887 {
+                    if n <= 1759 {
+                        return 36; // decode.kpar.tn256.cpt1.waves2
+                    } else {
+                        if n * k <= 14811135 {
+                            if k <= 895 {
+                                return 4; // decode.fused.c16.cap8
+                            } else {
+                                return 3; // decode.fused.c16.cap32
+                            }
+                        } else {
+                            if n <= 1823 {
+                                if k <= 13311 {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    if k <= 22527 {
+                                        return 31; // decode.kpar.tn256.cpt1.cap16
+                                    } else {
+                                        return 30; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                }
+                            } else {
+                                return 36; // decode.kpar.tn256.cpt1.waves2
+                            }
+                        }
+                    }
                 } else {
-                    return 3; // decode.fused.c16.cap32
+                    if n <= 4223 {
+                        if n * 1024 / k <= 202 {
+                            if n <= 3647 {
+                                if n <= 3263 {
+                                    return 36; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                if n * 1024 / k <= 137 {
+                                    if n <= 3903 {
+                                        return 30; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        return 13; // decode.fused.c32.cap32
+                                    }
+                                } else {
+                                    return 13; // decode.fused.c32.cap32
+                                }
+                            }
+                        } else {
+                            if n <= 2111 {
+                                if n * 1024 / k <= 2084 {
+                                    if n * 1024 / k <= 241 {
+                                        return 31; // decode.kpar.tn256.cpt1.cap16
+                                    } else {
+                                        return 3; // decode.fused.c16.cap32
+                                    }
+                                } else {
+                                    return 4; // decode.fused.c16.cap8
+                                }
+                            } else {
+                                if k <= 1151 {
+                                    if k <= 895 {
+                                        return 13; // decode.fused.c32.cap32
+                                    } else {
+                                        if n <= 2367 {
+                                            return 36; // decode.kpar.tn256.cpt1.waves2
+                                        } else {
+                                            return 12; // decode.fused.c32.cap16
+                                        }
+                                    }
+                                } else {
+                                    return 13; // decode.fused.c32.cap32
+                                }
+                            }
+                        }
+                    } else {
+                        if n * 1024 / k <= 659 {
+                            if n * k <= 52822015 {
+                                if n * k <= 50069503 {
+                                    if k <= 9215 {
+                                        return 38; // decode.kpar.tn64.cpt1.cap16
+                                    } else {
+                                        return 30; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                } else {
+                                    return 21; // decode.kpar.tn128.cpt1.cap16
+                                }
+                            } else {
+                                return 30; // decode.kpar.tn128.cpt1.waves4
+                            }
+                        } else {
+                            if n <= 6271 {
+                                if n * 1024 / k <= 709 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 2; // decode.fused.c16.cap16
+                                }
+                            } else {
+                                return 12; // decode.fused.c32.cap16
+                            }
+                        }
+                    }
                 }
             } else {
-                if k <= 15359 {
-                    return 13; // decode.fused.c32.cap32
+                if n <= 8447 {
+                    if n * k <= 118489087 {
+                        if n * 1024 / k <= 520 {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            if n * k <= 111673343 {
+                                return 12; // decode.fused.c32.cap16
+                            } else {
+                                return 2; // decode.fused.c16.cap16
+                            }
+                        }
+                    } else {
+                        if n <= 7551 {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 22; // decode.kpar.tn128.cpt1.cap8
+                        }
+                    }
                 } else {
-                    return 36; // decode.kpar.tn256.cpt1.waves2
+                    if k <= 9215 {
+                        if n <= 12543 {
+                            if n * 1024 / k <= 2638 {
+                                if n <= 9471 {
+                                    if k <= 7679 {
+                                        return 39; // decode.kpar.tn64.cpt1.cap8
+                                    } else {
+                                        return 22; // decode.kpar.tn128.cpt1.cap8
+                                    }
+                                } else {
+                                    if n <= 10495 {
+                                        return 22; // decode.kpar.tn128.cpt1.cap8
+                                    } else {
+                                        if n * k <= 81002495 {
+                                            return 32; // decode.kpar.tn256.cpt1.cap8
+                                        } else {
+                                            return 22; // decode.kpar.tn128.cpt1.cap8
+                                        }
+                                    }
+                                }
+                            } else {
+                                if k <= 3839 {
+                                    if n <= 10495 {
+                                        return 4; // decode.fused.c16.cap8
+                                    } else {
+                                        return 14; // decode.fused.c32.cap8
+                                    }
+                                } else {
+                                    return 32; // decode.kpar.tn256.cpt1.cap8
+                                }
+                            }
+                        } else {
+                            if n <= 16895 {
+                                if n * 1024 / k <= 2883 {
+                                    return 4; // decode.fused.c16.cap8
+                                } else {
+                                    if n <= 14079 {
+                                        return 4; // decode.fused.c16.cap8
+                                    } else {
+                                        return 14; // decode.fused.c32.cap8
+                                    }
+                                }
+                            } else {
+                                return 30; // decode.kpar.tn128.cpt1.waves4
+                            }
+                        }
+                    } else {
+                        return 22; // decode.kpar.tn128.cpt1.cap8
+                    }
                 }
             }
         } else {
-            if k <= 4607 {
-                if n <= 8447 {
-                    return 12; // decode.fused.c32.cap16
+            if n <= 2111 {
+                if n <= 1375 {
+                    return 36; // decode.kpar.tn256.cpt1.waves2
                 } else {
-                    return 14; // decode.fused.c32.cap8
+                    if n * k <= 962559 {
+                        if k <= 383 {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        } else {
+                            return 36; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    } else {
+                        return 4; // decode.fused.c16.cap8
+                    }
                 }
             } else {
-                if n <= 7295 {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                if n <= 16895 {
+                    if n <= 8447 {
+                        if k <= 895 {
+                            if n <= 4223 {
+                                if k <= 639 {
+                                    if n <= 3775 {
+                                        return 14; // decode.fused.c32.cap8
+                                    } else {
+                                        return 4; // decode.fused.c16.cap8
+                                    }
+                                } else {
+                                    if n <= 3903 {
+                                        return 13; // decode.fused.c32.cap32
+                                    } else {
+                                        return 14; // decode.fused.c32.cap8
+                                    }
+                                }
+                            } else {
+                                return 4; // decode.fused.c16.cap8
+                            }
+                        } else {
+                            if n <= 6271 {
+                                if n <= 4223 {
+                                    return 12; // decode.fused.c32.cap16
+                                } else {
+                                    return 2; // decode.fused.c16.cap16
+                                }
+                            } else {
+                                return 12; // decode.fused.c32.cap16
+                            }
+                        }
+                    } else {
+                        if n <= 10495 {
+                            if n * 1024 / k <= 3907 {
+                                return 14; // decode.fused.c32.cap8
+                            } else {
+                                return 4; // decode.fused.c16.cap8
+                            }
+                        } else {
+                            return 14; // decode.fused.c32.cap8
+                        }
+                    }
                 } else {
-                    return 22; // decode.kpar.tn128.cpt1.cap8
+                    if n <= 28159 {
+                        if n * 1024 / k <= 3620 {
+                            return 22; // decode.kpar.tn128.cpt1.cap8
+                        } else {
+                            return 30; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    } else {
+                        if n <= 33791 {
+                            if n * 1024 / k <= 3620 {
+                                return 36; // decode.kpar.tn256.cpt1.waves2
+                            } else {
+                                return 35; // decode.kpar.tn256.cpt1.waves1
+                            }
+                        } else {
+                            if n * 1024 / k <= 4644 {
+                                if n <= 37887 {
+                                    return 22; // decode.kpar.tn128.cpt1.cap8
+                                } else {
+                                    if n <= 41983 {
+                                        return 30; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        return 22; // decode.kpar.tn128.cpt1.cap8
+                                    }
+                                }
+                            } else {
+                                if n <= 41983 {
+                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    return 54; // decode.wide.tn512.cpt1
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
     } else {
         if n <= 159743 {
             if n <= 50175 {
-                if k <= 11263 {
-                    return 54; // decode.wide.tn512.cpt1
-                } else {
+                if n * 1024 / k <= 4519 {
                     return 22; // decode.kpar.tn128.cpt1.cap8
+                } else {
+                    if n * 1024 / k <= 5913 {
+                        return 46; // decode.kpar.tn64.cpt1.waves2
+                    } else {
+                        return 54; // decode.wide.tn512.cpt1
+                    }
                 }
             } else {
-                if k <= 9215 {
-                    return 54; // decode.wide.tn512.cpt1
+                if n * k <= 673185791 {
+                    if n * 1024 / k <= 5349 {
+                        return 46; // decode.kpar.tn64.cpt1.waves2
+                    } else {
+                        return 54; // decode.wide.tn512.cpt1
+                    }
                 } else {
                     return 46; // decode.kpar.tn64.cpt1.waves2
                 }
@@ -1054,37 +2558,345 @@ fn tree_41(n: i64, k: i64) -> usize {
 // domain 42: u5 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_42(n: i64, k: i64) -> usize {
-    if k <= 3327 {
+    if n * k <= 5095423 {
         if n <= 1055 {
-            return 46; // decode.kpar.tn64.cpt1.waves2
+            if n * k <= 75775 {
+                return 10; // decode.fused.c16.waves1
+            } else {
+                return 46; // decode.kpar.tn64.cpt1.waves2
+            }
         } else {
-            if n <= 4223 {
-                if n <= 2111 {
-                    return 3; // decode.fused.c16.cap32
+            if n <= 2111 {
+                if n * 1024 / k <= 4644 {
+                    if k <= 639 {
+                        if n * 1024 / k <= 4168 {
+                            return 2; // decode.fused.c16.cap16
+                        } else {
+                            return 11; // decode.fused.c16.waves2
+                        }
+                    } else {
+                        return 3; // decode.fused.c16.cap32
+                    }
                 } else {
-                    return 13; // decode.fused.c32.cap32
+                    if n <= 1759 {
+                        return 45; // decode.kpar.tn64.cpt1.waves1
+                    } else {
+                        return 11; // decode.fused.c16.waves2
+                    }
                 }
             } else {
-                if n <= 8447 {
-                    return 2; // decode.fused.c16.cap16
+                if n <= 4223 {
+                    if k <= 639 {
+                        return 12; // decode.fused.c32.cap16
+                    } else {
+                        return 13; // decode.fused.c32.cap32
+                    }
                 } else {
-                    return 4; // decode.fused.c16.cap8
+                    if n * 1024 / k <= 5826 {
+                        return 2; // decode.fused.c16.cap16
+                    } else {
+                        return 4; // decode.fused.c16.cap8
+                    }
                 }
             }
         }
     } else {
         if n <= 50175 {
-            if n <= 503 {
-                if k <= 15359 {
-                    return 46; // decode.kpar.tn64.cpt1.waves2
+            if k <= 3327 {
+                if n <= 8447 {
+                    if n <= 4223 {
+                        if n <= 2111 {
+                            return 3; // decode.fused.c16.cap32
+                        } else {
+                            return 13; // decode.fused.c32.cap32
+                        }
+                    } else {
+                        if n <= 6271 {
+                            return 2; // decode.fused.c16.cap16
+                        } else {
+                            return 12; // decode.fused.c32.cap16
+                        }
+                    }
                 } else {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                    if n <= 18687 {
+                        if n * 1024 / k <= 3907 {
+                            if n <= 9983 {
+                                return 30; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                return 14; // decode.fused.c32.cap8
+                            }
+                        } else {
+                            if n * 1024 / k <= 4325 {
+                                if n <= 12031 {
+                                    return 14; // decode.fused.c32.cap8
+                                } else {
+                                    return 4; // decode.fused.c16.cap8
+                                }
+                            } else {
+                                if n * 1024 / k <= 7815 {
+                                    return 4; // decode.fused.c16.cap8
+                                } else {
+                                    return 14; // decode.fused.c32.cap8
+                                }
+                            }
+                        }
+                    } else {
+                        return 30; // decode.kpar.tn128.cpt1.waves4
+                    }
                 }
             } else {
-                if n <= 19967 {
-                    return 30; // decode.kpar.tn128.cpt1.waves4
+                if n * k <= 274726911 {
+                    if n * k <= 7159807 {
+                        if n * 1024 / k <= 260 {
+                            if n * k <= 5292031 {
+                                if n <= 655 {
+                                    return 35; // decode.kpar.tn256.cpt1.waves1
+                                } else {
+                                    return 46; // decode.kpar.tn64.cpt1.waves2
+                                }
+                            } else {
+                                return 35; // decode.kpar.tn256.cpt1.waves1
+                            }
+                        } else {
+                            return 3; // decode.fused.c16.cap32
+                        }
+                    } else {
+                        if n <= 30207 {
+                            if n * k <= 236978175 {
+                                if n <= 12031 {
+                                    if k <= 4607 {
+                                        if n <= 4223 {
+                                            if n <= 2111 {
+                                                return 3; // decode.fused.c16.cap32
+                                            } else {
+                                                return 13; // decode.fused.c32.cap32
+                                            }
+                                        } else {
+                                            if n <= 8447 {
+                                                if n <= 6271 {
+                                                    return 2; // decode.fused.c16.cap16
+                                                } else {
+                                                    return 12; // decode.fused.c32.cap16
+                                                }
+                                            } else {
+                                                if n <= 11007 {
+                                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 14; // decode.fused.c32.cap8
+                                                }
+                                            }
+                                        }
+                                    } else {
+                                        if n <= 8447 {
+                                            if n <= 6527 {
+                                                if k <= 6655 {
+                                                    return 13; // decode.fused.c32.cap32
+                                                } else {
+                                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                                }
+                                            } else {
+                                                if n * 1024 / k <= 238 {
+                                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 12; // decode.fused.c32.cap16
+                                                }
+                                            }
+                                        } else {
+                                            if n <= 10495 {
+                                                if n * k <= 47448063 {
+                                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 22; // decode.kpar.tn128.cpt1.cap8
+                                                }
+                                            } else {
+                                                if n <= 11519 {
+                                                    return 39; // decode.kpar.tn64.cpt1.cap8
+                                                } else {
+                                                    return 32; // decode.kpar.tn256.cpt1.cap8
+                                                }
+                                            }
+                                        }
+                                    }
+                                } else {
+                                    if n <= 19199 {
+                                        if n <= 12543 {
+                                            if k <= 4607 {
+                                                return 14; // decode.fused.c32.cap8
+                                            } else {
+                                                return 32; // decode.kpar.tn256.cpt1.cap8
+                                            }
+                                        } else {
+                                            if n <= 16895 {
+                                                if n <= 14079 {
+                                                    return 4; // decode.fused.c16.cap8
+                                                } else {
+                                                    return 14; // decode.fused.c32.cap8
+                                                }
+                                            } else {
+                                                return 4; // decode.fused.c16.cap8
+                                            }
+                                        }
+                                    } else {
+                                        if n * 1024 / k <= 3122 {
+                                            if n * k <= 168296447 {
+                                                return 30; // decode.kpar.tn128.cpt1.waves4
+                                            } else {
+                                                if n <= 20991 {
+                                                    return 32; // decode.kpar.tn256.cpt1.cap8
+                                                } else {
+                                                    return 22; // decode.kpar.tn128.cpt1.cap8
+                                                }
+                                            }
+                                        } else {
+                                            if n * k <= 227016703 {
+                                                if n <= 28159 {
+                                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 14; // decode.fused.c32.cap8
+                                                }
+                                            } else {
+                                                return 36; // decode.kpar.tn256.cpt1.waves2
+                                            }
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n <= 12543 {
+                                    if k <= 30719 {
+                                        if n <= 10495 {
+                                            return 22; // decode.kpar.tn128.cpt1.cap8
+                                        } else {
+                                            return 32; // decode.kpar.tn256.cpt1.cap8
+                                        }
+                                    } else {
+                                        return 2; // decode.fused.c16.cap16
+                                    }
+                                } else {
+                                    if n <= 18687 {
+                                        if n <= 13567 {
+                                            return 30; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            if n <= 16895 {
+                                                return 14; // decode.fused.c32.cap8
+                                            } else {
+                                                return 4; // decode.fused.c16.cap8
+                                            }
+                                        }
+                                    } else {
+                                        if n <= 25087 {
+                                            if n <= 22015 {
+                                                return 22; // decode.kpar.tn128.cpt1.cap8
+                                            } else {
+                                                return 32; // decode.kpar.tn256.cpt1.cap8
+                                            }
+                                        } else {
+                                            return 37; // decode.kpar.tn256.cpt1.waves4
+                                        }
+                                    }
+                                }
+                            }
+                        } else {
+                            if n <= 37887 {
+                                if n <= 33791 {
+                                    if n <= 32255 {
+                                        if k <= 4607 {
+                                            return 35; // decode.kpar.tn256.cpt1.waves1
+                                        } else {
+                                            return 14; // decode.fused.c32.cap8
+                                        }
+                                    } else {
+                                        return 37; // decode.kpar.tn256.cpt1.waves4
+                                    }
+                                } else {
+                                    return 4; // decode.fused.c16.cap8
+                                }
+                            } else {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            }
+                        }
+                    }
                 } else {
-                    return 22; // decode.kpar.tn128.cpt1.cap8
+                    if n <= 18687 {
+                        if n <= 12543 {
+                            if n <= 10495 {
+                                return 22; // decode.kpar.tn128.cpt1.cap8
+                            } else {
+                                if n <= 11519 {
+                                    return 39; // decode.kpar.tn64.cpt1.cap8
+                                } else {
+                                    return 32; // decode.kpar.tn256.cpt1.cap8
+                                }
+                            }
+                        } else {
+                            if n <= 13567 {
+                                return 30; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                if n <= 16895 {
+                                    return 14; // decode.fused.c32.cap8
+                                } else {
+                                    return 4; // decode.fused.c16.cap8
+                                }
+                            }
+                        }
+                    } else {
+                        if n * 1024 / k <= 5594 {
+                            if n * 1024 / k <= 4743 {
+                                if k <= 9215 {
+                                    return 4; // decode.fused.c16.cap8
+                                } else {
+                                    if n * k <= 331350015 {
+                                        if n <= 25087 {
+                                            if n <= 20991 {
+                                                return 32; // decode.kpar.tn256.cpt1.cap8
+                                            } else {
+                                                if n <= 23039 {
+                                                    return 22; // decode.kpar.tn128.cpt1.cap8
+                                                } else {
+                                                    return 32; // decode.kpar.tn256.cpt1.cap8
+                                                }
+                                            }
+                                        } else {
+                                            if n <= 27135 {
+                                                return 37; // decode.kpar.tn256.cpt1.waves4
+                                            } else {
+                                                if n <= 29183 {
+                                                    return 30; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 14; // decode.fused.c32.cap8
+                                                }
+                                            }
+                                        }
+                                    } else {
+                                        if n * 1024 / k <= 4325 {
+                                            if k <= 11263 {
+                                                if n <= 37887 {
+                                                    return 4; // decode.fused.c16.cap8
+                                                } else {
+                                                    return 37; // decode.kpar.tn256.cpt1.waves4
+                                                }
+                                            } else {
+                                                if n * 1024 / k <= 3778 {
+                                                    return 32; // decode.kpar.tn256.cpt1.cap8
+                                                } else {
+                                                    return 54; // decode.wide.tn512.cpt1
+                                                }
+                                            }
+                                        } else {
+                                            return 54; // decode.wide.tn512.cpt1
+                                        }
+                                    }
+                                }
+                            } else {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            }
+                        } else {
+                            if n <= 44031 {
+                                return 37; // decode.kpar.tn256.cpt1.waves4
+                            } else {
+                                return 54; // decode.wide.tn512.cpt1
+                            }
+                        }
+                    }
                 }
             }
         } else {
@@ -1110,17 +2922,25 @@ fn tree_42(n: i64, k: i64) -> usize {
 fn tree_43(n: i64, k: i64) -> usize {
     if k <= 6655 {
         if n <= 124927 {
-            return 52; // decode.wide.tn256.cpt2
-        } else {
-            if n <= 247039 {
-                if k <= 5631 {
+            if n * 1024 / k <= 434175 {
+                return 52; // decode.wide.tn256.cpt2
+            } else {
+                if n <= 116735 {
                     return 49; // decode.wide.tn128.cpt2
                 } else {
-                    return 22; // decode.kpar.tn128.cpt1.cap8
+                    return 52; // decode.wide.tn256.cpt2
+                }
+            }
+        } else {
+            if n * k <= 908066815 {
+                if n * 1024 / k <= 21981 {
+                    return 54; // decode.wide.tn512.cpt1
+                } else {
+                    return 49; // decode.wide.tn128.cpt2
                 }
             } else {
-                if k <= 1151 {
-                    return 49; // decode.wide.tn128.cpt2
+                if n <= 200703 {
+                    return 47; // decode.kpar.tn64.cpt1.waves4
                 } else {
                     return 50; // decode.wide.tn128.cpt4
                 }
@@ -1142,18 +2962,14 @@ fn tree_43(n: i64, k: i64) -> usize {
                 }
             }
         } else {
-            if k <= 18431 {
-                if n <= 247039 {
+            if n * 1024 / k <= 31670 {
+                if n * k <= 3070230527 {
                     return 22; // decode.kpar.tn128.cpt1.cap8
-                } else {
-                    return 50; // decode.wide.tn128.cpt4
-                }
-            } else {
-                if n <= 200703 {
-                    return 47; // decode.kpar.tn64.cpt1.waves4
                 } else {
                     return 32; // decode.kpar.tn256.cpt1.cap8
                 }
+            } else {
+                return 50; // decode.wide.tn128.cpt4
             }
         }
     }
