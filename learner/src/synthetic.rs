@@ -12,7 +12,7 @@ use std::path::Path;
 use vnni_corpus::collection::{phase_stem, CollectionPlan, COLLECTION_SCHEMA, PHASES, PLAN_FILE};
 use vnni_corpus::inventory::{InventoryPlan, Partition, PlanShape};
 use vnni_corpus::seal::{seal, Manifest};
-use vnni_corpus::{write_bytes, write_csv, SampleRow, TimingRow};
+use vnni_corpus::{write_bytes, write_csv, ResourceRow, SampleRow, TimingRow};
 use vnni_kernels::fixture::{derive_seed, splitmix64};
 use vnni_kernels::registry::{self, Candidate, Family};
 use vnni_kernels::{Backend, CandidateId, Mode, SourceFormat, Surface};
@@ -45,6 +45,9 @@ pub struct Spec {
     /// Shapes are named into this many model families (`family0.NxK`, ..., dealt by N);
     /// 0: every shape is `synthetic.NxK`.
     pub families: usize,
+    /// CUDA: write a preflight `resources.csv` (every decode kernel at this many registers,
+    /// no static shared memory), so the learner fits cost models for the decode domains.
+    pub registers: Option<u32>,
     pub seed: u64,
 }
 
@@ -67,6 +70,7 @@ impl Spec {
             wrong_bits: None,
             boost: None,
             families: 0,
+            registers: None,
             seed,
         }
     }
@@ -174,6 +178,38 @@ pub fn latency(
         _ => 1.0,
     };
     Some((launch + body + reduce) * boost)
+}
+
+/// One preflight row per decode kernel of every codebook of the spec's formats.
+fn resource_rows(spec: &Spec, decode: &[Candidate], registers: u32) -> Vec<ResourceRow> {
+    let codebooks: BTreeSet<vnni_kernels::Codebook> = spec.formats.iter().map(|f| f.codebook()).collect();
+    let mut rows: BTreeMap<String, ResourceRow> = BTreeMap::new();
+    for &codebook in &codebooks {
+        for c in decode {
+            let kernel = c.kernel(codebook).symbol();
+            let row = rows.entry(kernel.clone()).or_insert_with(|| ResourceRow {
+                arch: "synthetic".into(),
+                kernel,
+                codebook,
+                threads: 1024,
+                registers,
+                stack_bytes: 0,
+                spill_store_bytes: 0,
+                spill_load_bytes: 0,
+                shared_static_bytes: 0,
+                device_local_bytes: None,
+                device_max_threads: None,
+                device_occupancy_blocks_per_sm: None,
+                verdict: "ok".into(),
+                candidates: String::new(),
+            });
+            if !row.candidates.is_empty() {
+                row.candidates.push(';');
+            }
+            row.candidates.push_str(c.id.as_str());
+        }
+    }
+    rows.into_values().collect()
 }
 
 /// A standard normal from two counter-based uniforms (Box-Muller).
@@ -334,6 +370,9 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
         }
     }
     let err = |e: vnni_corpus::WriteError| e.to_string();
+    if let (Some(registers), Backend::Cuda) = (spec.registers, spec.backend) {
+        write_csv::<ResourceRow>(&dir.join("resources.csv"), &resource_rows(spec, &decode, registers)).map_err(err)?;
+    }
     for (phase, c) in &phases {
         write_csv::<TimingRow>(&dir.join(format!("{phase}.csv")), &c.rows).map_err(err)?;
         write_csv::<SampleRow>(&dir.join(format!("{phase}.timing.csv.zst")), &c.samples).map_err(err)?;

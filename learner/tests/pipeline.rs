@@ -1,5 +1,6 @@
 //! End to end on sealed synthetic corpora: totality, gates, alias collapse, overlays,
-//! borrowing, determinism, authentication, the sealed ledger.
+//! borrowing, determinism, authentication, the sealed ledger, the cost models of CUDA decode
+//! domains.
 
 mod common;
 
@@ -303,4 +304,37 @@ fn sealed_rows_never_become_overlays() {
     let overlaid: BTreeSet<(u64, u64)> = f.policy.overlays.iter().map(|o| (o.n, o.k)).collect();
     assert!(overlaid.is_disjoint(&sealed), "sealed shapes with overlays: {:?}", overlaid.intersection(&sealed));
     assert_eq!(overlaid.len() + sealed.len(), spec.ns.len() * spec.ks.len(), "every development shape has one");
+}
+
+#[test]
+fn cuda_decode_domains_ship_cost_models_that_answer_unmeasured_shapes() {
+    let spec = Spec {
+        ns: half_octaves(256, 32768),
+        ks: half_octaves(256, 8192),
+        ms: vec![1, 4],
+        formats: vec![SourceFormat::Q4_0],
+        modes: vec![vnni_kernels::Mode::Graph],
+        registers: Some(40),
+        ..Spec::cuda(51)
+    };
+    let dir = common::corpus("models", &spec);
+    let f = fit(&dir, &FitOptions::default()).unwrap();
+    let decode: Vec<_> = f.policy.domains.iter().filter(|d| d.m_bucket == 0 && d.stats.is_some()).collect();
+    assert!(!decode.is_empty() && decode.iter().all(|d| !d.models.is_empty()), "decode domains carry models");
+    assert!(f.policy.domains.iter().filter(|d| d.m_bucket > 0).all(|d| d.models.is_empty()));
+    // A shape between the measured ones: no overlay, the models' least prediction answers.
+    let s = f.policy.select("s4", "graph", 1, 5000, 3008).unwrap();
+    assert_eq!(s.via, Via::Model);
+    let (i, _) = f.policy.model_pick(s.domain, 5000, 3008).unwrap();
+    assert_eq!(f.policy.domains[s.domain].models[i].candidate, s.candidate.id);
+    // Held out by grouped folds, what ships beats the best single candidate in every decode domain.
+    for d in f.domains.iter().filter(|d| d.key.bucket == 0) {
+        let Some([shipped, best_single, ..]) = d.summaries() else { continue };
+        assert!(shipped.geomean_regret < best_single.geomean_regret, "{}: {shipped:?} vs {best_single:?}", d.key);
+    }
+    // The same corpus without preflight resources: trees only.
+    let plain = common::corpus("models-plain", &Spec { registers: None, ..spec });
+    let f = fit(&plain, &FitOptions::default()).unwrap();
+    assert!(f.policy.domains.iter().all(|d| d.models.is_empty()));
+    assert_eq!(f.policy.select("s4", "graph", 1, 5000, 3008).unwrap().via, Via::Tree);
 }
