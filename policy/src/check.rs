@@ -80,11 +80,17 @@ impl Policy {
                 return Err(PolicyError::Illegal { id: c.id.clone(), n: o.n, k: o.k });
             }
         }
-        let mut keys = BTreeSet::new();
-        for o in &self.overlays {
-            if !keys.insert((&o.codebook, &o.mode, o.m_bucket, o.n, o.k)) {
+        for w in self.overlays.windows(2) {
+            let o = &w[1];
+            if w[0].key() == o.key() {
                 return Err(bad(format!(
                     "overlay {} {} bucket {} {}x{} is listed twice",
+                    o.codebook, o.mode, o.m_bucket, o.n, o.k
+                )));
+            }
+            if w[0].key() > o.key() {
+                return Err(bad(format!(
+                    "overlays are not sorted by (codebook, mode, bucket, N, K) at {} {} bucket {} {}x{}",
                     o.codebook, o.mode, o.m_bucket, o.n, o.k
                 )));
             }

@@ -180,11 +180,12 @@ impl Policy {
             m_bucket,
             aspect,
         })?;
+        // Overlays are sorted (`check`), so the exact entry is found by binary search.
+        let key = (codebook, mode, m_bucket, n, k);
         let overlay = overlays
             .then(|| {
-                self.overlays.iter().find(|o| {
-                    o.codebook == codebook && o.mode == mode && o.m_bucket == m_bucket && o.n == n && o.k == k
-                })
+                let at = self.overlays.partition_point(|o| o.key() < key);
+                self.overlays.get(at).filter(|o| o.key() == key)
             })
             .flatten();
         let (id, via) = match (overlay, self.model_pick(domain, n, k)) {

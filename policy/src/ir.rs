@@ -148,6 +148,13 @@ pub struct Overlay {
     pub candidate: String,
 }
 
+impl Overlay {
+    /// What a query matches: (codebook, mode, M bucket, N, K), the order overlays are sorted in.
+    pub fn key(&self) -> (&str, &str, usize, u64, u64) {
+        (&self.codebook, &self.mode, self.m_bucket, self.n, self.k)
+    }
+}
+
 /// Gate thresholds (recorded so a policy says what it was held to) and the outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Gates {

@@ -141,3 +141,12 @@ fn broken_cost_models_are_rejected() {
     p.domains[grouped].models = p.domains[d].models.clone();
     assert!(rejected(&p).contains("decode domains only"));
 }
+
+#[test]
+fn unsorted_overlays_are_rejected() {
+    // The evaluator finds overlays by binary search: an unsorted list would hide entries.
+    let mut p = example_policy(Backend::Cuda);
+    assert!(p.overlays.len() >= 2);
+    p.overlays.swap(0, 1);
+    assert!(rejected(&p).contains("not sorted"), "{}", rejected(&p));
+}
