@@ -115,6 +115,35 @@ impl Models {
         pred
     }
 
+    /// How far the shipped (quantized) predictions are from the measured medians on `samples`:
+    /// |predicted / measured - 1| of every modelled candidate in every alias cell (in-sample
+    /// when `samples` are the rows the models were fitted on).
+    pub fn relative_errors(&self, t: &Trainer, samples: &[Sample]) -> Vec<f64> {
+        let scale = f64::from(1u32 << vnni_policy::cost::TIME_BITS);
+        let mut out = Vec::new();
+        for s in samples {
+            for (c, desc, m) in &self.models {
+                let Some(p) = m.predict(desc, s.n, s.k, self.units) else { continue };
+                for &i in &s.cells {
+                    let cell = &t.corpus.cells[i];
+                    if cell.regret[*c] < REGRET_CAP {
+                        out.push((p as f64 / scale / (cell.best_us * (1.0 + cell.regret[*c])) - 1.0).abs());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The number of candidates modelled.
+    pub fn len(&self) -> usize {
+        self.models.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.models.is_empty()
+    }
+
     /// The candidate of least positive predicted latency, the first in id order on ties (as
     /// `vnni_policy::cost::argmin` breaks them); `None` where no model answers.
     pub fn argmin(&self, n: u64, k: u64) -> Option<usize> {

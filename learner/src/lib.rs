@@ -104,6 +104,9 @@ pub struct DomainFit {
     pub heldout: Option<Heldout>,
     /// The domain whose tree was borrowed, or `None` with `heldout` `None`: the single-leaf fallback.
     pub borrowed_from: Option<DomainKey>,
+    /// CUDA decode domains with cost models: how many candidates are modelled and the
+    /// in-sample |predicted / measured - 1| of every modelled candidate on every development cell.
+    pub model_errors: Option<(usize, Vec<f64>)>,
 }
 
 impl DomainFit {
@@ -152,6 +155,7 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
 
     let families = family_cv::families(&corpus);
     let mut fitted: BTreeMap<DomainKey, (tree::Fitted, DomainStats, Heldout)> = BTreeMap::new();
+    let mut model_errors: BTreeMap<DomainKey, (usize, Vec<f64>)> = BTreeMap::new();
     let mut family_heldout: BTreeMap<DomainKey, BTreeMap<String, family_cv::FamilyRegrets>> = BTreeMap::new();
     for (key, samples) in &dev {
         let t = trainer(&corpus, &policy, key.bucket, &widths);
@@ -159,6 +163,9 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
         let heldout = cv::cross_validate(&t, samples, &folds).map_err(tree_err)?;
         let all: Vec<&domains::Sample> = samples.iter().collect();
         let fit = t.fit(&all, heldout.hyper).map_err(tree_err)?;
+        if let Some(m) = &fit.models {
+            model_errors.insert(key.clone(), (m.len(), m.relative_errors(&t, samples)));
+        }
         if key.aspect.is_some() {
             let choice = if opts.nested_family_cv {
                 family_cv::HyperChoice::Nested(&folds)
@@ -209,7 +216,8 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
             stats,
         });
         let lofo = family_heldout.remove(&key).unwrap_or_default();
-        reports.push(DomainFit { key, family_heldout: lofo, heldout, borrowed_from });
+        let model_errors = model_errors.remove(&key);
+        reports.push(DomainFit { key, family_heldout: lofo, heldout, borrowed_from, model_errors });
     }
     policy.domains = out_domains;
     policy.overlays = overlays::exact_overlays(&corpus, policy.units, &dev);

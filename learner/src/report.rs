@@ -10,7 +10,7 @@ use crate::cv::METHODS;
 use crate::error::Result;
 use crate::map::write_maps;
 use crate::regret_stats::{geomean, p95};
-use crate::Fit;
+use crate::{DomainFit, Fit};
 
 /// What the baselines of `cv::METHODS` are (the fit and corpus reports print it).
 pub(crate) const BASELINES_LEGEND: &str = "Baselines: *best single* = the generic candidate of lowest p95 regret on the training folds; \
@@ -109,6 +109,31 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
         let _ = writeln!(md, "\nDomains without data:\n\n{}", borrowed.join("\n"));
     }
     let _ = writeln!(md, "\n{BASELINES_LEGEND}\n");
+    let modelled: Vec<&DomainFit> = fit.domains.iter().filter(|d| d.model_errors.is_some()).collect();
+    if !modelled.is_empty() {
+        let _ = writeln!(
+            md,
+            "## Cost models (decode)\n\nPer decode domain, the candidates with a latency model (what the tables \
+             evaluate, quantized) and how far its predictions are from the measured medians on the domain's \
+             development cells, in sample: |predicted / measured - 1| over every modelled candidate and cell.\n\n\
+             | domain | models | predictions | median error | p95 error | max error |\n|---|---|---|---|---|---|"
+        );
+        for d in modelled {
+            let (count, errors) = d.model_errors.as_ref().expect("filtered");
+            let median = crate::regret_stats::nearest_rank(errors, 0.5).unwrap_or(0.0);
+            let max = errors.iter().copied().fold(0.0, f64::max);
+            let _ = writeln!(
+                md,
+                "| {} | {count} | {} | {} | {} | {} |",
+                d.key,
+                errors.len(),
+                pct(median),
+                pct(p95(errors)),
+                pct(max)
+            );
+        }
+        let _ = writeln!(md);
+    }
     let mut by_family: std::collections::BTreeMap<&str, crate::family_cv::FamilyRegrets> =
         std::collections::BTreeMap::new();
     for d in &fit.domains {

@@ -332,9 +332,15 @@ fn cuda_decode_domains_ship_cost_models_that_answer_unmeasured_shapes() {
         let Some([shipped, best_single, ..]) = d.summaries() else { continue };
         assert!(shipped.geomean_regret < best_single.geomean_regret, "{}: {shipped:?} vs {best_single:?}", d.key);
     }
+    // The report says how well the models fit, per decode domain with models.
+    let files = vnni_learner::report::write_report(&f, &common::scratch("models-report")).unwrap();
+    let md = std::fs::read_to_string(&files[0]).unwrap();
+    let section = md.split("## Cost models (decode)").nth(1).expect("the report has a cost-model section");
+    assert_eq!(section.lines().filter(|l| l.starts_with("| s4 graph M-bucket 0")).count(), decode.len(), "{section}");
     // The same corpus without preflight resources: trees only.
     let plain = common::corpus("models-plain", &Spec { registers: None, ..spec });
     let f = fit(&plain, &FitOptions::default()).unwrap();
     assert!(f.policy.domains.iter().all(|d| d.models.is_empty()));
+    assert!(f.domains.iter().all(|d| d.model_errors.is_none()));
     assert_eq!(f.policy.select("s4", "graph", 1, 5000, 3008).unwrap().via, Via::Tree);
 }
