@@ -20,7 +20,7 @@
 //! measured is what ships. Fits are deterministic: fixed grid, sums in row order, strict
 //! improvement to replace a fit.
 
-use vnni_policy::cost::{Basis, ModelLaunch, TIME_BITS};
+use vnni_policy::cost::{Basis, ModelLaunch, UNITS_PER_US};
 use vnni_policy::{Coef, CostModel};
 
 /// Registers per thread and static shared bytes of the kernel a candidate runs for a codebook.
@@ -74,7 +74,7 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
     }
     let (_, rate, coef) = best?;
     // us -> 2^-16 us; the scaled columns back to one element per unit.
-    let scale = f64::from(1u32 << TIME_BITS);
+    let scale = UNITS_PER_US;
     Some(CostModel {
         candidate: candidate.into(),
         registers: res.registers,

@@ -119,7 +119,6 @@ impl Models {
     /// |predicted / measured - 1| of every modelled candidate in every alias cell (in-sample
     /// when `samples` are the rows the models were fitted on).
     pub fn relative_errors(&self, t: &Trainer, samples: &[Sample]) -> Vec<f64> {
-        let scale = f64::from(1u32 << vnni_policy::cost::TIME_BITS);
         let mut out = Vec::new();
         for s in samples {
             for (c, desc, m) in &self.models {
@@ -127,7 +126,11 @@ impl Models {
                 for &i in &s.cells {
                     let cell = &t.corpus.cells[i];
                     if cell.regret[*c] < REGRET_CAP {
-                        out.push((p as f64 / scale / (cell.best_us * (1.0 + cell.regret[*c])) - 1.0).abs());
+                        out.push(
+                            (p as f64 / vnni_policy::cost::UNITS_PER_US / (cell.best_us * (1.0 + cell.regret[*c]))
+                                - 1.0)
+                                .abs(),
+                        );
                     }
                 }
             }
@@ -144,17 +147,11 @@ impl Models {
         self.models.is_empty()
     }
 
-    /// The candidate of least positive predicted latency, the first in id order on ties (as
-    /// `vnni_policy::cost::argmin` breaks them); `None` where no model answers.
+    /// The candidate of least positive predicted latency, the first in id order on ties
+    /// (`vnni_policy::cost::argmin`, as the policy breaks them); `None` where no model answers.
     pub fn argmin(&self, n: u64, k: u64) -> Option<usize> {
-        let mut best: Option<(u64, usize)> = None;
-        for (c, desc, m) in &self.models {
-            let Some(p) = m.predict(desc, n, k, self.units) else { continue };
-            if p > 0 && best.is_none_or(|(b, _)| p < b) {
-                best = Some((p, *c));
-            }
-        }
-        best.map(|(_, c)| c)
+        let pairs = self.models.iter().map(|(_, desc, m)| (m, Some(desc)));
+        vnni_policy::cost::argmin(pairs, n, k, self.units).map(|(i, _)| self.models[i].0)
     }
 }
 

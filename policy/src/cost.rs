@@ -39,8 +39,10 @@ pub const RATE_DEN: u64 = 64;
 const FULL_DRAW: u64 = 1024 * RATE_DEN;
 /// The most elements (N * K) the model answers for.
 pub const MAX_ELEMENTS: u64 = 1 << 36;
-/// Predictions are in units of 2^-TIME_BITS microseconds.
+/// Predictions are in units of 2^-TIME_BITS microseconds ...
 pub const TIME_BITS: u32 = 16;
+/// ... so this many make a microsecond.
+pub const UNITS_PER_US: f64 = (1u64 << TIME_BITS) as f64;
 /// Coefficient mantissas are below 2^MANTISSA_BITS ...
 pub const MANTISSA_BITS: u32 = 16;
 /// ... and shifts at most this (a shift by 64 or more is undefined in C++).
@@ -222,18 +224,18 @@ impl CostModel {
     }
 }
 
-/// The model whose prediction is least and positive (the first on ties), with it; `None`
-/// where no model answers. `desc` finds a model's candidate.
-pub fn argmin<'c>(
-    models: &[CostModel],
-    desc: impl Fn(&str) -> Option<&'c CandidateDesc>,
+/// The position of the (model, its candidate) pair whose prediction is least and positive
+/// (the first on ties), with the prediction; `None` where no model answers (a pair without a
+/// candidate answers nothing). The one tie-break the evaluator, the tables and the learner share.
+pub fn argmin<'a>(
+    pairs: impl IntoIterator<Item = (&'a CostModel, Option<&'a CandidateDesc>)>,
     n: u64,
     k: u64,
     units: u64,
 ) -> Option<(usize, u64)> {
     let mut best: Option<(usize, u64)> = None;
-    for (i, m) in models.iter().enumerate() {
-        let Some(t) = desc(&m.candidate).and_then(|c| m.predict(c, n, k, units)) else { continue };
+    for (i, (m, c)) in pairs.into_iter().enumerate() {
+        let Some(t) = c.and_then(|c| m.predict(c, n, k, units)) else { continue };
         if t > 0 && best.is_none_or(|(_, b)| t < b) {
             best = Some((i, t));
         }
@@ -246,11 +248,16 @@ mod tests {
     use super::*;
     use vnni_kernels::registry;
 
+    /// Every CUDA decode candidate of the registry.
+    fn cuda_decode() -> impl Iterator<Item = &'static registry::Candidate> {
+        registry::all_candidates()
+            .iter()
+            .filter(|c| c.surface == registry::Surface::Decode && c.backend == registry::Backend::Cuda)
+    }
+
     #[test]
     fn launches_match_the_registry_plans() {
-        let cuda_decode =
-            |c: &&registry::Candidate| c.surface == registry::Surface::Decode && c.backend == registry::Backend::Cuda;
-        for c in registry::all_candidates().iter().filter(cuda_decode) {
+        for c in cuda_decode() {
             let d = crate::descriptor(c);
             for n in [1u64, 17, 256, 4096, 5120, 100_352, 262_144] {
                 for k in [32u64, 256, 2048, 3584, 14_336, 32_768] {
@@ -289,8 +296,8 @@ mod tests {
         assert_eq!((a.occupancy, b.occupancy), (9, 7));
         assert!(b.waves > a.waves);
         let models = [model(&two.id), model(&one.id)];
-        let by_id = |id: &str| [&one, &two].into_iter().find(|c| c.id == id);
-        assert_eq!(argmin(&models, by_id, 16_384, 4096, 132).map(|x| x.0), Some(1));
+        let pairs = models.iter().zip([Some(&two), Some(&one)]);
+        assert_eq!(argmin(pairs, 16_384, 4096, 132).map(|x| x.0), Some(1));
     }
 
     #[test]
@@ -309,9 +316,7 @@ mod tests {
             .try_fold(m.base, |acc, t| acc.checked_add(t?))
         };
         let top = Coef { mantissa: (1 << MANTISSA_BITS) - 1, shift: 0 };
-        let cuda_decode =
-            |c: &&registry::Candidate| c.surface == registry::Surface::Decode && c.backend == registry::Backend::Cuda;
-        for c in registry::all_candidates().iter().filter(cuda_decode) {
+        for c in cuda_decode() {
             let d = crate::descriptor(c);
             for (n, k) in
                 [(1u64 << 18, 1u64 << 18), (1 << 31, 32), (32, 1 << 31), (4, 1 << 34), (1 << 25, 2048), (1, 32)]

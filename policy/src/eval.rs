@@ -128,7 +128,8 @@ impl Policy {
     /// The index (into the domain's models) and prediction of the least predicted candidate of
     /// domain `domain` at N x K; `None` where no model answers (then the tree does).
     pub fn model_pick(&self, domain: usize, n: u64, k: u64) -> Option<(usize, u64)> {
-        crate::cost::argmin(&self.domains[domain].models, |id| self.candidate(id), n, k, self.units)
+        let models = &self.domains[domain].models;
+        crate::cost::argmin(models.iter().map(|m| (m, self.candidate(&m.candidate))), n, k, self.units)
     }
 
     /// Every prediction of domain `domain`'s models at N x K (2^-16 us), least first (ties in

@@ -65,7 +65,7 @@ fn describe(label: &str, d: &Decision, policy: &Policy, (n, k): (u64, u64)) {
             let predictions = policy.model_predictions(d.domain, n, k);
             println!("{:<11} least predicted latency of the domain's {} cost models:", "", dom.models.len());
             for (id, t) in predictions.iter().take(3) {
-                let us = *t as f64 / f64::from(1u32 << vnni_policy::cost::TIME_BITS);
+                let us = *t as f64 / vnni_policy::cost::UNITS_PER_US;
                 println!("{:<11}   {us:>9.3} us  {id}", "");
             }
         }
