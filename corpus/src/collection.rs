@@ -15,6 +15,7 @@ use crate::inventory::{InventoryPlan, Partition};
 use crate::read::{read_samples, read_timing, ReadError};
 use crate::schema::{SampleRow, TimingRow};
 use crate::seal::{BuildIdentity, SealInputs, SourceFile};
+use crate::staged::FrozenM1;
 use crate::write::{csv_bytes, write_bytes, write_csv, WriteError};
 
 pub const COLLECTION_SCHEMA: &str = "vnni-collection-v1";
@@ -79,6 +80,14 @@ pub struct CollectionPlan {
     /// The modes this backend measures of the profile's (CPU: eager only).
     pub modes: Vec<Mode>,
     pub inventory: InventoryPlan,
+    /// A staged collection: the frozen M = 1 stage its batched rows inherit (absent from the
+    /// JSON of a one-stage plan, so those plans' bytes and digests did not change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frozen_m1: Option<FrozenM1>,
+    /// The first stage of a staged refresh: the profile's plan (its digests unchanged), M = 1
+    /// rows only (absent from the JSON when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub m1_only: bool,
 }
 
 /// One cell key.
@@ -140,11 +149,19 @@ impl Shard {
 }
 
 impl CollectionPlan {
+    /// The M values a cell of this plan is run over, in profile order: the profile's, or only
+    /// M = 1 for the first stage of a staged refresh.
+    pub fn collected_m(&self) -> Vec<usize> {
+        if self.m1_only {
+            return vec![1];
+        }
+        self.inventory.m.clone()
+    }
+
     /// The M values this plan's backend measures (the CPU has no prefill surface).
     pub fn measured_m(&self) -> Vec<usize> {
         let mut m: Vec<usize> = self
-            .inventory
-            .m
+            .collected_m()
             .iter()
             .copied()
             .filter(|&m| self.backend == Backend::Cuda || Surface::of_m(m) != Surface::Prefill)
@@ -566,7 +583,7 @@ pub fn assemble(store: &CellStore, plan: &CollectionPlan, out: &Path) -> Result<
     for p in PHASES {
         phases.insert(p, Default::default());
     }
-    if plan.inventory.m.iter().any(|&m| phase_of(m) == "prefill") {
+    if plan.collected_m().iter().any(|&m| phase_of(m) == "prefill") {
         for p in PREFILL_PHASES {
             phases.insert(p, Default::default());
         }

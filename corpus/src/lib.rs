@@ -9,6 +9,7 @@ pub mod provenance;
 pub mod read;
 pub mod schema;
 pub mod seal;
+pub mod staged;
 pub mod write;
 
 pub use schema::{Certificate, ResourceRow, SampleRow, TimingRow};

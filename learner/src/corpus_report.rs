@@ -34,7 +34,7 @@ use crate::cv::METHODS;
 use crate::error::Result;
 use crate::in_sample::{in_sample, surface_name, Group, InSample};
 use crate::map::write_maps;
-use crate::regret_stats::{nearest_rank, p95};
+use crate::regret_stats::{geomean, nearest_rank, p95};
 use crate::report::{pct, BASELINES_LEGEND};
 use crate::{fit, FitOptions};
 
@@ -523,7 +523,11 @@ fn regret_section(
     md: &mut String,
     files: &mut Vec<PathBuf>,
 ) -> Result<()> {
-    let opts = FitOptions::default();
+    // A staged corpus is fitted beside its frozen M = 1 part: the given policy's, when that
+    // is the part the corpus binds (the frozen policy itself, or a staged policy fitted on it).
+    let frozen_m1 =
+        policy.filter(|p| corpus.plan.frozen_m1.as_ref().is_some_and(|f| f.m1_digest == p.m1_digest())).cloned();
+    let opts = FitOptions { frozen_m1, ..FitOptions::default() };
     let fitted = fit(&corpus.dir, &opts)?;
     let gate = opts.p95_max;
     let heldout = heldout_by_group(&fitted);
@@ -560,6 +564,18 @@ fn regret_section(
             let _ =
                 writeln!(md, "No policy was given (`--policy`): the curves are the learner's own cross-validation.\n");
         }
+    }
+    if let Some((_, trees_only)) = given.first().filter(|(_, g)| !g.sealed.is_empty()) {
+        let _ = writeln!(
+            md,
+            "The given policy on the sealed cells (overlays off, as the sealed certification scores them):\n\n\
+             | surface | cells | geomean | p95 | max |\n|---|---|---|---|---|"
+        );
+        for (surface, r) in &trees_only.sealed {
+            let max = r.iter().copied().fold(0.0, f64::max);
+            let _ = writeln!(md, "| {surface} | {} | {} | {} | {} |", r.len(), pct(geomean(r)), pct(p95(r)), pct(max));
+        }
+        let _ = writeln!(md);
     }
     let per_group = group_curves(&heldout, &given);
     if per_group.is_empty() {

@@ -95,6 +95,7 @@ pub fn skeleton(corpus: &Corpus) -> Policy {
             arch: inputs.arch.clone(),
             profile: inputs.profile.clone(),
             learner_version: env!("CARGO_PKG_VERSION").into(),
+            frozen_m1: None,
         },
         units: corpus.plan.units as u64,
         codebooks,

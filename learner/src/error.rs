@@ -27,6 +27,8 @@ pub enum FitError {
     Policy(#[from] vnni_policy::PolicyError),
     #[error("{path}: {message}")]
     Report { path: PathBuf, message: String },
+    #[error("corpus {dir}: {message}")]
+    Frozen { dir: PathBuf, message: String },
 }
 
 pub type Result<T, E = FitError> = std::result::Result<T, E>;

@@ -30,6 +30,9 @@ pub struct InSample {
     /// Cells where it picks a candidate that was not measured or not eligible there (regret
     /// at the cap).
     pub unmeasured_picks: usize,
+    /// The sealed cells' regrets per surface (`decode`, `grouped`), also in `by_group`: a
+    /// policy fitted elsewhere (another stage, another corpus) scored on what it never saw.
+    pub sealed: BTreeMap<&'static str, Vec<f64>>,
 }
 
 impl InSample {
@@ -39,7 +42,13 @@ impl InSample {
 }
 
 pub fn in_sample(policy: &Policy, corpus: &Corpus, overlays: bool) -> InSample {
-    let mut out = InSample { by_group: BTreeMap::new(), unanswered: 0, via_overlay: 0, unmeasured_picks: 0 };
+    let mut out = InSample {
+        by_group: BTreeMap::new(),
+        unanswered: 0,
+        via_overlay: 0,
+        unmeasured_picks: 0,
+        sealed: BTreeMap::new(),
+    };
     for cell in &corpus.cells {
         let Ok(sel) = policy.select_with(cell.codebook.name(), cell.mode.name(), cell.m, cell.n, cell.k, overlays)
         else {
@@ -51,6 +60,9 @@ pub fn in_sample(policy: &Policy, corpus: &Corpus, overlays: bool) -> InSample {
         let regret = list.iter().position(|c| c.id == sel.candidate.id).map_or(REGRET_CAP, |i| cell.regret[i]);
         out.unmeasured_picks += usize::from(regret >= REGRET_CAP);
         out.by_group.entry((cell.codebook.name().to_string(), surface_name(cell.m == 1))).or_default().push(regret);
+        if cell.sealed {
+            out.sealed.entry(surface_name(cell.m == 1)).or_default().push(regret);
+        }
     }
     out
 }

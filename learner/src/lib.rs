@@ -14,6 +14,8 @@
 //!   own argmin (the gap is what distillation into trees loses) and of the baselines,
 //!   optionally nested (reported, not gated).
 //! - [`borrow`], [`overlays`]: domains without data, exact-shape overlays.
+//! - [`frozen`]: the frozen M = 1 stage of a staged fit (its M = 1 part copied, checked against
+//!   the digest the corpus's plan binds).
 //! - [`sealed`], [`ledger`]: the one sealed certification and its ledger.
 //! - [`regret_stats`]: p95, geomean and means of regret over rows (percentiles from `vnni_measure::stats`).
 //! - [`report`], [`map`]: the fit report (Markdown, decision maps as PNG and SVG).
@@ -36,6 +38,7 @@ pub mod domains;
 pub mod error;
 pub mod family_cv;
 pub mod features;
+pub mod frozen;
 pub mod generic_floor;
 pub mod in_sample;
 pub mod ledger;
@@ -79,6 +82,9 @@ pub struct FitOptions {
     /// Leave-one-family-out regret with hyperparameters chosen per left-out family on the
     /// other rows (nested; about 10x the folds' work, for reports) instead of the domain's.
     pub nested_family_cv: bool,
+    /// The frozen M = 1 policy of a staged corpus: its M = 1 part is copied, the batched
+    /// buckets fitted (required exactly when the corpus's plan binds one).
+    pub frozen_m1: Option<Policy>,
 }
 
 impl Default for FitOptions {
@@ -90,6 +96,7 @@ impl Default for FitOptions {
             ledger: None,
             folds: cv::FOLDS,
             nested_family_cv: false,
+            frozen_m1: None,
         }
     }
 }
@@ -107,9 +114,23 @@ pub struct DomainFit {
     /// CUDA decode domains with cost models: how many candidates are modelled and the
     /// in-sample |predicted / measured - 1| of every modelled candidate on every development cell.
     pub model_errors: Option<(usize, Vec<f64>)>,
+    /// Copied from the frozen M = 1 policy of a staged fit, not fitted here.
+    pub frozen: bool,
 }
 
 impl DomainFit {
+    /// A decode domain copied from the frozen M = 1 policy.
+    fn frozen(key: DomainKey) -> DomainFit {
+        DomainFit {
+            key,
+            family_heldout: BTreeMap::new(),
+            heldout: None,
+            borrowed_from: None,
+            model_errors: None,
+            frozen: true,
+        }
+    }
+
     pub fn summaries(&self) -> Option<[Summary; cv::METHOD_COUNT]> {
         self.heldout.as_ref().map(|h| std::array::from_fn(|m| h.summary(m)))
     }
@@ -146,6 +167,8 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
         ledger::refuse_failed(l, &corpus_id)?;
     }
     let mut policy = domains::skeleton(&corpus);
+    let frozen = frozen::check(&corpus, &policy, opts.frozen_m1.as_ref())?;
+    let is_frozen = |p: &Policy, bucket: usize| frozen.is_some() && p.is_decode_bucket(bucket);
     let dev = domains::samples(&corpus, &policy, false);
     let sealed = domains::samples(&corpus, &policy, true);
     let geometries: BTreeSet<(u64, u64)> = dev.values().flatten().map(|s| s.geometry()).collect();
@@ -158,6 +181,9 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
     let mut model_errors: BTreeMap<DomainKey, (usize, Vec<f64>)> = BTreeMap::new();
     let mut family_heldout: BTreeMap<DomainKey, BTreeMap<String, family_cv::FamilyRegrets>> = BTreeMap::new();
     for (key, samples) in &dev {
+        if is_frozen(&policy, key.bucket) {
+            continue;
+        }
         let t = trainer(&corpus, &policy, key.bucket, &widths);
         let tree_err = |message: String| FitError::Tree { domain: key.to_string(), message };
         let heldout = cv::cross_validate(&t, samples, &folds).map_err(tree_err)?;
@@ -189,6 +215,16 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
     let mut out_domains = Vec::new();
     let mut reports = Vec::new();
     for key in domains::all_domains(&policy) {
+        if let (Some((fp, _)), true) = (&frozen, is_frozen(&policy, key.bucket)) {
+            let d = frozen::domain(fp, &key).ok_or_else(|| FitError::Frozen {
+                dir: dir.into(),
+                message: format!("the frozen M = 1 policy has no domain {key}"),
+            })?;
+            out_domains.push(d);
+            let fit = DomainFit::frozen(key);
+            reports.push(fit);
+            continue;
+        }
         // A borrowed domain is of the same codebook and mode, so its models' kernel
         // resources hold here too.
         let (tree, models, stats, heldout, borrowed_from) = match fitted.get(&key) {
@@ -217,11 +253,27 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
         });
         let lofo = family_heldout.remove(&key).unwrap_or_default();
         let model_errors = model_errors.remove(&key);
-        reports.push(DomainFit { key, family_heldout: lofo, heldout, borrowed_from, model_errors });
+        reports.push(DomainFit { key, family_heldout: lofo, heldout, borrowed_from, model_errors, frozen: false });
     }
     policy.domains = out_domains;
     policy.overlays = overlays::exact_overlays(&corpus, policy.units, &dev);
+    if let Some((fp, stage)) = &frozen {
+        let decode: Vec<usize> = (0..policy.m_buckets.len()).filter(|&b| policy.is_decode_bucket(b)).collect();
+        let skeleton = policy.clone();
+        policy.overlays.retain(|o| !skeleton.is_decode_bucket(o.m_bucket));
+        for b in decode {
+            policy.overlays.extend(frozen::overlays(fp, b));
+        }
+        policy.overlays.sort();
+        policy.provenance.frozen_m1 = Some(stage.clone());
+    }
     policy.candidates = named_candidates(&policy, corpus.backend);
+    if let Some(why) = policy.frozen_m1_changed() {
+        return Err(FitError::Frozen {
+            dir: dir.into(),
+            message: format!("the staged policy does not carry the frozen M = 1 part ({why})"),
+        });
+    }
 
     let with_data = policy.domains.iter().filter(|d| d.stats.is_some()).count() as u64;
     let passing = policy.domains.iter().filter(|d| d.stats.as_ref().is_some_and(|s| s.passed)).count() as u64;

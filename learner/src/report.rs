@@ -99,7 +99,7 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
     let borrowed: Vec<String> = fit
         .domains
         .iter()
-        .filter(|d| d.heldout.is_none())
+        .filter(|d| d.heldout.is_none() && !d.frozen)
         .map(|d| match &d.borrowed_from {
             Some(from) => format!("- {} borrows the tree of {from}", d.key),
             None => format!("- {} has a single best-generic leaf (no neighbour with data)", d.key),
@@ -107,6 +107,16 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
         .collect();
     if !borrowed.is_empty() {
         let _ = writeln!(md, "\nDomains without data:\n\n{}", borrowed.join("\n"));
+    }
+    if let Some(f) = &fit.policy.provenance.frozen_m1 {
+        let count = fit.domains.iter().filter(|d| d.frozen).count();
+        let _ = writeln!(
+            md,
+            "\nThe {count} M = 1 domains are frozen: copied from the staged refresh's M = 1 policy (M = 1 digest {}, \
+             fitted on corpus {}), whose picks the batched rows were timed at; their held-out regret is in that fit's report.",
+            &f.m1_digest[..16],
+            f.m1_corpus_id
+        );
     }
     let _ = writeln!(md, "\n{BASELINES_LEGEND}\n");
     let modelled: Vec<&DomainFit> = fit.domains.iter().filter(|d| d.model_errors.is_some()).collect();

@@ -341,6 +341,8 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
         inventory_sources: Vec::new(),
         modes: spec.modes.clone(),
         inventory,
+        frozen_m1: None,
+        m1_only: false,
     };
     let mut phases: BTreeMap<String, CellResult> =
         PHASES.iter().map(|p| (p.to_string(), CellResult::default())).collect();

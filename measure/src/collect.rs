@@ -13,6 +13,7 @@ use vnni_corpus::collection::{
 use vnni_corpus::inventory::Inventory;
 use vnni_corpus::provenance::git_state;
 use vnni_corpus::seal::{seal, verify, Expected, MANIFEST};
+use vnni_corpus::staged::{FrozenM1, InheritedPick, M1Rows};
 use vnni_kernels::cuda::source::kernel_source_digest;
 use vnni_kernels::registry::registry_digest_for;
 use vnni_kernels::{BackendChoice, Mode};
@@ -41,6 +42,21 @@ pub struct CollectOptions {
     pub worker: Option<usize>,
     /// The binary's version line, recorded in the plan.
     pub version: String,
+    /// Which rows this collection measures (one stage, or a stage of a staged refresh).
+    pub stage: Stage,
+}
+
+/// Which rows a collection measures.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Stage {
+    /// Every M of the profile; batched rows at the bpp of each cell's fastest decode candidate.
+    #[default]
+    Whole,
+    /// M = 1 only: the first stage of a staged refresh.
+    M1,
+    /// The profile's batched M at the frozen M = 1 picks (the second stage); the decode rows
+    /// are copied from the sealed M = 1 corpus the frozen policy was fitted on.
+    Batched { frozen: FrozenM1, m1_corpus: PathBuf },
 }
 
 /// What one collecting process did.
@@ -56,7 +72,7 @@ pub struct CollectSummary {
 /// is a worker) assemble and seal when the plan is complete.
 pub fn collect(opts: &CollectOptions) -> Result<CollectSummary> {
     let store = CellStore::new(&opts.out);
-    let (plan, runner, modes) = bind(opts, &store)?;
+    let (plan, runner, modes, m1_rows) = bind(opts, &store)?;
     let protocol = Protocol { warmups: plan.inventory.warmups, samples: plan.inventory.samples, ..Protocol::default() };
     let shard_name = opts.shard.map_or("-".to_string(), |s| format!("{}/{}", s.index, s.count));
     let cells = plan.shard_cells(opts.shard);
@@ -73,9 +89,19 @@ pub fn collect(opts: &CollectOptions) -> Result<CollectSummary> {
                 progress.step(format!("cell {}: held by another worker", key.stem()));
             }
             Claim::Claimed => {
-                let cell = runner
-                    .run_cell(key, &plan.inventory.m, &modes, &protocol)
+                let inherit: Option<Vec<&InheritedPick>> = plan
+                    .frozen_m1
+                    .as_ref()
+                    .map(|f| f.picks_of(key).into_iter().filter(|p| modes.contains(&p.mode)).collect());
+                let mut cell = runner
+                    .run_cell(key, &plan.collected_m(), &modes, &protocol, inherit.as_deref())
                     .with_context(|| format!("cell {}", key.stem()))?;
+                if let Some(m1) = &m1_rows {
+                    // The frozen stage's decode rows, as its collection published them.
+                    let (rows, samples) = m1.cell(key)?;
+                    cell.rows.splice(0..0, rows);
+                    cell.samples.splice(0..0, samples);
+                }
                 let prov = CellProvenance {
                     cell: key.stem(),
                     host: vnni_corpus::collection::host(),
@@ -113,8 +139,9 @@ pub fn collect(opts: &CollectOptions) -> Result<CollectSummary> {
     Ok(summary)
 }
 
-/// Open the backend and bind the work directory to this collection plan.
-fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, CellRunner, Vec<Mode>)> {
+/// Open the backend and bind the work directory to this collection plan (and, for the
+/// batched stage, read the frozen stage's decode rows).
+fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, CellRunner, Vec<Mode>, Option<M1Rows>)> {
     let inv = Inventory::load(&opts.inventory)?;
     let iplan = inv.resolve(&opts.profile)?;
     let gpu = TimingOptions {
@@ -137,7 +164,7 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
         );
     }
     let (git_commit, git_dirty) = git_state(Path::new("."));
-    let plan = CollectionPlan {
+    let mut plan = CollectionPlan {
         schema: COLLECTION_SCHEMA.into(),
         backend: info.backend,
         arch: info.arch,
@@ -154,12 +181,46 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
         inventory_sources: inventory_sources(&opts.inventory)?,
         modes: modes.clone(),
         inventory: iplan,
+        frozen_m1: None,
+        m1_only: opts.stage == Stage::M1,
+    };
+    let m1_rows = match &opts.stage {
+        Stage::Batched { frozen, m1_corpus } => {
+            check_frozen(frozen, &plan)?;
+            plan.frozen_m1 = Some(frozen.clone());
+            Some(M1Rows::load(m1_corpus, &frozen.m1_corpus_id)?)
+        }
+        Stage::Whole | Stage::M1 => None,
     };
     store.bind_plan(&plan)?;
     if !runner.resources().is_empty() {
         vnni_corpus::write_csv(&opts.out.join("resources.csv"), runner.resources())?;
     }
-    Ok((plan, runner, modes))
+    Ok((plan, runner, modes, m1_rows))
+}
+
+/// The frozen M = 1 stage must answer every planned cell in every mode on this device.
+fn check_frozen(frozen: &FrozenM1, plan: &CollectionPlan) -> Result<()> {
+    if frozen.units != plan.units {
+        invalid!(
+            "the frozen M = 1 policy was fitted for {} units (SMs or threads) and this {} device has {}: its picks' bpp do not hold here",
+            frozen.units,
+            plan.backend.name(),
+            plan.units
+        );
+    }
+    for key in plan.cells() {
+        let picks = frozen.picks_of(&key);
+        for mode in &plan.modes {
+            if !picks.iter().any(|p| p.mode == *mode) {
+                invalid!(
+                    "the frozen M = 1 stage has no {mode} pick for cell {}: it was made for another profile or backend",
+                    key.stem()
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// When every planned cell is published: assemble `<out>/corpus`, seal it and verify it.

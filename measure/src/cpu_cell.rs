@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use crate::error::{MeasureError, Result};
+use vnni_corpus::staged::InheritedPick;
 use vnni_kernels::fixture::{self, derive_seed};
 use vnni_kernels::reference::gemm_columns;
 use vnni_kernels::registry::{candidates, PREFILL_MIN_M};
-use vnni_kernels::{cpu, quantize_activations, Backend, Mode, SourceFormat, Surface};
+use vnni_kernels::{cpu, quantize_activations, Backend, Mode, PackedMatrix, SourceFormat, Surface};
 
 use crate::cell::{best_row, cell_weights, check_columns, CellResult, FIXTURE_SEED};
 use crate::protocol::{replays_for, run_rounds, Protocol, Timed};
@@ -66,7 +67,9 @@ impl CpuSession {
     }
 
     /// One cell: every CPU decode candidate at M = 1, then the grouped candidates at each
-    /// M >= 2 of `m_values` with the bpp of the fastest eligible decode candidate.
+    /// M >= 2 of `m_values` with the bpp of the fastest eligible decode candidate; or, given
+    /// the frozen M = 1 pick of a staged collection (`inherit`: the eager pick), no decode
+    /// rows and the grouped candidates at that pick's bpp.
     pub fn run_cell(
         &self,
         format: SourceFormat,
@@ -74,8 +77,9 @@ impl CpuSession {
         k: usize,
         m_values: &[usize],
         protocol: &Protocol,
+        inherit: Option<&InheritedPick>,
     ) -> Result<CellResult> {
-        self.pool.install(|| self.cell(format, n, k, m_values, protocol))
+        self.pool.install(|| self.cell(format, n, k, m_values, protocol, inherit))
     }
 
     fn cell(
@@ -85,11 +89,11 @@ impl CpuSession {
         k: usize,
         m_values: &[usize],
         protocol: &Protocol,
+        inherit: Option<&InheritedPick>,
     ) -> Result<CellResult> {
         let w = cell_weights(format, n, k, FIXTURE_SEED)?;
         let max_m = m_values.iter().copied().filter(|&m| m < PREFILL_MIN_M).max().unwrap_or(1);
         let cols = check_columns(n, max_m, derive_seed(FIXTURE_SEED, "columns"));
-        let units = self.threads as u32;
         let mut out = CellResult::default();
         let mut ctx = CellContext {
             backend: Backend::Cpu,
@@ -107,60 +111,74 @@ impl CpuSession {
         };
         let seed = |m: usize| derive_seed(FIXTURE_SEED, &format!("{format} {m} {n} {k}"));
 
-        // M = 1: every decode candidate with its own bpp.
+        let (m1, bpp) = match inherit {
+            Some(p) => (p.candidate.clone(), p.bpp),
+            None => {
+                self.decode_rows(&ctx, &w, &cols, &seed, protocol, &mut out)?;
+                // Grouped rows inherit the fastest decode candidate's bpp.
+                match best_row(&out.rows, Mode::Eager) {
+                    Some(best) => (best.candidate.clone(), best.bpp),
+                    None => return Ok(out),
+                }
+            }
+        };
+        // The CPU backend has no prefill surface: M >= 32 gets no rows.
+        let grouped = candidates(Backend::Cpu, Surface::Grouped);
+        for &m in m_values.iter().filter(|&&m| (2..PREFILL_MIN_M).contains(&m)) {
+            let a = quantize_activations(&fixture::activations(m, k, FIXTURE_SEED), m, k)?;
+            let want = gemm_columns(&w, &a, bpp, &cols)?;
+            let mut runs = Vec::new();
+            for g in &grouped {
+                let got = cpu::grouped(g, &w, &a, bpp)?;
+                let (mismatches, first_mismatch) = compare(&got, &want, &cols, m, n);
+                runs.push(Checked { id: g.id.clone(), bpp, mismatches, first_mismatch, registers: 0, occupancy: 0 });
+            }
+            let eligible: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].mismatches == 0).collect();
+            let pm = Protocol { seed: seed(m), ..protocol.clone() };
+            let timed = time_cpu(&pm, eligible.len(), &mut |i| {
+                cpu::grouped(&grouped[eligible[i]], &w, &a, bpp).map(|r| drop(std::hint::black_box(r)))
+            })?;
+            ctx.m = m;
+            ctx.m1_candidate = Some(&m1);
+            let t = ModeTimings { mode: Mode::Eager, protocol: &pm, runs: &runs, eligible: &eligible, timed: &timed };
+            mode_rows(&ctx, &t, &mut out);
+        }
+        Ok(out)
+    }
+
+    /// M = 1: every decode candidate with its own bpp.
+    fn decode_rows(
+        &self,
+        ctx: &CellContext,
+        w: &PackedMatrix,
+        cols: &[usize],
+        seed: &dyn Fn(usize) -> u64,
+        protocol: &Protocol,
+        out: &mut CellResult,
+    ) -> Result<()> {
+        let (n, k, units) = (ctx.n, ctx.k, self.threads as u32);
         let a = quantize_activations(&fixture::activations(1, k, FIXTURE_SEED), 1, k)?;
         let decode: Vec<_> =
             candidates(Backend::Cpu, Surface::Decode).into_iter().filter(|c| c.plan(n, k, units).is_some()).collect();
         let mut reference: BTreeMap<usize, Vec<f32>> = BTreeMap::new();
         let mut runs = Vec::new();
         for c in &decode {
-            let (bpp, got) = cpu::decode(c, &w, &a, units)?;
+            let (bpp, got) = cpu::decode(c, w, &a, units)?;
             let want = match reference.entry(bpp) {
                 std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::btree_map::Entry::Vacant(e) => e.insert(gemm_columns(&w, &a, bpp, &cols)?),
+                std::collections::btree_map::Entry::Vacant(e) => e.insert(gemm_columns(w, &a, bpp, cols)?),
             };
-            let (mismatches, first_mismatch) = compare(&got, want, &cols, 1, n);
+            let (mismatches, first_mismatch) = compare(&got, want, cols, 1, n);
             runs.push(Checked { id: c.id.clone(), bpp, mismatches, first_mismatch, registers: 0, occupancy: 0 });
         }
         let eligible: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].mismatches == 0).collect();
         let p1 = Protocol { seed: seed(1), ..protocol.clone() };
         let timed = time_cpu(&p1, eligible.len(), &mut |i| {
-            cpu::decode(&decode[eligible[i]], &w, &a, units).map(|r| drop(std::hint::black_box(r)))
+            cpu::decode(&decode[eligible[i]], w, &a, units).map(|r| drop(std::hint::black_box(r)))
         })?;
         let t = ModeTimings { mode: Mode::Eager, protocol: &p1, runs: &runs, eligible: &eligible, timed: &timed };
-        mode_rows(&ctx, &t, &mut out);
-
-        // Grouped rows inherit the fastest decode candidate's bpp. The CPU backend has no
-        // prefill surface: M >= 32 gets no rows.
-        let Some(best) = best_row(&out.rows, Mode::Eager).cloned() else { return Ok(out) };
-        let grouped = candidates(Backend::Cpu, Surface::Grouped);
-        for &m in m_values.iter().filter(|&&m| (2..PREFILL_MIN_M).contains(&m)) {
-            let a = quantize_activations(&fixture::activations(m, k, FIXTURE_SEED), m, k)?;
-            let want = gemm_columns(&w, &a, best.bpp, &cols)?;
-            let mut runs = Vec::new();
-            for g in &grouped {
-                let got = cpu::grouped(g, &w, &a, best.bpp)?;
-                let (mismatches, first_mismatch) = compare(&got, &want, &cols, m, n);
-                runs.push(Checked {
-                    id: g.id.clone(),
-                    bpp: best.bpp,
-                    mismatches,
-                    first_mismatch,
-                    registers: 0,
-                    occupancy: 0,
-                });
-            }
-            let eligible: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].mismatches == 0).collect();
-            let pm = Protocol { seed: seed(m), ..protocol.clone() };
-            let timed = time_cpu(&pm, eligible.len(), &mut |i| {
-                cpu::grouped(&grouped[eligible[i]], &w, &a, best.bpp).map(|r| drop(std::hint::black_box(r)))
-            })?;
-            ctx.m = m;
-            ctx.m1_candidate = Some(&best.candidate);
-            let t = ModeTimings { mode: Mode::Eager, protocol: &pm, runs: &runs, eligible: &eligible, timed: &timed };
-            mode_rows(&ctx, &t, &mut out);
-        }
-        Ok(out)
+        mode_rows(ctx, &t, out);
+        Ok(())
     }
 }
 

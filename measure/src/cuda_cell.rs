@@ -19,6 +19,7 @@ use crate::cell::{best_row, cell_weights, check_columns, copies_for, CellResult,
 use crate::cuda_clock::time_candidates;
 use crate::protocol::Protocol;
 use crate::rows::{compare, mode_rows, CellContext, Checked, ModeTimings};
+use vnni_corpus::staged::InheritedPick;
 
 /// Weights of one (source format, N, K): the host matrix (for the CPU reference) and rotated
 /// device copies (more than 3 x L2 touched between two uses of one copy).
@@ -227,23 +228,34 @@ impl References<'_> {
 
 /// One sweep cell on the GPU: every decode candidate at M = 1, then the grouped candidates at
 /// each M = 2..31 and the prefill candidates at each M >= 32 of `m_values`, with the bpp of
-/// the fastest eligible graph-mode (else eager) decode candidate (what the policy would
-/// pick), in every mode.
+/// the fastest eligible graph-mode (else eager) decode candidate (what a policy fitted on
+/// these rows would most likely pick), in every mode. Given the frozen M = 1 picks of a
+/// staged collection (`inherit`, one per mode), no decode rows: the batched candidates of
+/// each mode at the bpp of that mode's pick.
 pub fn sweep_cell(
     gpu: &Gpu,
     fx: &CellFixture,
     inputs: &CellInputs,
-    grouped: &[Candidate],
-    prefill: &[Candidate],
+    batched: (&[Candidate], &[Candidate]),
     m_values: &[usize],
+    inherit: Option<&[&InheritedPick]>,
 ) -> Result<CellResult> {
-    let mut cell = run_cell(gpu, fx, inputs)?;
-    let best = best_row(&cell.rows, Mode::Graph).or_else(|| best_row(&cell.rows, Mode::Eager)).cloned();
-    if let Some(m1) = best {
+    let (grouped, prefill) = batched;
+    let mut cell = CellResult::default();
+    // (modes, M = 1 candidate, bpp) the batched rows inherit from
+    let targets: Vec<(&[Mode], CandidateId, usize)> = match inherit {
+        Some(picks) => picks.iter().map(|p| (std::slice::from_ref(&p.mode), p.candidate.clone(), p.bpp)).collect(),
+        None => {
+            cell = run_cell(gpu, fx, inputs)?;
+            let best = best_row(&cell.rows, Mode::Graph).or_else(|| best_row(&cell.rows, Mode::Eager));
+            best.map(|m1| (inputs.modes, m1.candidate.clone(), m1.bpp)).into_iter().collect()
+        }
+    };
+    for (modes, m1_candidate, bpp) in targets {
         for &m in m_values.iter().filter(|&&m| m >= 2) {
-            let target = CellTarget::Inherited { m, m1_candidate: m1.candidate.clone(), bpp: m1.bpp };
+            let target = CellTarget::Inherited { m, m1_candidate: m1_candidate.clone(), bpp };
             let candidates = if m >= PREFILL_MIN_M { prefill } else { grouped };
-            let g = run_cell(gpu, fx, &inputs.retarget(target, candidates, inputs.modes))?;
+            let g = run_cell(gpu, fx, &inputs.retarget(target, candidates, modes))?;
             cell.rows.extend(g.rows);
             cell.samples.extend(g.samples);
         }

@@ -2,8 +2,9 @@
 //! the collection plan, run one cell. CUDA needs the `cuda` feature; without it (or without
 //! a GPU) `auto` falls back to the CPU runner with a notice.
 
-use crate::error::Result;
+use crate::error::{MeasureError, Result};
 use vnni_corpus::collection::CellKey;
+use vnni_corpus::staged::InheritedPick;
 use vnni_corpus::ResourceRow;
 use vnni_kernels::{Backend, BackendChoice, Mode};
 
@@ -97,7 +98,8 @@ impl CellRunner {
         }
     }
 
-    /// One cell over `m_values` in `modes` (the CPU times eager launches only).
+    /// One cell over `m_values` in `modes` (the CPU times eager launches only); given the
+    /// frozen M = 1 picks of a staged collection, only the batched rows, at those picks' bpp.
     #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
     pub fn run_cell(
         &self,
@@ -105,9 +107,21 @@ impl CellRunner {
         m_values: &[usize],
         modes: &[Mode],
         protocol: &Protocol,
+        inherit: Option<&[&InheritedPick]>,
     ) -> Result<CellResult> {
         match self {
-            CellRunner::Cpu(cpu) => cpu.run_cell(key.format, key.n, key.k, m_values, protocol),
+            CellRunner::Cpu(cpu) => {
+                let eager = match inherit {
+                    Some(picks) => Some(*picks.iter().find(|p| p.mode == Mode::Eager).ok_or_else(|| {
+                        MeasureError::Structural(format!(
+                            "cell {}: the frozen M = 1 stage has no eager pick, the only mode the CPU times",
+                            key.stem()
+                        ))
+                    })?),
+                    None => None,
+                };
+                cpu.run_cell(key.format, key.n, key.k, m_values, protocol, eager)
+            }
             #[cfg(feature = "cuda")]
             CellRunner::Cuda { session, copy_gbps } => {
                 use crate::cuda_cell::{sweep_cell, CellFixture, CellInputs};
@@ -118,7 +132,7 @@ impl CellRunner {
                 let grouped = candidates(Backend::Cuda, Surface::Grouped);
                 let prefill = candidates(Backend::Cuda, Surface::Prefill);
                 let inputs = CellInputs::decode(&decode, modes, protocol, &session.rejected, *copy_gbps);
-                sweep_cell(&session.gpu, &fx, &inputs, &grouped, &prefill, m_values)
+                sweep_cell(&session.gpu, &fx, &inputs, (&grouped, &prefill), m_values, inherit)
             }
         }
     }

@@ -122,6 +122,7 @@ pub fn example_policy(backend: Backend) -> Policy {
             arch: "example".into(),
             profile: "example".into(),
             learner_version: "example".into(),
+            frozen_m1: None,
         },
         units: 132,
         codebooks,

@@ -213,6 +213,18 @@ pub struct Provenance {
     pub arch: String,
     pub profile: String,
     pub learner_version: String,
+    /// A staged fit: the frozen M = 1 stage whose picks the batched rows were timed at (absent
+    /// from the JSON of a one-stage policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frozen_m1: Option<FrozenStage>,
+}
+
+/// The frozen M = 1 stage of a staged policy: the corpus it was fitted on and the digest of
+/// its M = 1 part ([`Policy::m1_digest`]), which the policy must still carry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrozenStage {
+    pub m1_corpus_id: String,
+    pub m1_digest: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -249,9 +261,12 @@ impl Policy {
         serde_json::from_slice(bytes)
     }
 
-    /// Why the policy may not be installed (its gates failed, or its sealed certification),
-    /// if so.
+    /// Why the policy may not be installed (a staged policy's M = 1 part edited after the
+    /// staged fit, its gates failed, or its sealed certification), if so.
     pub fn not_installable(&self) -> Option<String> {
+        if let Some(why) = self.frozen_m1_changed() {
+            return Some(why);
+        }
         let g = &self.gates;
         if let Some(s) = g.sealed.as_ref().filter(|s| !s.passed) {
             let failing: Vec<String> = s
@@ -280,5 +295,75 @@ impl Policy {
     /// sha256 of the canonical bytes.
     pub fn digest(&self) -> String {
         vnni_kernels::digest::sha256_hex(&self.to_bytes())
+    }
+
+    /// Whether M bucket `b` is served by decode kernels.
+    pub fn is_decode_bucket(&self, b: usize) -> bool {
+        self.m_buckets.get(b).is_some_and(|b| b.surface == Surface::Decode)
+    }
+
+    /// sha256 of the M = 1 part: everything `select` reads to answer M = 1 (units, codebooks,
+    /// modes, aspect edges, the decode domains' models and trees, the decode overlays and the
+    /// decode descriptors), not the recorded statistics or the batched buckets. Two policies
+    /// with one M = 1 digest pick the same M = 1 candidate, hence bpp, everywhere.
+    pub fn m1_digest(&self) -> String {
+        #[derive(Serialize)]
+        struct M1Domain<'a> {
+            codebook: &'a str,
+            mode: &'a str,
+            aspect: Option<usize>,
+            models: &'a [CostModel],
+            tree: &'a Node,
+        }
+        #[derive(Serialize)]
+        struct M1Part<'a> {
+            units: u64,
+            codebooks: &'a [String],
+            modes: &'a [String],
+            aspect_edges: &'a [Ratio],
+            candidates: Vec<&'a CandidateDesc>,
+            domains: Vec<M1Domain<'a>>,
+            overlays: Vec<(&'a str, &'a str, u64, u64, &'a str)>,
+        }
+        let part = M1Part {
+            units: self.units,
+            codebooks: &self.codebooks,
+            modes: &self.modes,
+            aspect_edges: &self.aspect_edges,
+            candidates: self.candidates.iter().filter(|c| c.surface == Surface::Decode).collect(),
+            domains: self
+                .domains
+                .iter()
+                .filter(|d| self.is_decode_bucket(d.m_bucket))
+                .map(|d| M1Domain {
+                    codebook: &d.codebook,
+                    mode: &d.mode,
+                    aspect: d.aspect,
+                    models: &d.models,
+                    tree: &d.tree,
+                })
+                .collect(),
+            overlays: self
+                .overlays
+                .iter()
+                .filter(|o| self.is_decode_bucket(o.m_bucket))
+                .map(|o| (o.codebook.as_str(), o.mode.as_str(), o.n, o.k, o.candidate.as_str()))
+                .collect(),
+        };
+        vnni_kernels::digest::sha256_hex(&serde_json::to_vec(&part).expect("policies serialize"))
+    }
+
+    /// Why a staged policy's M = 1 part is no longer the one its batched rows were timed and
+    /// certified at (edited after the staged fit), if so.
+    pub fn frozen_m1_changed(&self) -> Option<String> {
+        let frozen = self.provenance.frozen_m1.as_ref()?;
+        let now = self.m1_digest();
+        (now != frozen.m1_digest).then(|| {
+            format!(
+                "its M = 1 part changed after the batched rows were timed at the frozen picks (frozen M = 1 digest {}, now {}): refit the batched stage",
+                &frozen.m1_digest[..16],
+                &now[..16]
+            )
+        })
     }
 }

@@ -150,3 +150,57 @@ fn unsorted_overlays_are_rejected() {
     p.overlays.swap(0, 1);
     assert!(rejected(&p).contains("not sorted"), "{}", rejected(&p));
 }
+
+#[test]
+fn the_m1_digest_follows_m1_selection_only() {
+    let p = example_policy(Backend::Cuda);
+    let digest = p.m1_digest();
+    // Batched buckets and recorded statistics do not enter it ...
+    let mut q = p.clone();
+    for d in q.domains.iter_mut() {
+        d.stats = None;
+        if !p.is_decode_bucket(d.m_bucket) {
+            d.tree = Node::Leaf { candidate: "grouped.rows.r4".into() };
+        }
+    }
+    q.overlays.retain(|o| p.is_decode_bucket(o.m_bucket));
+    q.gates.passed = !q.gates.passed;
+    assert_eq!(q.m1_digest(), digest);
+    // ... a decode tree, a decode overlay or the units do.
+    let decode = p.domains.iter().position(|d| p.is_decode_bucket(d.m_bucket)).unwrap();
+    let mut q = p.clone();
+    let other = p.candidates.iter().find(|c| c.surface == Surface::Decode && c.generic_legal).unwrap().id.clone();
+    let leaf = Node::Leaf { candidate: other.clone() };
+    q.domains[decode].tree = if q.domains[decode].tree == leaf {
+        Node::Leaf {
+            candidate: p
+                .candidates
+                .iter()
+                .rev()
+                .find(|c| c.surface == Surface::Decode && c.generic_legal)
+                .unwrap()
+                .id
+                .clone(),
+        }
+    } else {
+        leaf
+    };
+    assert_ne!(q.m1_digest(), digest);
+    let mut q = p.clone();
+    q.units += 1;
+    assert_ne!(q.m1_digest(), digest);
+    let overlay =
+        p.overlays.iter().position(|o| p.is_decode_bucket(o.m_bucket)).expect("the example has a decode overlay");
+    let mut q = p.clone();
+    q.overlays[overlay].n += 1;
+    assert_ne!(q.m1_digest(), digest);
+
+    // A staged policy whose M = 1 part changed is not installable, and says why.
+    let mut staged = p.clone();
+    staged.gates.passed = true;
+    staged.provenance.frozen_m1 = Some(FrozenStage { m1_corpus_id: "c".into(), m1_digest: digest.clone() });
+    assert_eq!(staged.frozen_m1_changed(), None);
+    staged.units += 1;
+    let why = staged.not_installable().expect("an edited M = 1 part is refused");
+    assert!(why.contains("M = 1 part changed"), "{why}");
+}

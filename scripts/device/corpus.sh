@@ -6,7 +6,10 @@
 #   in:  target/device-work/work.tar.gz.part-* (optional, from the previous call)
 #   out: $OUT/work.tar.gz.part-*, $OUT/run.log (the caller redirects), $OUT/gpu.txt
 #   env: PROFILE (core), BUDGET seconds for the sweep (480), WORKERS=1 also runs two worker
-#        processes on this one GPU over the family-smoke profile (the --devices path).
+#        processes on this one GPU over the family-smoke profile (the --devices path);
+#        M1_POLICY and M1_CORPUS (both or neither): the second stage of a staged refresh, the
+#        batched rows timed at that frozen policy's M = 1 picks (decode rows copied from
+#        M1_CORPUS, the sealed corpus the policy was fitted on).
 set -euo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 BIN=${BIN:-target/release/vnni-dispatch}
@@ -28,8 +31,10 @@ if [ "${WORKERS:-0}" = 1 ]; then
   "$BIN" sweep --backend cuda --profile family-smoke --cache "$CACHE" --out "$WORK/smoke-1worker" 2>"$WORK/smoke-1worker.log" | tail -2
   echo "one worker: $(( $(date +%s) - start )) s"
 fi
+STAGE=()
+if [ -n "${M1_POLICY:-}" ]; then STAGE=(--m1-policy "$M1_POLICY" --m1-corpus "$M1_CORPUS"); fi
 start=$(date +%s)
-if timeout --signal=KILL "${BUDGET:-480}" "$BIN" sweep --backend cuda --profile "$PROFILE" --cache "$CACHE" --out "$WORK/$PROFILE" 2>>"$WORK/$PROFILE.log" | tail -3; then
+if timeout --signal=KILL "${BUDGET:-480}" "$BIN" sweep --backend cuda --profile "$PROFILE" --cache "$CACHE" --out "$WORK/$PROFILE" "${STAGE[@]}" 2>>"$WORK/$PROFILE.log" | tail -3; then
   echo "sweep finished in $(( $(date +%s) - start )) s"
 else
   echo "sweep stopped after $(( $(date +%s) - start )) s (time budget or failure; see $PROFILE.log); it resumes next call"

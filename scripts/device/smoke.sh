@@ -3,7 +3,8 @@
 # preflight, a small bench (decode, grouped and prefill rows beside the copy and cuBLAS
 # baselines), grouped and prefill certificates on small shapes, the family-smoke sweep twice
 # (the second run must find every cell published), two worker processes on one GPU, and the
-# in-process refresh on CUDA (its proxy verdict). Prints a
+# in-process refresh on CUDA (staged: M = 1, frozen policy, batched rows at its picks; its
+# proxy verdict). Prints a
 # short table last. Results travel as one archive.
 #   $OUT/smoke.tar.gz   bench CSVs, certificates, the sweep's corpus, the refresh summary, logs
 set -euo pipefail

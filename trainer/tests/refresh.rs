@@ -33,9 +33,19 @@ fn refresh_on_the_cpu_runs_end_to_end_and_leaves_every_output() {
     assert!(ok, "{stdout}\n{stderr}");
     eprintln!("refresh family-smoke on the CPU: {seconds:.1} s");
     assert!(stdout.lines().any(|l| l.starts_with("verdict     PROXY PASS")), "no proxy pass verdict:\n{stdout}");
-    for key in
-        ["backend", "domains", "worst p95", "invariance", "matrix", "corpus", "policy", "tables", "report", "verdict"]
-    {
+    for key in [
+        "backend",
+        "domains",
+        "worst p95",
+        "staged",
+        "invariance",
+        "matrix",
+        "corpus",
+        "policy",
+        "tables",
+        "report",
+        "verdict",
+    ] {
         assert!(stdout.lines().any(|l| l.starts_with(key)), "summary lacks {key}:\n{stdout}");
     }
     // The policy's own matrix is certified completely (what an install would need).
@@ -58,6 +68,9 @@ fn refresh_on_the_cpu_runs_end_to_end_and_leaves_every_output() {
         .path()
         .extension()
         .is_some_and(|x| x == "png")));
+    let staged = stdout.lines().find(|l| l.starts_with("staged")).unwrap();
+    assert!(staged.contains("batched rows timed at the frozen M = 1 picks"), "{staged}");
+    staged_outputs_agree(&out);
     // Each piece is reusable on its own.
     let (ok, o, e) =
         vnni(&["verify", "--corpus", out.join("corpus").to_str().unwrap(), "--inventory", inv.to_str().unwrap()]);
@@ -79,4 +92,150 @@ fn refresh_on_the_cpu_runs_end_to_end_and_leaves_every_output() {
     assert!(!ok && err.contains("never installable"), "{err}");
     assert!(!target.exists());
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The staged refresh's pieces: the batched rows were timed at the frozen M = 1 policy's picks,
+/// the decode rows are the M = 1 stage's (byte for byte), the final policy carries the frozen
+/// M = 1 part; a fit without (or with another) frozen policy and an install of a policy whose
+/// M = 1 part was edited afterwards are refused.
+fn staged_outputs_agree(out: &Path) {
+    use vnni_policy::{Node, Policy};
+    let read_policy = |p: &Path| Policy::from_bytes(&std::fs::read(p).unwrap()).unwrap();
+    let frozen = read_policy(&out.join("m1/policy.json"));
+    let policy = read_policy(&out.join("policy.json"));
+    let stage = policy.provenance.frozen_m1.as_ref().expect("a staged policy records its frozen stage");
+    assert_eq!(stage.m1_digest, frozen.m1_digest());
+    assert_eq!(policy.m1_digest(), frozen.m1_digest());
+    for p in ["decode_m1.development.csv", "decode_m1.sealed.csv", "decode_m1.development.timing.csv.zst"] {
+        assert_eq!(
+            std::fs::read(out.join("corpus").join(p)).unwrap(),
+            std::fs::read(out.join("m1/corpus").join(p)).unwrap(),
+            "{p}"
+        );
+    }
+    let rows = vnni_corpus::collection::read_corpus_rows(&out.join("corpus")).unwrap();
+    let batched: Vec<_> = rows.iter().filter(|r| r.m > 1).collect();
+    assert!(!batched.is_empty());
+    for r in batched {
+        let cb = r.codebook.unwrap();
+        let pick = frozen.select(cb.name(), r.mode.name(), 1, r.n as u64, r.k as u64).unwrap();
+        assert_eq!(
+            (r.m1_candidate.as_ref().unwrap().as_str(), r.bpp as u64),
+            (pick.candidate.id.as_str(), pick.bpp),
+            "{} {}x{} M={}",
+            cb.name(),
+            r.n,
+            r.k,
+            r.m
+        );
+    }
+
+    // The batched stage refuses a frozen policy of another device size, and a corpus that is
+    // not the one the frozen policy was fitted on, before measuring anything.
+    let inv = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("corpus/inventory");
+    let batched = |threads: u64, m1_corpus: &Path| {
+        let (threads, m1_policy) = (threads.to_string(), out.join("m1/policy.json"));
+        let stage = ["--threads", &threads, "--m1-policy", m1_policy.to_str().unwrap()];
+        common::smoke_sweep_with(
+            &out.join("scratch-sweep"),
+            &[&stage[..], &["--m1-corpus", m1_corpus.to_str().unwrap()]].concat(),
+        )
+    };
+    let (ok, _, err) = batched(frozen.units + 1, &out.join("m1/corpus"));
+    assert!(!ok && err.contains(&format!("fitted for {} units", frozen.units)), "{err}");
+    let (ok, _, err) = batched(frozen.units, &out.join("corpus"));
+    assert!(!ok && err.contains("but the frozen M = 1 policy was fitted on corpus"), "{err}");
+    assert!(!out.join("scratch-sweep/plan.json").exists());
+
+    // The staged corpus is fitted with its frozen policy only.
+    let scratch = out.join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let fit = |frozen: Option<&Path>| {
+        let mut args = vec![
+            "fit".to_string(),
+            "--corpus".into(),
+            out.join("corpus").display().to_string(),
+            "--out".into(),
+            scratch.join("p.json").display().to_string(),
+            "--ledger".into(),
+            scratch.join("ledger.json").display().to_string(),
+        ];
+        if let Some(f) = frozen {
+            args.extend(["--frozen-m1".into(), f.display().to_string()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        vnni(&args)
+    };
+    let (ok, _, err) = fit(None);
+    assert!(!ok && err.contains("batched stage of a staged refresh"), "{err}");
+    // Another M = 1 part (one decode tree replaced by a leaf) is not the frozen one.
+    let edit = |mut p: Policy, path: &Path| {
+        let decode = p.candidates.iter().find(|c| c.surface == vnni_policy::Surface::Decode).unwrap().id.clone();
+        let d = p
+            .domains
+            .iter_mut()
+            .find(|d| d.m_bucket == 0 && !matches!(&d.tree, Node::Leaf { candidate } if *candidate == decode))
+            .unwrap();
+        d.tree = Node::Leaf { candidate: decode };
+        std::fs::write(path, p.to_bytes()).unwrap();
+    };
+    let other = scratch.join("other-m1.json");
+    edit(frozen.clone(), &other);
+    let (ok, _, err) = fit(Some(&other));
+    assert!(!ok && err.contains("M = 1 digest"), "{err}");
+    let (ok, o, err) = fit(Some(&out.join("m1/policy.json")));
+    assert!(ok || err.contains("gates"), "{o}{err}");
+    assert_eq!(std::fs::read(scratch.join("p.json")).unwrap(), std::fs::read(out.join("policy.json")).unwrap());
+
+    // An install of a staged policy whose M = 1 part changed after the staged fit is refused.
+    let edited = scratch.join("edited.json");
+    edit(policy, &edited);
+    let target = scratch.join("installed/vnni_dispatch.inc");
+    let (ok, _, err) = vnni(&[
+        "generate",
+        "--policy",
+        edited.to_str().unwrap(),
+        "--out",
+        scratch.join("edited-tables").to_str().unwrap(),
+        "--install",
+        target.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("M = 1 part changed"), "{err}");
+    assert!(!target.exists());
+
+    // `verify` reproduces a committed staged table set from its two corpora, and refuses it
+    // without the M = 1 corpus its frozen part came from.
+    let (corpora, tables) = (scratch.join("corpora"), scratch.join("tables/staged"));
+    for (from, to) in [("m1/corpus", "m1"), ("corpus", "staged")] {
+        copy_dir(&out.join(from), &corpora.join(to));
+    }
+    copy_dir(&out.join("tables"), &tables);
+    std::fs::copy(out.join("policy.json"), tables.join("policy.json")).unwrap();
+    let verify = || {
+        vnni(&[
+            "verify",
+            "--root",
+            corpora.to_str().unwrap(),
+            "--tables",
+            scratch.join("tables").to_str().unwrap(),
+            "--inventory",
+            inv.to_str().unwrap(),
+        ])
+    };
+    let (ok, o, e) = verify();
+    assert!(ok && o.contains("its frozen M = 1 part refit from corpus"), "{o}{e}");
+    std::fs::remove_dir_all(corpora.join("m1")).unwrap();
+    let (ok, o, e) = verify();
+    assert!(!ok && o.contains("its frozen M = 1 stage names corpus"), "{o}{e}");
+    let _ = std::fs::remove_dir_all(&scratch);
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! `vnni-dispatch fit --corpus DIR`: fit a dispatch policy from a sealed corpus, write it
 //! atomically (default `policy.json`), record the sealed certification in the repository's
-//! ledger, and optionally write the fit report (Markdown and decision maps).
+//! ledger, and optionally write the fit report (Markdown and decision maps). A staged corpus
+//! is fitted with `--frozen-m1 P`: P's M = 1 part is kept, the batched buckets are fitted.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -39,6 +40,10 @@ pub struct Args {
     /// cannot reset it (a corpus whose sealed certification failed is never fitted again).
     #[arg(long, default_value = DEFAULT_LEDGER)]
     pub ledger: PathBuf,
+    /// A staged corpus (`sweep --m1-policy`): the frozen M = 1 policy its batched rows were
+    /// timed at; its M = 1 part is copied into the new policy and only the batched buckets are fitted.
+    #[arg(long)]
+    pub frozen_m1: Option<PathBuf>,
 }
 
 /// The repository's sealed ledger.
@@ -84,6 +89,7 @@ impl ToArgv for Args {
             .val("ucb-max", self.ucb_max)
             .val("min-pass", self.min_pass)
             .path("ledger", &self.ledger)
+            .opt_path("frozen-m1", self.frozen_m1.as_deref())
             .done()
     }
 }
@@ -106,6 +112,7 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         min_pass: a.min_pass,
         ledger: Some(ledger.clone()),
         nested_family_cv: a.nested_family_cv,
+        frozen_m1: a.frozen_m1.as_deref().map(super::load_policy).transpose()?,
         ..Default::default()
     };
     let f = fit(&a.corpus, &opts)?;

@@ -80,18 +80,6 @@ impl ToArgv for Args {
     }
 }
 
-fn load_policy(path: &PathBuf) -> Result<Policy> {
-    let bytes = std::fs::read(path)
-        .with_context(|| format!("{}: cannot read the policy (write one with `vnni-dispatch fit`)", path.display()))?;
-    let policy = Policy::from_bytes(&bytes).with_context(|| {
-        format!("{}: not a policy IR ({}); regenerate it with `vnni-dispatch fit`", path.display(), vnni_policy::SCHEMA)
-    })?;
-    policy.check().with_context(|| {
-        format!("{}: the policy fails its totality check; refit it, nothing was generated", path.display())
-    })?;
-    Ok(policy)
-}
-
 /// An install needs the complete batch-invariance matrix of the policy's profile (see
 /// `vnni_generator::certified`); the refusal names what is missing.
 fn refuse_uncertified(policy: &Policy, a: &Args) -> Result<()> {
@@ -123,7 +111,7 @@ fn refuse_uncertified(policy: &Policy, a: &Args) -> Result<()> {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    let policy = load_policy(&a.policy)?;
+    let policy = super::load_policy(&a.policy)?;
     let rendered = render(&policy).with_context(|| format!("{}: cannot render the policy", a.policy.display()))?;
     for path in write_outputs(&rendered, &a.out)? {
         println!("wrote {}", path.display());

@@ -22,3 +22,17 @@ pub mod verify;
 pub fn version() -> String {
     format!("vnni-dispatch {} ({})", env!("CARGO_PKG_VERSION"), env!("VNNI_RUSTC_VERSION"))
 }
+
+/// Read a policy file and check its totality; errors name the file and the fix.
+pub fn load_policy(path: &std::path::Path) -> anyhow::Result<vnni_policy::Policy> {
+    use anyhow::Context;
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("{}: cannot read the policy (write one with `vnni-dispatch fit`)", path.display()))?;
+    let policy = vnni_policy::Policy::from_bytes(&bytes).with_context(|| {
+        format!("{}: not a policy IR ({}); regenerate it with `vnni-dispatch fit`", path.display(), vnni_policy::SCHEMA)
+    })?;
+    policy.check().with_context(|| {
+        format!("{}: the policy fails its totality check; refit it, nothing was generated", path.display())
+    })?;
+    Ok(policy)
+}

@@ -1,9 +1,11 @@
-//! `vnni-dispatch refresh`: the one command. Collect (or resume, or reuse a sealed corpus),
-//! certify batch invariance, fit, generate and validate the tables, write the report, and
-//! optionally install; then print one summary table. Every step is the typed API of its
+//! `vnni-dispatch refresh`: the one command. Collect in stages (M = 1; fit and freeze the M = 1
+//! policy; the batched rows at its picks) or resume, or reuse a sealed corpus; certify batch
+//! invariance, fit the batched buckets beside the frozen M = 1 part, generate and validate the
+//! tables, write the report, and optionally install; then print one summary table. Every step is the typed API of its
 //! subcommand called in this process, so a renamed flag is a compile error, not a run-time
 //! surprise; a rerun resumes (published cells are kept). The output directory holds
-//! everything, each piece reusable: `corpus/` (sealed), `policy.json`, `tables/`,
+//! everything, each piece reusable: `m1/` (the M = 1 stage: its sealed corpus and the frozen
+//! `policy.json`), `corpus/` (sealed), `policy.json`, `tables/`,
 //! `certificates.jsonl` (and, for a CUDA profile with prefill M, `prefill-certificates.jsonl`),
 //! `report/` (the corpus report; the fit report in `report/fit/`).
 
@@ -39,6 +41,10 @@ pub struct Args {
     /// Reuse this sealed corpus instead of collecting one.
     #[arg(long)]
     pub corpus: Option<PathBuf>,
+    /// With --corpus of a staged refresh (its batched rows timed at a frozen M = 1 policy):
+    /// that policy.
+    #[arg(long, requires = "corpus")]
+    pub frozen_m1: Option<PathBuf>,
     /// Install the validated `.inc` here (the header and Rust module beside it).
     #[arg(long)]
     pub install: Option<PathBuf>,
@@ -63,6 +69,7 @@ impl ToArgv for Args {
             .path("inventory", &self.inventory)
             .opt_path("out", self.out.as_deref())
             .opt_path("corpus", self.corpus.as_deref())
+            .opt_path("frozen-m1", self.frozen_m1.as_deref())
             .opt_path("install", self.install.as_deref())
             .list("devices", &self.devices)
             .val("threads", self.threads)
@@ -133,13 +140,8 @@ pub fn run(a: &Args) -> Result<()> {
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let mut steps = Vec::new();
 
-    let corpus = corpus_step(a, &out, &mut steps)?;
-    if !corpus.join(vnni_corpus::seal::MANIFEST).is_file() {
-        bail!(
-            "{} is not a sealed corpus yet: the collection left cells unmeasured (another worker's lock, or a SLURM_ARRAY_* variable making this run a shard); rerun, or `vnni-dispatch merge` the shards",
-            corpus.display()
-        );
-    }
+    let (corpus, frozen_m1) = corpus_step(a, &out, &mut steps)?;
+    require_sealed(&corpus)?;
     let plan = CollectionPlan::read(&corpus.join(PLAN_FILE))?;
 
     // 2. Batch invariance on this backend: grouped rows against single-row decodes; prefill
@@ -155,16 +157,7 @@ pub fn run(a: &Args) -> Result<()> {
     }
     let mut gates_passed = false;
     step("fit", &mut steps, || {
-        let args = fit::Args {
-            corpus: corpus.clone(),
-            out: policy_path.clone(),
-            report: Some(out.join("report/fit")),
-            nested_family_cv: false,
-            p95_max: 0.05,
-            ucb_max: 0.05,
-            min_pass: 0.99,
-            ledger: PathBuf::from(fit::DEFAULT_LEDGER),
-        };
+        let args = fit_args(&corpus, &policy_path, out.join("report/fit"), frozen_m1.clone());
         gates_passed = fit::fit_and_write(&args)?;
         Ok(match (plan.inventory.proxy, gates_passed) {
             (true, _) => "fitted (a workflow proxy: judged by the proxy verdict below)".into(),
@@ -252,38 +245,85 @@ struct Finished<'a> {
     certs: &'a Path,
 }
 
-/// The corpus: reuse a sealed one (verified), or collect (resuming whatever is already
-/// published in `out`).
-fn corpus_step(a: &Args, out: &Path, steps: &mut Vec<Step>) -> Result<PathBuf> {
-    Ok(match &a.corpus {
-        Some(c) => {
-            step("verify", steps, || {
-                let m = vnni_corpus::seal::verify(c, &super::verify::expected(&a.inventory)?)
-                    .with_context(|| format!("{} does not verify: it cannot be reused", c.display()))?;
-                Ok(format!("corpus id {}", &m.corpus_id[..16]))
-            })?;
-            c.clone()
-        }
-        None => {
-            let args = sweep::Args {
-                backend: a.backend,
-                profile: a.profile.clone(),
-                inventory: a.inventory.clone(),
-                out: out.to_path_buf(),
-                devices: a.devices.clone(),
-                shard: None,
-                threads: a.threads,
-                device: 0,
-                cache: a.cache.clone(),
-                worker: None,
-            };
-            step("collect", steps, || {
-                sweep::run(&args).context("collection failed; rerun the same command to resume")?;
-                Ok(format!("{}", out.join("corpus").display()))
-            })?;
-            out.join("corpus")
-        }
-    })
+/// The corpus and the frozen M = 1 policy its batched rows inherit: reuse a sealed corpus
+/// (verified), or collect one in two stages (resuming whatever is already published in
+/// `out`): M = 1 rows into `out/m1/`, fitted into the frozen `out/m1/policy.json`, then the
+/// batched rows at that policy's M = 1 picks (the decode rows copied) into `out/corpus`.
+fn corpus_step(a: &Args, out: &Path, steps: &mut Vec<Step>) -> Result<(PathBuf, Option<PathBuf>)> {
+    if let Some(c) = &a.corpus {
+        step("verify", steps, || {
+            let m = vnni_corpus::seal::verify(c, &super::verify::expected(&a.inventory)?)
+                .with_context(|| format!("{} does not verify: it cannot be reused", c.display()))?;
+            Ok(format!("corpus id {}", &m.corpus_id[..16]))
+        })?;
+        return Ok((c.clone(), a.frozen_m1.clone()));
+    }
+    let sweep = |out: PathBuf| sweep::Args {
+        backend: a.backend,
+        profile: a.profile.clone(),
+        inventory: a.inventory.clone(),
+        out,
+        devices: a.devices.clone(),
+        shard: None,
+        threads: a.threads,
+        device: 0,
+        cache: a.cache.clone(),
+        m1_only: false,
+        m1_policy: None,
+        m1_corpus: None,
+        worker: None,
+    };
+    let stage1 = out.join("m1");
+    let (m1_corpus, m1_policy) = (stage1.join("corpus"), stage1.join("policy.json"));
+    step("collect M = 1", steps, || {
+        sweep::run(&sweep::Args { m1_only: true, ..sweep(stage1.clone()) })
+            .context("the M = 1 collection failed; rerun the same command to resume")?;
+        Ok(s(&m1_corpus))
+    })?;
+    require_sealed(&m1_corpus)?;
+    step("fit M = 1", steps, || {
+        // Deterministic: a rerun refits the same bytes, so a resumed batched stage still binds it.
+        let args = fit_args(&m1_corpus, &m1_policy, out.join("report/m1-fit"), None);
+        fit::fit_and_write(&args)?;
+        let p = super::load_policy(&m1_policy)?;
+        Ok(format!("{} frozen (M = 1 digest {})", s(&m1_policy), &p.m1_digest()[..16]))
+    })?;
+    step("collect batched", steps, || {
+        let args = sweep::Args {
+            m1_policy: Some(m1_policy.clone()),
+            m1_corpus: Some(m1_corpus.clone()),
+            ..sweep(out.to_path_buf())
+        };
+        sweep::run(&args).context("the batched collection failed; rerun the same command to resume")?;
+        Ok(format!("{} (batched rows at the frozen M = 1 picks)", out.join("corpus").display()))
+    })?;
+    Ok((out.join("corpus"), Some(m1_policy)))
+}
+
+/// The fit a refresh runs: the default gates, the repository's ledger, a report.
+fn fit_args(corpus: &Path, policy: &Path, report: PathBuf, frozen_m1: Option<PathBuf>) -> fit::Args {
+    fit::Args {
+        corpus: corpus.to_path_buf(),
+        out: policy.to_path_buf(),
+        report: Some(report),
+        nested_family_cv: false,
+        p95_max: 0.05,
+        ucb_max: 0.05,
+        min_pass: 0.99,
+        ledger: PathBuf::from(fit::DEFAULT_LEDGER),
+        frozen_m1,
+    }
+}
+
+/// A collection left unsealed (another worker's lock, or a SLURM_ARRAY_* shard) stops the refresh.
+fn require_sealed(corpus: &Path) -> Result<()> {
+    if !corpus.join(vnni_corpus::seal::MANIFEST).is_file() {
+        bail!(
+            "{} is not a sealed corpus yet: the collection left cells unmeasured (another worker's lock, or a SLURM_ARRAY_* variable making this run a shard); rerun, or `vnni-dispatch merge` the shards",
+            corpus.display()
+        );
+    }
+    Ok(())
 }
 
 /// Batch-invariance certificates on the corpus's backend; returns the grouped certificates' path.
@@ -394,6 +434,19 @@ fn summary(
             g.sealed.as_ref().map_or("no sealed rows".into(), |s| {
                 format!("p95 {:.2}% {}", s.p95_regret * 100.0, if s.passed { "passed" } else { "FAILED" })
             }),
+        ),
+        (
+            "staged",
+            policy.provenance.frozen_m1.as_ref().map_or(
+                "no: one-stage corpus (batched rows timed at each cell's fastest decode bpp)".into(),
+                |f| {
+                    format!(
+                        "batched rows timed at the frozen M = 1 picks (M = 1 digest {}, corpus {})",
+                        &f.m1_digest[..16],
+                        &f.m1_corpus_id[..16]
+                    )
+                },
+            ),
         ),
         ("invariance", format!("{} certificates, {bad} with mismatches", certificates.len())),
         ("matrix", policy_matrix(&out.join("policy-certificates.jsonl"), &policy, inventory)?),

@@ -1,14 +1,18 @@
 //! `vnni-dispatch sweep`: collect a profile's cells on a backend into a work directory
 //! (`vnni_measure::collect`). With `--devices`, one worker process per device shares the
 //! directory (started with this command's own arguments plus `--worker i`), then this
-//! process assembles and seals the corpus.
+//! process assembles and seals the corpus. A staged refresh sweeps twice: `--m1-only`, then
+//! (after fitting and freezing the M = 1 policy) `--m1-policy P --m1-corpus C`, which times
+//! the batched rows at P's M = 1 picks.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use vnni_corpus::collection::{CellStore, CollectionPlan, Shard};
+use vnni_corpus::inventory::Inventory;
+use vnni_corpus::staged::{FrozenM1, InheritedPick};
 use vnni_kernels::BackendChoice;
-use vnni_measure::collect::{collect, finish, threads_per_worker, CollectOptions};
+use vnni_measure::collect::{collect, finish, threads_per_worker, CollectOptions, Stage};
 
 use crate::argv::{Argv, ToArgv};
 
@@ -40,6 +44,17 @@ pub struct Args {
     /// Cubin cache directory.
     #[arg(long)]
     pub cache: Option<PathBuf>,
+    /// Staged refresh, first stage: collect M = 1 rows only (fit them, and freeze the policy).
+    #[arg(long, conflicts_with = "m1_policy")]
+    pub m1_only: bool,
+    /// Staged refresh, second stage: time the batched rows (grouped, prefill) at the M = 1
+    /// picks of this frozen policy; needs --m1-corpus, the sealed corpus it was fitted on,
+    /// whose decode rows are copied.
+    #[arg(long, requires = "m1_corpus")]
+    pub m1_policy: Option<PathBuf>,
+    /// The sealed M = 1 corpus of --m1-policy.
+    #[arg(long, requires = "m1_policy")]
+    pub m1_corpus: Option<PathBuf>,
     /// Internal: this process is worker i of --devices.
     #[arg(long, hide = true)]
     pub worker: Option<usize>,
@@ -57,6 +72,9 @@ impl ToArgv for Args {
             .val("threads", self.threads)
             .val("device", self.device)
             .opt_path("cache", self.cache.as_deref())
+            .flag("m1-only", self.m1_only)
+            .opt_path("m1-policy", self.m1_policy.as_deref())
+            .opt_path("m1-corpus", self.m1_corpus.as_deref())
             .opt("worker", self.worker)
             .done()
     }
@@ -84,8 +102,61 @@ impl Args {
             cache: self.cache.clone(),
             worker: self.worker,
             version: crate::commands::version(),
+            stage: self.stage()?,
         })
     }
+
+    /// The stage this collection is, from --m1-only / --m1-policy.
+    fn stage(&self) -> Result<Stage> {
+        Ok(match (&self.m1_policy, &self.m1_corpus) {
+            (Some(p), Some(c)) => {
+                Stage::Batched { frozen: frozen_stage(p, &self.inventory, &self.profile)?, m1_corpus: c.clone() }
+            }
+            (None, None) if self.m1_only => Stage::M1,
+            (None, None) => Stage::Whole,
+            _ => bail!(
+                "--m1-policy and --m1-corpus go together (the frozen M = 1 policy and the corpus it was fitted on)"
+            ),
+        })
+    }
+}
+
+/// The frozen M = 1 stage of a policy for a profile: its M = 1 pick (and that pick's bpp) for
+/// every planned (format, N, K) in every mode the policy answers, and the digests that bind it.
+pub fn frozen_stage(policy_path: &Path, inventory: &Path, profile: &str) -> Result<FrozenM1> {
+    let policy = super::load_policy(policy_path)?;
+    policy
+        .check_registry()
+        .with_context(|| format!("{}: names candidates this registry does not hold", policy_path.display()))?;
+    let plan = Inventory::load(inventory)?.resolve(profile)?;
+    let mut picks = Vec::new();
+    for s in &plan.shapes {
+        for &format in &s.formats {
+            for mode in &policy.modes {
+                let sel =
+                    policy.select(format.codebook().name(), mode, 1, s.n as u64, s.k as u64).with_context(|| {
+                        format!("{}: no M = 1 pick for {format} {}x{} {mode}", policy_path.display(), s.n, s.k)
+                    })?;
+                picks.push(InheritedPick {
+                    format,
+                    n: s.n,
+                    k: s.k,
+                    mode: mode.parse().map_err(anyhow::Error::msg)?,
+                    candidate: sel.candidate.id.parse().map_err(anyhow::Error::msg)?,
+                    bpp: usize::try_from(sel.bpp)?,
+                });
+            }
+        }
+    }
+    picks.sort();
+    let bytes = std::fs::read(policy_path).with_context(|| format!("reading {}", policy_path.display()))?;
+    Ok(FrozenM1 {
+        m1_corpus_id: policy.provenance.corpus_id.clone(),
+        policy_digest: vnni_kernels::digest::sha256_hex(&bytes),
+        m1_digest: policy.m1_digest(),
+        units: u32::try_from(policy.units).context("the policy's units")?,
+        picks,
+    })
 }
 
 pub fn run(args: &Args) -> Result<()> {

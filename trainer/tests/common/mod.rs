@@ -37,16 +37,15 @@ pub fn scratch(name: &str) -> std::path::PathBuf {
 /// `sweep --backend cpu --profile family-smoke` into `out`: (success, stdout, stderr).
 #[allow(dead_code)]
 pub fn smoke_sweep(out: &std::path::Path) -> (bool, String, String) {
+    smoke_sweep_with(out, &[])
+}
+
+/// The same with more arguments.
+#[allow(dead_code)]
+pub fn smoke_sweep_with(out: &std::path::Path, extra: &[&str]) -> (bool, String, String) {
     let inv = repo_inventory();
-    vnni(&[
-        "sweep",
-        "--backend",
-        "cpu",
-        "--profile",
-        "family-smoke",
-        "--inventory",
-        inv.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ])
+    let mut args = vec!["sweep", "--backend", "cpu", "--profile", "family-smoke", "--inventory", inv.to_str().unwrap()];
+    args.extend(["--out", out.to_str().unwrap()]);
+    args.extend(extra);
+    vnni(&args)
 }

@@ -1,0 +1,109 @@
+//! The M = 1 stage a staged (grouped) collection inherits. A staged refresh sweeps M = 1,
+//! fits and freezes the M = 1 policy, then times the batched rows (grouped and prefill) at
+//! the bpp that frozen policy picks for each planned (format, N, K) and mode: at run time a
+//! batched launch inherits the bpp of the table's M = 1 pick, so that is the configuration to
+//! time and certify. The plan of the second collection binds the frozen stage ([`FrozenM1`]:
+//! the M = 1 corpus, the frozen policy's digests and every pick), and its decode rows are the
+//! M = 1 corpus's rows, copied with their raw samples ([`M1Rows`]), not timed again.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use vnni_kernels::{CandidateId, Mode, SourceFormat};
+
+use crate::collection::{phase_stem, CellKey, CollectionError};
+use crate::inventory::Partition;
+use crate::read::{read_samples, read_timing};
+use crate::schema::{SampleRow, TimingRow};
+use crate::seal::{verify, Expected};
+
+/// The frozen M = 1 stage a staged collection's batched rows inherit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrozenM1 {
+    /// The sealed M = 1 corpus whose decode rows this collection copies.
+    pub m1_corpus_id: String,
+    /// sha256 of the frozen policy file, and the digest of its M = 1 part (`Policy::m1_digest`):
+    /// the final policy must carry exactly that M = 1 part.
+    pub policy_digest: String,
+    pub m1_digest: String,
+    /// The frozen policy's `units` (SMs or CPU threads): its picks' bpp hold on such a device only.
+    pub units: u32,
+    /// Every planned (format, N, K) x mode: the frozen policy's M = 1 pick, sorted.
+    pub picks: Vec<InheritedPick>,
+}
+
+/// The M = 1 candidate (and its bpp) the frozen policy picks for one (format, N, K, mode).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct InheritedPick {
+    pub format: SourceFormat,
+    pub n: usize,
+    pub k: usize,
+    pub mode: Mode,
+    pub candidate: CandidateId,
+    pub bpp: usize,
+}
+
+impl FrozenM1 {
+    /// The picks of one cell, in mode order.
+    pub fn picks_of(&self, key: &CellKey) -> Vec<&InheritedPick> {
+        self.picks.iter().filter(|p| p.format == key.format && p.n == key.n && p.k == key.k).collect()
+    }
+}
+
+/// (format, N, K): one cell's decode rows and raw samples.
+type CellRows = BTreeMap<(SourceFormat, usize, usize), (Vec<TimingRow>, Vec<SampleRow>)>;
+
+/// The decode rows of a sealed M = 1 corpus, per cell.
+#[derive(Debug)]
+pub struct M1Rows {
+    pub dir: PathBuf,
+    pub corpus_id: String,
+    cells: CellRows,
+}
+
+impl M1Rows {
+    /// Verify the seal of the M = 1 corpus in `dir`, check its id, and read its decode rows.
+    pub fn load(dir: &Path, corpus_id: &str) -> Result<M1Rows, CollectionError> {
+        let manifest = verify(dir, &Expected::default()).map_err(|e| CollectionError::Mismatch {
+            path: dir.into(),
+            message: format!("not a sealed corpus: {e}"),
+        })?;
+        if manifest.corpus_id != corpus_id {
+            return Err(CollectionError::Mismatch {
+                path: dir.into(),
+                message: format!(
+                    "is corpus {}, but the frozen M = 1 policy was fitted on corpus {corpus_id}",
+                    manifest.corpus_id
+                ),
+            });
+        }
+        let mut cells = CellRows::new();
+        for partition in [Partition::Development, Partition::Sealed] {
+            let stem = phase_stem(1, partition);
+            let rows_path = dir.join(format!("{stem}.csv"));
+            let samples_path = dir.join(format!("{stem}.timing.csv.zst"));
+            let no_format = |path: &Path| CollectionError::Mismatch {
+                path: path.into(),
+                message: "a decode row without a source format: not a sweep corpus".into(),
+            };
+            for r in read_timing(&rows_path)? {
+                let f = r.source_format.ok_or_else(|| no_format(&rows_path))?;
+                cells.entry((f, r.n, r.k)).or_default().0.push(r);
+            }
+            for s in read_samples(&samples_path)? {
+                let f = s.source_format.ok_or_else(|| no_format(&samples_path))?;
+                cells.entry((f, s.n, s.k)).or_default().1.push(s);
+            }
+        }
+        Ok(M1Rows { dir: dir.into(), corpus_id: manifest.corpus_id, cells })
+    }
+
+    /// One cell's decode rows and samples, as the M = 1 collection published them.
+    pub fn cell(&self, key: &CellKey) -> Result<(Vec<TimingRow>, Vec<SampleRow>), CollectionError> {
+        self.cells.get(&(key.format, key.n, key.k)).cloned().ok_or_else(|| CollectionError::Mismatch {
+            path: self.dir.clone(),
+            message: format!("has no decode rows of cell {}: the M = 1 stage swept another plan", key.stem()),
+        })
+    }
+}
