@@ -54,7 +54,7 @@ impl ModelConstants {
         use vnni_kernels::occupancy as o;
         ModelConstants {
             max_elements: vnni_policy::cost::MAX_ELEMENTS as i64,
-            full_draw: (1024 * vnni_policy::cost::RATE_DEN) as i64,
+            full_draw: vnni_policy::cost::FULL_DRAW as i64,
             max_warps: o::MAX_WARPS.into(),
             max_blocks: o::MAX_BLOCKS.into(),
             registers: o::REGISTERS.into(),

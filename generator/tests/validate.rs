@@ -96,9 +96,15 @@ fn a_changed_rust_module_is_caught() {
 
 #[test]
 fn a_changed_cost_model_is_caught() {
-    // A model's waves coefficient, the tail wave, the occupancy's register rule, in either language.
+    // A model's waves coefficient, the tail wave, the wave's knee, the occupancy's register
+    // rule, in either language.
     assert_disagrees(mutated(|r| replace_once(&mut r.inc, "{{40000, 15}", "{{400, 15}")), "C++");
-    assert_disagrees(mutated(|r| replace_once(&mut r.inc, "if (tail > 0) {", "if (tail > 1) {")), "C++");
+    assert_disagrees(mutated(|r| replace_once(&mut r.inc, "if (tail > 0) w +=", "if (tail > 1) w +=")), "C++");
+    assert_disagrees(mutated(|r| replace_once(&mut r.inc, "3 * (draw < kFullDraw", "4 * (draw < kFullDraw")), "C++");
+    assert_disagrees(
+        mutated(|r| replace_once(&mut r.rust, "3 * draw.min(FULL_DRAW)", "4 * draw.min(FULL_DRAW)")),
+        "Rust",
+    );
     assert_disagrees(
         mutated(|r| replace_once(&mut r.inc, "ceil_div(registers * 32, 256)", "ceil_div(registers * 40, 256)")),
         "C++",

@@ -4,9 +4,15 @@
 //! Why this form: decode GEMVs stream the weights once, so time is bytes over the bandwidth
 //! the launch can draw, and what the launch can draw is set by how its CTAs fall into waves.
 //! CTAs are placed `occupancy` per SM (`vnni_kernels::occupancy`); a full wave keeps
-//! `occupancy` CTAs on each SM, the tail wave `ceil(tail / SMs)`. An SM moves its CTAs' bytes at
-//! `min(1, resident x threads x rate / 65536)` of its share of the bandwidth: few small CTAs
-//! are latency bound, enough of them saturate it. The measured cliffs this captures are
+//! `occupancy` CTAs on each SM, the tail wave `ceil(tail / SMs)`. An SM moves its CTAs' bytes
+//! at about `min(1, resident x threads x rate / 65536)` of its share of the bandwidth: few small
+//! CTAs are latency bound, enough of them saturate it. The knee between the two is soft
+//! (`vnni_policy::cost::wave_draw`): with the hard `max`, leave-one-family-out regret of the
+//! shipped models on the development rows (p95 / geomean / max) was 6.20% / 1.34% / 16.0%
+//! (`h200-generic`), 6.94% / 1.72% / 26.4% (`h200-grid`), 8.11% / 1.80% / 18.4%
+//! (`h200-session`); with the soft knee of weight 3/4 5.65% / 1.20% / 16.0%, 7.24% / 1.56% /
+//! 18.3%, 7.87% / 1.75% / 18.4% (weights 0 and 1/2 were better on some geomeans and worse on
+//! other maxima). The measured cliffs this captures are
 //! large: on the H200 `fused.c16` at 16384 x 4096 runs 54% slower with 9 partitions (7 CTAs
 //! an SM fit, a second wave of 100) than with 8 (9 fit, one wave).
 //!

@@ -9,7 +9,9 @@
 //!
 //! ```text
 //! D     = threads * rate                        (threads in whole warps; per-thread rate rate / 64)
-//! wave(r) = max(r * D, 65536)                   (r resident CTAs draw min(1, r * D / 65536) of an SM)
+//! wave(r) = r * D + 65536 - floor(3 * min(r * D, 65536) / 4)
+//!                                               (a soft knee: r resident CTAs are latency bound
+//!                                                below a full draw of 65536, bandwidth bound above)
 //! W     = (ctas / (units * occ)) * wave(occ) + [tail > 0] * wave(ceil(tail / units))
 //! waves = (E / ctas) * W / D                    (elements per SM, stretched by each wave's draw)
 //! turns = ceil(ctas / units) * 1024             (CTAs an SM runs in turn)
@@ -20,11 +22,11 @@
 //! Bounds, for E <= 2^36 (64 G elements, 16x the largest weight matrix of any model we know;
 //! beyond it the domain's tree answers), 4 <= rate <= 512 and 1 <= units < 2^31 (`check`
 //! enforces both): D = threads * rate lies in 128 ..= 2^19; a wave's resident CTAs r <= 32,
-//! so wave(r) <= max(32 * D, 65536) <= 2^24 and wave(r) / D <= 512; W counts at most
-//! full + [tail > 0] <= ctas waves, so (E / ctas) * W <= 2^24 * E <= 2^60 and waves <=
-//! 512 * E <= 2^45; ctas <= N * K / 32 <= 2^31 (one CTA per tile and partition, at least 32
-//! elements each), so turns <= 2^41. Each product with a mantissa (< 2^16) is then below
-//! 2^61, 2^52, 2^51 and 2^57, and the sum with `base` (<= 2^40) below 2^62: int64 never
+//! so wave(r) <= 32 * D + 65536 <= 2^24 + 2^16 and wave(r) / D <= 32 + 512 = 544; W counts at
+//! most full + [tail > 0] <= ctas waves, so (E / ctas) * W <= (2^24 + 2^16) * E < 2^61 and
+//! waves <= 544 * E < 2^45.1; ctas <= N * K / 32 <= 2^31 (one CTA per tile and partition, at
+//! least 32 elements each), so turns <= 2^41. Each product with a mantissa (< 2^16) is then
+//! below 2^61.1, 2^52, 2^51 and 2^57, and the sum with `base` (<= 2^40) below 2^62: int64 never
 //! overflows (a test walks the extremes with checked arithmetic, for units 1, 132 and
 //! 2^31 - 1).
 
@@ -36,7 +38,16 @@ use crate::ir::{CandidateDesc, KbFormula};
 /// The per-thread rate is `rate / RATE_DEN` of 1/1024 of an SM's bandwidth.
 pub const RATE_DEN: u64 = 64;
 /// One SM's full draw in units of `threads * rate`: `1024 * RATE_DEN`.
-const FULL_DRAW: u64 = 1024 * RATE_DEN;
+pub const FULL_DRAW: u64 = 1024 * RATE_DEN;
+/// The time-weight of one wave whose resident CTAs draw `draw` (units of `threads * rate`):
+/// `draw + FULL_DRAW - floor(3 * min(draw, FULL_DRAW) / 4)`, a soft knee between the latency
+/// bound (few threads: ~ FULL_DRAW, whatever they draw) and the bandwidth bound (~ draw). The
+/// hard knee `max(draw, FULL_DRAW)` is the same with 4/4; 3/4 was chosen on development
+/// leave-one-family-out regret of the three committed H200 corpora (docs/PERF.md).
+pub fn wave_draw(draw: u64) -> u64 {
+    draw + FULL_DRAW - 3 * draw.min(FULL_DRAW) / 4
+}
+
 /// The most elements (N * K) the model answers for.
 pub const MAX_ELEMENTS: u64 = 1 << 36;
 /// Predictions are in units of 2^-TIME_BITS microseconds ...
@@ -187,7 +198,7 @@ impl Basis {
         // Threads count in whole warps (a CTA of 16 threads holds a warp's slot), which also
         // keeps D >= 32 * MIN_RATE for the bounds above.
         let d = l.threads.div_ceil(32) * 32 * rate;
-        let wave = |resident: u64| (resident * d).max(FULL_DRAW);
+        let wave = |resident: u64| wave_draw(resident * d);
         let slots = units * occ;
         let (full, tail) = (l.ctas / slots, l.ctas % slots);
         let mut w = full * wave(occ);
