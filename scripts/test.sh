@@ -5,6 +5,8 @@
 #   - git-lfs (LFS round-trip tests; apt, when running as root);
 #   - a C++ compiler (the generated tables are compiled and validated; apt when missing);
 #   - CMake in .venv (the C++ example that consumes generated tables);
+#   - Slurm and MUNGE (slurm-wlm, munge; apt, when running as root): a one-node cluster on
+#     localhost runs a sweep as a job array;
 # Extra arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -35,6 +37,15 @@ if ! command -v g++ >/dev/null 2>&1 && ! command -v clang++ >/dev/null 2>&1; the
     apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null
   else
     echo "warning: no C++ compiler and none can be installed here; generator tests will fail under CI" >&2
+  fi
+fi
+
+# Slurm (slurmctld, slurmd, sbatch) and MUNGE: the job-array test starts its own cluster.
+if [ ! -x /usr/sbin/slurmctld ] || [ ! -x /usr/sbin/munged ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null
+  else
+    echo "warning: Slurm and MUNGE are not installed and cannot be installed here; the Slurm test will fail under CI" >&2
   fi
 fi
 

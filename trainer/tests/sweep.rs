@@ -185,6 +185,13 @@ fn four_shards_merged_equal_one_unsharded_run() {
         assert_eq!(published(&dir).len(), 3, "shard {i} holds its quarter");
         shards.push(dir);
     }
+    // Inside a Slurm array, a --shard that disagrees with the array task is refused.
+    let args = sweep_args(&tmp("disagreeing-shard"));
+    let mut refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    refs.extend(["--shard", "1/4"]);
+    let (ok, _, err) = common::vnni_env(&refs, &[("SLURM_ARRAY_TASK_ID", "1"), ("SLURM_ARRAY_TASK_COUNT", "2")]);
+    assert!(!ok && err.contains("--shard 1/4 disagrees with this Slurm array task (1/2"), "{err}");
+
     let merged = tmp("merged");
     let mut args = vec!["merge".to_string(), "--out".into(), merged.display().to_string()];
     args.extend(shards.iter().map(|d| d.display().to_string()));

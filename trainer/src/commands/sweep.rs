@@ -83,9 +83,19 @@ impl ToArgv for Args {
 impl Args {
     /// The options of the collecting process (a worker's device is its entry of --devices).
     pub fn options(&self) -> Result<CollectOptions> {
-        let shard = match self.shard {
-            Some(s) => Some(s),
-            None => Shard::from_slurm(|k| std::env::var(k).ok()).map_err(anyhow::Error::msg)?,
+        // Inside a Slurm array the array is the shard; an explicit --shard must agree with it.
+        let slurm = Shard::from_slurm(|k| std::env::var(k).ok()).map_err(anyhow::Error::msg)?;
+        let shard = match (self.shard, slurm) {
+            (Some(s), Some(t)) if s != t => bail!(
+                "--shard {}/{} disagrees with this Slurm array task ({}/{} from SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT): drop --shard inside an array job, or submit --array=0-{}",
+                s.index,
+                s.count,
+                t.index,
+                t.count,
+                s.count - 1
+            ),
+            (Some(s), _) => Some(s),
+            (None, t) => t,
         };
         let device = match self.worker {
             Some(w) => *self.devices.get(w).with_context(|| format!("--worker {w} has no entry in --devices"))?,
