@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use vnni_kernels::{CandidateId, Mode, SourceFormat};
 
-use crate::collection::{phase_stem, CellKey, CollectionError};
+use crate::collection::{phase_stem, CellKey, CollectionError, CollectionPlan, PLAN_FILE};
 use crate::inventory::Partition;
 use crate::read::{read_samples, read_timing};
 use crate::schema::{SampleRow, TimingRow};
@@ -51,8 +51,8 @@ impl FrozenM1 {
     }
 }
 
-/// (format, N, K): one cell's decode rows and raw samples.
-type CellRows = BTreeMap<(SourceFormat, usize, usize), (Vec<TimingRow>, Vec<SampleRow>)>;
+/// (format, N, K, partition): one cell's decode rows and raw samples.
+type CellRows = BTreeMap<(SourceFormat, usize, usize, Partition), (Vec<TimingRow>, Vec<SampleRow>)>;
 
 /// The decode rows of a sealed M = 1 corpus, per cell.
 #[derive(Debug)]
@@ -63,8 +63,10 @@ pub struct M1Rows {
 }
 
 impl M1Rows {
-    /// Verify the seal of the M = 1 corpus in `dir`, check its id, and read its decode rows.
-    pub fn load(dir: &Path, corpus_id: &str) -> Result<M1Rows, CollectionError> {
+    /// Verify the seal of the M = 1 corpus in `dir`, check its id and that it was collected
+    /// like `batched` (backend, arch, device, units; every planned cell in the same partition,
+    /// in every mode), and read its decode rows.
+    pub fn load(dir: &Path, corpus_id: &str, batched: &CollectionPlan) -> Result<M1Rows, CollectionError> {
         let manifest = verify(dir, &Expected::default()).map_err(|e| CollectionError::Mismatch {
             path: dir.into(),
             message: format!("not a sealed corpus: {e}"),
@@ -78,6 +80,39 @@ impl M1Rows {
                 ),
             });
         }
+        let mismatch = |message: String| CollectionError::Mismatch { path: dir.into(), message };
+        let m1 = CollectionPlan::read(&dir.join(PLAN_FILE))?;
+        let same = [
+            ("backend", m1.backend == batched.backend),
+            ("arch", m1.arch == batched.arch),
+            ("device", m1.device == batched.device),
+            ("units", m1.units == batched.units),
+        ];
+        if let Some((what, _)) = same.iter().find(|(_, ok)| !ok) {
+            return Err(mismatch(format!(
+                "was collected on another {what} than this sweep ({} {} {} with {} units vs {} {} {} with {} units): its decode rows cannot stand beside batched rows timed here",
+                m1.backend, m1.arch, m1.device, m1.units, batched.backend, batched.arch, batched.device, batched.units
+            )));
+        }
+        let m1_cells: BTreeMap<(SourceFormat, usize, usize), Partition> =
+            m1.cells().into_iter().map(|c| ((c.format, c.n, c.k), c.partition)).collect();
+        for key in batched.cells() {
+            match m1_cells.get(&(key.format, key.n, key.k)) {
+                None => return Err(mismatch(format!("has no cell {}: the M = 1 stage swept another plan", key.stem()))),
+                Some(p) if *p != key.partition => {
+                    return Err(mismatch(format!(
+                        "holds cell {} in its {} partition, this plan in its {} partition: the frozen policy may have been fitted on rows this corpus would seal",
+                        key.stem(),
+                        p.name(),
+                        key.partition.name()
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some(mode) = batched.modes.iter().find(|m| !m1.modes.contains(m)) {
+            return Err(mismatch(format!("has no {mode} rows, which this plan measures")));
+        }
         let mut cells = CellRows::new();
         for partition in [Partition::Development, Partition::Sealed] {
             let stem = phase_stem(1, partition);
@@ -89,11 +124,11 @@ impl M1Rows {
             };
             for r in read_timing(&rows_path)? {
                 let f = r.source_format.ok_or_else(|| no_format(&rows_path))?;
-                cells.entry((f, r.n, r.k)).or_default().0.push(r);
+                cells.entry((f, r.n, r.k, partition)).or_default().0.push(r);
             }
             for s in read_samples(&samples_path)? {
                 let f = s.source_format.ok_or_else(|| no_format(&samples_path))?;
-                cells.entry((f, s.n, s.k)).or_default().1.push(s);
+                cells.entry((f, s.n, s.k, partition)).or_default().1.push(s);
             }
         }
         Ok(M1Rows { dir: dir.into(), corpus_id: manifest.corpus_id, cells })
@@ -101,7 +136,7 @@ impl M1Rows {
 
     /// One cell's decode rows and samples, as the M = 1 collection published them.
     pub fn cell(&self, key: &CellKey) -> Result<(Vec<TimingRow>, Vec<SampleRow>), CollectionError> {
-        self.cells.get(&(key.format, key.n, key.k)).cloned().ok_or_else(|| CollectionError::Mismatch {
+        self.cells.get(&(key.format, key.n, key.k, key.partition)).cloned().ok_or_else(|| CollectionError::Mismatch {
             path: self.dir.clone(),
             message: format!("has no decode rows of cell {}: the M = 1 stage swept another plan", key.stem()),
         })

@@ -96,6 +96,7 @@ pub fn skeleton(corpus: &Corpus) -> Policy {
             profile: inputs.profile.clone(),
             learner_version: env!("CARGO_PKG_VERSION").into(),
             frozen_m1: None,
+            m1_only: corpus.plan.m1_only,
         },
         units: corpus.plan.units as u64,
         codebooks,

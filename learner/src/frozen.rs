@@ -3,7 +3,7 @@
 //! exactly that policy's M = 1 part: the decode domains (models, trees, statistics) and decode
 //! overlays are copied, not refitted; only the batched buckets are fitted from the corpus.
 
-use vnni_policy::{Domain, FrozenStage, Overlay, Policy};
+use vnni_policy::{short, Domain, FrozenStage, Overlay, Policy};
 
 use crate::corpus::Corpus;
 use crate::domains::DomainKey;
@@ -23,7 +23,7 @@ pub fn check<'p>(
         (Some(b), None) => {
             return Err(err(format!(
                 "is the batched stage of a staged refresh (its batched rows were timed at the M = 1 picks of a frozen policy, M = 1 digest {}, fitted on corpus {}): fit it with that policy (`fit --frozen-m1`; `report --policy` takes the staged policy)",
-                &b.m1_digest[..16],
+                short(&b.m1_digest),
                 b.m1_corpus_id
             )))
         }
@@ -37,9 +37,27 @@ pub fn check<'p>(
     if digest != bound.m1_digest {
         return Err(err(format!(
             "its batched rows were timed at the M = 1 picks of a policy with M = 1 digest {}, but the given frozen policy's is {}: pass the policy the batched sweep was given (--m1-policy)",
-            &bound.m1_digest[..16],
-            &digest[..16]
+            short(&bound.m1_digest),
+            short(&digest)
         )));
+    }
+    // The digest binds the frozen policy's data; the picks bind what this binary makes of it
+    // (the cost-model and bpp formulas): both must be what the batched rows were timed at.
+    for p in &bound.picks {
+        let (cb, mode) = (p.format.codebook().name(), p.mode.name());
+        let sel = policy.select(cb, mode, 1, p.n as u64, p.k as u64).map_err(|e| err(e.to_string()))?;
+        if sel.candidate.id != p.candidate.as_str() || sel.bpp != p.bpp as u64 {
+            return Err(err(format!(
+                "its batched rows of {} {}x{} {mode} were timed at the frozen pick {} (bpp {}), but this binary evaluates the frozen policy to {} (bpp {}): the cost-model or bpp rules changed since the batched sweep; sweep the batched stage again",
+                p.format.name(),
+                p.n,
+                p.k,
+                p.candidate,
+                p.bpp,
+                sel.candidate.id,
+                sel.bpp
+            )));
+        }
     }
     let same = [
         ("units", policy.units == skeleton.units),

@@ -259,8 +259,7 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
     policy.overlays = overlays::exact_overlays(&corpus, policy.units, &dev);
     if let Some((fp, stage)) = &frozen {
         let decode: Vec<usize> = (0..policy.m_buckets.len()).filter(|&b| policy.is_decode_bucket(b)).collect();
-        let skeleton = policy.clone();
-        policy.overlays.retain(|o| !skeleton.is_decode_bucket(o.m_bucket));
+        policy.overlays.retain(|o| !decode.contains(&o.m_bucket));
         for b in decode {
             policy.overlays.extend(frozen::overlays(fp, b));
         }

@@ -114,7 +114,7 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
             md,
             "\nThe {count} M = 1 domains are frozen: copied from the staged refresh's M = 1 policy (M = 1 digest {}, \
              fitted on corpus {}), whose picks the batched rows were timed at; their held-out regret is in that fit's report.",
-            &f.m1_digest[..16],
+            vnni_policy::short(&f.m1_digest),
             f.m1_corpus_id
         );
     }

@@ -188,7 +188,7 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
         Stage::Batched { frozen, m1_corpus } => {
             check_frozen(frozen, &plan)?;
             plan.frozen_m1 = Some(frozen.clone());
-            Some(M1Rows::load(m1_corpus, &frozen.m1_corpus_id)?)
+            Some(M1Rows::load(m1_corpus, &frozen.m1_corpus_id, &plan)?)
         }
         Stage::Whole | Stage::M1 => None,
     };

@@ -123,6 +123,7 @@ pub fn example_policy(backend: Backend) -> Policy {
             profile: "example".into(),
             learner_version: "example".into(),
             frozen_m1: None,
+            m1_only: false,
         },
         units: 132,
         codebooks,

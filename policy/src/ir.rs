@@ -217,6 +217,15 @@ pub struct Provenance {
     /// from the JSON of a one-stage policy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frozen_m1: Option<FrozenStage>,
+    /// Fitted on the M = 1 stage of a staged refresh only: its batched buckets were never
+    /// timed, so it is never installed (absent from the JSON when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub m1_only: bool,
+}
+
+/// The first 16 characters of a digest (all of a shorter text), for messages.
+pub fn short(digest: &str) -> &str {
+    digest.get(..16).unwrap_or(digest)
 }
 
 /// The frozen M = 1 stage of a staged policy: the corpus it was fitted on and the digest of
@@ -264,6 +273,11 @@ impl Policy {
     /// Why the policy may not be installed (a staged policy's M = 1 part edited after the
     /// staged fit, its gates failed, or its sealed certification), if so.
     pub fn not_installable(&self) -> Option<String> {
+        if self.provenance.m1_only {
+            return Some(
+                "it was fitted on the M = 1 stage of a staged refresh: its batched buckets were never timed (install the policy fitted on the staged corpus)".into(),
+            );
+        }
         if let Some(why) = self.frozen_m1_changed() {
             return Some(why);
         }
@@ -361,8 +375,8 @@ impl Policy {
         (now != frozen.m1_digest).then(|| {
             format!(
                 "its M = 1 part changed after the batched rows were timed at the frozen picks (frozen M = 1 digest {}, now {}): refit the batched stage",
-                &frozen.m1_digest[..16],
-                &now[..16]
+                short(&frozen.m1_digest),
+                short(&now)
             )
         })
     }

@@ -106,7 +106,12 @@ fn staged_outputs_agree(out: &Path) {
     let stage = policy.provenance.frozen_m1.as_ref().expect("a staged policy records its frozen stage");
     assert_eq!(stage.m1_digest, frozen.m1_digest());
     assert_eq!(policy.m1_digest(), frozen.m1_digest());
-    for p in ["decode_m1.development.csv", "decode_m1.sealed.csv", "decode_m1.development.timing.csv.zst"] {
+    for p in [
+        "decode_m1.development.csv",
+        "decode_m1.sealed.csv",
+        "decode_m1.development.timing.csv.zst",
+        "decode_m1.sealed.timing.csv.zst",
+    ] {
         assert_eq!(
             std::fs::read(out.join("corpus").join(p)).unwrap(),
             std::fs::read(out.join("m1/corpus").join(p)).unwrap(),
@@ -186,6 +191,43 @@ fn staged_outputs_agree(out: &Path) {
     let (ok, o, err) = fit(Some(&out.join("m1/policy.json")));
     assert!(ok || err.contains("gates"), "{o}{err}");
     assert_eq!(std::fs::read(scratch.join("p.json")).unwrap(), std::fs::read(out.join("policy.json")).unwrap());
+
+    // Batched rows bound to picks the frozen policy does not make (a plan edited and resealed)
+    // are refused, naming the pick.
+    let tampered = scratch.join("tampered");
+    copy_dir(&out.join("corpus"), &tampered);
+    let mut plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tampered.join("plan.json")).unwrap()).unwrap();
+    let bpp = plan["frozen_m1"]["picks"][0]["bpp"].as_u64().unwrap();
+    plan["frozen_m1"]["picks"][0]["bpp"] = serde_json::json!(bpp + 1);
+    std::fs::write(tampered.join("plan.json"), serde_json::to_vec_pretty(&plan).unwrap()).unwrap();
+    std::fs::remove_file(tampered.join("corpus.manifest.json")).unwrap();
+    let (ok, o, e) = vnni(&["seal", tampered.to_str().unwrap(), "--inventory", inv.to_str().unwrap()]);
+    assert!(ok, "{o}{e}");
+    let mut args: Vec<String> =
+        ["fit", "--corpus", tampered.to_str().unwrap(), "--frozen-m1"].map(String::from).to_vec();
+    args.push(out.join("m1/policy.json").display().to_string());
+    args.extend(["--out".into(), scratch.join("t.json").display().to_string()]);
+    args.extend(["--ledger".into(), scratch.join("ledger.json").display().to_string()]);
+    let (ok, _, err) = vnni(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        !ok && err.contains("were timed at the frozen pick") && err.contains(&format!("(bpp {})", bpp + 1)),
+        "{err}"
+    );
+
+    // The M = 1 stage's own policy never timed its batched buckets: never installed.
+    let target = scratch.join("installed/vnni_dispatch.inc");
+    let (ok, _, err) = vnni(&[
+        "generate",
+        "--policy",
+        out.join("m1/policy.json").to_str().unwrap(),
+        "--out",
+        scratch.join("m1-tables").to_str().unwrap(),
+        "--install",
+        target.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("fitted on the M = 1 stage of a staged refresh"), "{err}");
+    assert!(!target.exists());
 
     // An install of a staged policy whose M = 1 part changed after the staged fit is refused.
     let edited = scratch.join("edited.json");

@@ -81,10 +81,12 @@ impl Cluster {
         cluster.daemons.push(spawn(dir, "munged", &refs));
         wait_for(|| Path::new(&socket).exists(), "munged's socket", dir);
 
-        let host = String::from_utf8(Command::new("hostname").arg("-s").output().unwrap().stdout).unwrap();
-        let host = host.trim();
+        let word = |cmd: &str, arg: &str| {
+            String::from_utf8(Command::new(cmd).arg(arg).output().unwrap().stdout).unwrap().trim().to_string()
+        };
+        let (host, user) = (word("hostname", "-s"), word("id", "-un"));
         let conf = format!(
-            "ClusterName=vnni\nSlurmctldHost={host}\nSlurmUser=root\nSlurmdUser=root\n\
+            "ClusterName=vnni\nSlurmctldHost={host}\nSlurmUser={user}\nSlurmdUser={user}\n\
              AuthType=auth/munge\nAuthInfo=socket={socket}\nCredType=cred/munge\n\
              SlurmctldPort={}\nSlurmdPort={}\nStateSaveLocation={}\nSlurmdSpoolDir={}\n\
              SlurmctldPidFile={}\nSlurmdPidFile={}\nSlurmctldLogFile={}\nSlurmdLogFile={}\n\
@@ -158,19 +160,25 @@ fn a_slurm_job_array_collects_the_shards_that_merge_into_one_run() {
     let cluster = Cluster::start(&dir);
 
     let inventory = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tiny-inventory");
-    let sweep = |out: &str| {
-        format!(
-            "{} sweep --backend cpu --profile tiny --inventory {} --threads 1 --out {}",
-            env!("CARGO_BIN_EXE_vnni-dispatch"),
-            inventory.display(),
-            out
-        )
+    let inv = inventory.display().to_string();
+    let sweep_args = |out: &str| -> Vec<String> {
+        ["sweep", "--backend", "cpu", "--profile", "tiny", "--inventory", &inv, "--threads", "1", "--out", out]
+            .map(String::from)
+            .to_vec()
+    };
+    // The batch script: the binary and its arguments, each single-quoted for sh.
+    let quoted = |args: Vec<String>| {
+        std::iter::once(env!("CARGO_BIN_EXE_vnni-dispatch").to_string())
+            .chain(args)
+            .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     // Each array task is a shard (from SLURM_ARRAY_TASK_ID / _COUNT) into its own directory.
     let task_out = dir.join("task-%a.out").display().to_string();
-    let work = format!("{}/work-$SLURM_ARRAY_TASK_ID", dir.display());
+    let script = format!("{}-\"$SLURM_ARRAY_TASK_ID\"", quoted(sweep_args(&format!("{}/work", dir.display()))));
     let (ok, o, e) =
-        cluster.client("sbatch", &["--wait", "--array=0-2", "-c", "1", "-o", &task_out, "--wrap", &sweep(&work)]);
+        cluster.client("sbatch", &["--wait", "--array=0-2", "-c", "1", "-o", &task_out, "--wrap", &script]);
     let outputs: Vec<String> =
         (0..3).map(|i| std::fs::read_to_string(dir.join(format!("task-{i}.out"))).unwrap_or_default()).collect();
     assert!(ok, "sbatch failed: {o}{e}\n{}", outputs.join("\n"));
@@ -185,7 +193,8 @@ fn a_slurm_job_array_collects_the_shards_that_merge_into_one_run() {
     assert!(ok && o.contains("corpus sealed"), "{o}{e}");
 
     let one = dir.join("one");
-    let (ok, o, e) = vnni(&sweep(one.to_str().unwrap()).split(' ').skip(1).collect::<Vec<_>>());
+    let args = sweep_args(one.to_str().unwrap());
+    let (ok, o, e) = vnni(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(ok && o.contains("corpus sealed"), "{o}{e}");
     assert_eq!(row_keys(&merged.join("corpus")), row_keys(&one.join("corpus")));
     assert_eq!(std::fs::read(merged.join("plan.json")).unwrap(), std::fs::read(one.join("plan.json")).unwrap());

@@ -25,14 +25,17 @@ pub fn version() -> String {
 
 /// Read a policy file and check its totality; errors name the file and the fix.
 pub fn load_policy(path: &std::path::Path) -> anyhow::Result<vnni_policy::Policy> {
+    Ok(load_policy_bytes(path)?.0)
+}
+
+/// The same, with the bytes it was parsed from (for a digest of exactly what was read).
+pub fn load_policy_bytes(path: &std::path::Path) -> anyhow::Result<(vnni_policy::Policy, Vec<u8>)> {
     use anyhow::Context;
     let bytes = std::fs::read(path)
         .with_context(|| format!("{}: cannot read the policy (write one with `vnni-dispatch fit`)", path.display()))?;
     let policy = vnni_policy::Policy::from_bytes(&bytes).with_context(|| {
         format!("{}: not a policy IR ({}); regenerate it with `vnni-dispatch fit`", path.display(), vnni_policy::SCHEMA)
     })?;
-    policy.check().with_context(|| {
-        format!("{}: the policy fails its totality check; refit it, nothing was generated", path.display())
-    })?;
-    Ok(policy)
+    policy.check().with_context(|| format!("{}: the policy fails its totality check; refit it", path.display()))?;
+    Ok((policy, bytes))
 }

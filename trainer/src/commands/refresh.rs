@@ -282,11 +282,26 @@ fn corpus_step(a: &Args, out: &Path, steps: &mut Vec<Step>) -> Result<(PathBuf, 
     })?;
     require_sealed(&m1_corpus)?;
     step("fit M = 1", steps, || {
-        // Deterministic: a rerun refits the same bytes, so a resumed batched stage still binds it.
-        let args = fit_args(&m1_corpus, &m1_policy, out.join("report/m1-fit"), None);
-        fit::fit_and_write(&args)?;
+        // Frozen means fitted once: a rerun keeps the policy of this M = 1 corpus (a resumed
+        // batched stage binds it, whatever binary runs now), and fits only when there is none.
+        let m1_id = vnni_corpus::seal::verify(&m1_corpus, &Default::default())?.corpus_id;
+        let kept = super::load_policy(&m1_policy).ok().filter(|p| p.provenance.corpus_id == m1_id);
+        let how = if kept.is_some() {
+            "kept"
+        } else {
+            let args = fit_args(&m1_corpus, &m1_policy, out.join("report/m1-fit"), None);
+            fit::fit_and_write(&args)?;
+            "fitted"
+        };
         let p = super::load_policy(&m1_policy)?;
-        Ok(format!("{} frozen (M = 1 digest {})", s(&m1_policy), &p.m1_digest()[..16]))
+        // Its sealed rows are the staged corpus's decode rows: a failure here is final.
+        if let Some(sealed) = p.gates.sealed.as_ref().filter(|s| !s.passed) {
+            bail!(
+                "the M = 1 stage failed its sealed certification (decode p95 {:.2}%, recorded in the ledger): the batched stage is not collected; collect a new corpus",
+                sealed.p95_regret * 100.0
+            );
+        }
+        Ok(format!("{} {how} and frozen (M = 1 digest {})", s(&m1_policy), vnni_policy::short(&p.m1_digest())))
     })?;
     step("collect batched", steps, || {
         let args = sweep::Args {
@@ -442,8 +457,8 @@ fn summary(
                 |f| {
                     format!(
                         "batched rows timed at the frozen M = 1 picks (M = 1 digest {}, corpus {})",
-                        &f.m1_digest[..16],
-                        &f.m1_corpus_id[..16]
+                        vnni_policy::short(&f.m1_digest),
+                        vnni_policy::short(&f.m1_corpus_id)
                     )
                 },
             ),

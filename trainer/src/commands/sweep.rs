@@ -134,7 +134,7 @@ impl Args {
 /// The frozen M = 1 stage of a policy for a profile: its M = 1 pick (and that pick's bpp) for
 /// every planned (format, N, K) in every mode the policy answers, and the digests that bind it.
 pub fn frozen_stage(policy_path: &Path, inventory: &Path, profile: &str) -> Result<FrozenM1> {
-    let policy = super::load_policy(policy_path)?;
+    let (policy, bytes) = super::load_policy_bytes(policy_path)?;
     policy
         .check_registry()
         .with_context(|| format!("{}: names candidates this registry does not hold", policy_path.display()))?;
@@ -159,7 +159,6 @@ pub fn frozen_stage(policy_path: &Path, inventory: &Path, profile: &str) -> Resu
         }
     }
     picks.sort();
-    let bytes = std::fs::read(policy_path).with_context(|| format!("reading {}", policy_path.display()))?;
     Ok(FrozenM1 {
         m1_corpus_id: policy.provenance.corpus_id.clone(),
         policy_digest: vnni_kernels::digest::sha256_hex(&bytes),
