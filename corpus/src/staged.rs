@@ -57,8 +57,7 @@ type CellRows = BTreeMap<(SourceFormat, usize, usize, Partition), (Vec<TimingRow
 /// The decode rows of a sealed M = 1 corpus, per cell.
 #[derive(Debug)]
 pub struct M1Rows {
-    pub dir: PathBuf,
-    pub corpus_id: String,
+    dir: PathBuf,
     cells: CellRows,
 }
 
@@ -67,20 +66,14 @@ impl M1Rows {
     /// like `batched` (backend, arch, device, units; every planned cell in the same partition,
     /// in every mode), and read its decode rows.
     pub fn load(dir: &Path, corpus_id: &str, batched: &CollectionPlan) -> Result<M1Rows, CollectionError> {
-        let manifest = verify(dir, &Expected::default()).map_err(|e| CollectionError::Mismatch {
-            path: dir.into(),
-            message: format!("not a sealed corpus: {e}"),
-        })?;
-        if manifest.corpus_id != corpus_id {
-            return Err(CollectionError::Mismatch {
-                path: dir.into(),
-                message: format!(
-                    "is corpus {}, but the frozen M = 1 policy was fitted on corpus {corpus_id}",
-                    manifest.corpus_id
-                ),
-            });
-        }
         let mismatch = |message: String| CollectionError::Mismatch { path: dir.into(), message };
+        let manifest = verify(dir, &Expected::default()).map_err(|e| mismatch(format!("not a sealed corpus: {e}")))?;
+        if manifest.corpus_id != corpus_id {
+            return Err(mismatch(format!(
+                "is corpus {}, but the frozen M = 1 policy was fitted on corpus {corpus_id}",
+                manifest.corpus_id
+            )));
+        }
         let m1 = CollectionPlan::read(&dir.join(PLAN_FILE))?;
         let same = [
             ("backend", m1.backend == batched.backend),
@@ -131,7 +124,7 @@ impl M1Rows {
                 cells.entry((f, s.n, s.k, partition)).or_default().1.push(s);
             }
         }
-        Ok(M1Rows { dir: dir.into(), corpus_id: manifest.corpus_id, cells })
+        Ok(M1Rows { dir: dir.into(), cells })
     }
 
     /// One cell's decode rows and samples, as the M = 1 collection published them.

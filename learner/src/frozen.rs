@@ -3,6 +3,8 @@
 //! exactly that policy's M = 1 part: the decode domains (models, trees, statistics) and decode
 //! overlays are copied, not refitted; only the batched buckets are fitted from the corpus.
 
+use vnni_corpus::inventory::InventoryPlan;
+use vnni_corpus::staged::InheritedPick;
 use vnni_policy::{short, Domain, FrozenStage, Overlay, Policy};
 
 use crate::corpus::Corpus;
@@ -43,21 +45,26 @@ pub fn check<'p>(
     }
     // The digest binds the frozen policy's data; the picks bind what this binary makes of it
     // (the cost-model and bpp formulas): both must be what the batched rows were timed at.
-    for p in &bound.picks {
-        let (cb, mode) = (p.format.codebook().name(), p.mode.name());
-        let sel = policy.select(cb, mode, 1, p.n as u64, p.k as u64).map_err(|e| err(e.to_string()))?;
-        if sel.candidate.id != p.candidate.as_str() || sel.bpp != p.bpp as u64 {
-            return Err(err(format!(
-                "its batched rows of {} {}x{} {mode} were timed at the frozen pick {} (bpp {}), but this binary evaluates the frozen policy to {} (bpp {}): the cost-model or bpp rules changed since the batched sweep; sweep the batched stage again",
-                p.format.name(),
-                p.n,
-                p.k,
-                p.candidate,
-                p.bpp,
-                sel.candidate.id,
-                sel.bpp
-            )));
-        }
+    let now = picks(policy, &corpus.plan.inventory).map_err(err)?;
+    if let Some((p, q)) = bound.picks.iter().zip(&now).find(|(p, q)| p != q) {
+        return Err(err(format!(
+            "its batched rows of {} {}x{} {} were timed at the frozen pick {} (bpp {}), but this binary evaluates the frozen policy to {} (bpp {}): the cost-model or bpp rules changed since the batched sweep; sweep the batched stage again",
+            p.format.name(),
+            p.n,
+            p.k,
+            p.mode,
+            p.candidate,
+            p.bpp,
+            q.candidate,
+            q.bpp
+        )));
+    }
+    if bound.picks.len() != now.len() {
+        return Err(err(format!(
+            "its plan binds {} frozen picks, but the frozen policy answers {} (format, N, K, mode) points of it",
+            bound.picks.len(),
+            now.len()
+        )));
     }
     let same = [
         ("units", policy.units == skeleton.units),
@@ -71,6 +78,35 @@ pub fn check<'p>(
         return Err(err(format!("the frozen M = 1 policy's {what} differ from this corpus's")));
     }
     Ok(Some((policy, FrozenStage { m1_corpus_id: bound.m1_corpus_id.clone(), m1_digest: digest })))
+}
+
+/// A policy's M = 1 pick (and that pick's bpp) for every planned (format, N, K) in every mode
+/// it answers, sorted: what the batched stage of a staged collection binds and is timed at.
+pub fn picks(policy: &Policy, plan: &InventoryPlan) -> std::result::Result<Vec<InheritedPick>, String> {
+    let mut out = Vec::new();
+    for s in &plan.shapes {
+        for &format in &s.formats {
+            for mode in &policy.modes {
+                let sel = policy
+                    .select(format.codebook().name(), mode, 1, s.n as u64, s.k as u64)
+                    .map_err(|e| format!("no M = 1 pick for {format} {}x{} {mode}: {e}", s.n, s.k))?;
+                out.push(InheritedPick {
+                    format,
+                    n: s.n,
+                    k: s.k,
+                    mode: mode.parse().map_err(|e: vnni_kernels::vocab::UnknownWord| e.to_string())?,
+                    candidate: sel
+                        .candidate
+                        .id
+                        .parse()
+                        .map_err(|e: vnni_kernels::vocab::BadCandidateId| e.to_string())?,
+                    bpp: usize::try_from(sel.bpp).map_err(|e| e.to_string())?,
+                });
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// The frozen policy's domain for decode domain `key` of the new policy (its M bucket index).

@@ -221,8 +221,7 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
                 message: format!("the frozen M = 1 policy has no domain {key}"),
             })?;
             out_domains.push(d);
-            let fit = DomainFit::frozen(key);
-            reports.push(fit);
+            reports.push(DomainFit::frozen(key));
             continue;
         }
         // A borrowed domain is of the same codebook and mode, so its models' kernel

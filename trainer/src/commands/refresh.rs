@@ -286,14 +286,13 @@ fn corpus_step(a: &Args, out: &Path, steps: &mut Vec<Step>) -> Result<(PathBuf, 
         // batched stage binds it, whatever binary runs now), and fits only when there is none.
         let m1_id = vnni_corpus::seal::verify(&m1_corpus, &Default::default())?.corpus_id;
         let kept = super::load_policy(&m1_policy).ok().filter(|p| p.provenance.corpus_id == m1_id);
-        let how = if kept.is_some() {
-            "kept"
-        } else {
-            let args = fit_args(&m1_corpus, &m1_policy, out.join("report/m1-fit"), None);
-            fit::fit_and_write(&args)?;
-            "fitted"
+        let (p, how) = match kept {
+            Some(p) => (p, "kept"),
+            None => {
+                fit::fit_and_write(&fit_args(&m1_corpus, &m1_policy, out.join("report/m1-fit"), None))?;
+                (super::load_policy(&m1_policy)?, "fitted")
+            }
         };
-        let p = super::load_policy(&m1_policy)?;
         // Its sealed rows are the staged corpus's decode rows: a failure here is final.
         if let Some(sealed) = p.gates.sealed.as_ref().filter(|s| !s.passed) {
             bail!(

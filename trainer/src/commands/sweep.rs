@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use vnni_corpus::collection::{CellStore, CollectionPlan, Shard};
 use vnni_corpus::inventory::Inventory;
-use vnni_corpus::staged::{FrozenM1, InheritedPick};
+use vnni_corpus::staged::FrozenM1;
 use vnni_kernels::BackendChoice;
 use vnni_measure::collect::{collect, finish, threads_per_worker, CollectOptions, Stage};
 
@@ -139,26 +139,8 @@ pub fn frozen_stage(policy_path: &Path, inventory: &Path, profile: &str) -> Resu
         .check_registry()
         .with_context(|| format!("{}: names candidates this registry does not hold", policy_path.display()))?;
     let plan = Inventory::load(inventory)?.resolve(profile)?;
-    let mut picks = Vec::new();
-    for s in &plan.shapes {
-        for &format in &s.formats {
-            for mode in &policy.modes {
-                let sel =
-                    policy.select(format.codebook().name(), mode, 1, s.n as u64, s.k as u64).with_context(|| {
-                        format!("{}: no M = 1 pick for {format} {}x{} {mode}", policy_path.display(), s.n, s.k)
-                    })?;
-                picks.push(InheritedPick {
-                    format,
-                    n: s.n,
-                    k: s.k,
-                    mode: mode.parse().map_err(anyhow::Error::msg)?,
-                    candidate: sel.candidate.id.parse().map_err(anyhow::Error::msg)?,
-                    bpp: usize::try_from(sel.bpp)?,
-                });
-            }
-        }
-    }
-    picks.sort();
+    let picks =
+        vnni_learner::frozen::picks(&policy, &plan).map_err(|e| anyhow::anyhow!("{}: {e}", policy_path.display()))?;
     Ok(FrozenM1 {
         m1_corpus_id: policy.provenance.corpus_id.clone(),
         policy_digest: vnni_kernels::digest::sha256_hex(&bytes),
