@@ -81,6 +81,9 @@ pub struct Profile {
     pub modes: Vec<Mode>,
     pub warmups: usize,
     pub samples: usize,
+    /// Independent timing passes per cell (default 1), each of `warmups` + `samples` rounds.
+    #[serde(default = "one")]
+    pub passes: usize,
     /// A workflow proxy (family-smoke): never installable; `refresh` judges it by the proxy
     /// verdict (every stage healthy) instead of the production gates.
     #[serde(default)]
@@ -250,11 +253,11 @@ impl Inventory {
         for (name, p) in raw.profile {
             let line = lines.of(p.span().start);
             let p = p.into_inner();
-            if p.m.is_empty() || p.m.contains(&0) || p.samples == 0 {
+            if p.m.is_empty() || p.m.contains(&0) || p.samples == 0 || p.passes == 0 {
                 return Err(InventoryError::Invalid {
                     path: path.to_path_buf(),
                     line,
-                    message: format!("profile {name:?}: M values must be positive and samples > 0"),
+                    message: format!("profile {name:?}: M values must be positive, samples > 0 and passes > 0"),
                 });
             }
             self.profiles.insert(name, p);
@@ -371,10 +374,19 @@ impl Inventory {
             modes: p.modes.clone(),
             warmups: p.warmups,
             samples: p.samples,
+            passes: p.passes,
             shapes,
             proxy: p.proxy,
         })
     }
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(v: &usize) -> bool {
+    *v == 1
 }
 
 /// `*` matches any run of characters.
@@ -411,6 +423,10 @@ pub struct InventoryPlan {
     pub modes: Vec<Mode>,
     pub warmups: usize,
     pub samples: usize,
+    /// Timing passes per cell (absent from the canonical JSON when 1, so the digests of
+    /// one-pass plans did not change when passes were added).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub passes: usize,
     pub shapes: Vec<PlanShape>,
     /// A workflow proxy profile (absent from the canonical JSON when false, so the digests
     /// of production plans did not change when it was added).

@@ -116,7 +116,8 @@ pub fn read_timing(path: &Path) -> Result<Vec<TimingRow>, ReadError> {
     Ok(out)
 }
 
-/// Raw samples: hex latencies finite and positive, candidates known, (key, round) unique.
+/// Raw samples: hex latencies finite and positive, candidates known, (key, pass, round)
+/// unique. Files written before passes existed have no `pass` column: pass 0.
 pub fn read_samples(path: &Path) -> Result<Vec<SampleRow>, ReadError> {
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
     let mut out = Vec::new();
@@ -130,8 +131,8 @@ pub fn read_samples(path: &Path) -> Result<Vec<SampleRow>, ReadError> {
             }
         }
         let key = format!(
-            "{}|{:?}|{:?}|{}|{}|{}|{}|{}",
-            r.mode, r.source_format, r.codebook, r.m, r.n, r.k, r.candidate, r.round
+            "{}|{:?}|{:?}|{}|{}|{}|{}|{}|{}",
+            r.mode, r.source_format, r.codebook, r.m, r.n, r.k, r.candidate, r.pass, r.round
         );
         check_unique(&mut seen, key, path, line, "round", "sample")?;
         out.push(r);

@@ -86,6 +86,10 @@ pub struct SampleRow {
     pub n: usize,
     pub k: usize,
     pub candidate: CandidateId,
+    /// The protocol pass (0 in corpora collected before passes existed, which had one).
+    #[serde(default)]
+    pub pass: usize,
+    /// Round within the pass.
     pub round: usize,
     /// Position of the candidate in this round's shuffled order.
     pub order: usize,

@@ -93,6 +93,27 @@ fn profiles_resolve_to_stable_digests() {
     assert!(matches!(a.resolve("nope"), Err(InventoryError::UnknownProfile { .. })));
 }
 
+/// Passes: production and proxy profiles time every cell twice; a one-pass plan's canonical
+/// JSON has no `passes` (the committed corpora's digests predate it), a two-pass one has it;
+/// zero passes is refused with the line.
+#[test]
+fn profiles_time_two_passes_and_one_pass_plans_keep_their_digests() {
+    let inv = Inventory::load(&committed()).unwrap();
+    for p in ["family-smoke", "core", "mtp-head", "all", "h200-twopass"] {
+        let plan = inv.resolve(p).unwrap();
+        assert_eq!(plan.passes, 2, "{p}");
+        assert!(plan.canonical_json().contains("\"passes\":2"), "{p}");
+    }
+    let generic = inv.resolve("h200-generic").unwrap();
+    assert_eq!(generic.passes, 1);
+    assert!(!generic.canonical_json().contains("passes"));
+    let back: vnni_corpus::inventory::InventoryPlan = serde_json::from_str(&generic.canonical_json()).unwrap();
+    assert_eq!((back.passes, back.digest()), (1, generic.digest()));
+    let profile = "[profile.p]\ndescription = \"x\"\nshapes = [\"a\"]\npartitions = [\"development\"]\nm = [1]\n\
+                   modes = [\"eager\"]\nwarmups = 0\nsamples = 2\npasses = 0\n";
+    expect_invalid(&[("x.toml", SHAPE), ("p.toml", profile)], "p.toml", 1, "passes > 0");
+}
+
 fn expect_invalid(files: &[(&str, &str)], file: &str, line: usize, needle: &str) {
     let dir = temp_inventory(files);
     let err = Inventory::load(&dir).unwrap_err();

@@ -63,6 +63,7 @@ fn sample(round: usize, v: f64) -> SampleRow {
         n: 4096,
         k: 4096,
         candidate: "decode.wide.tn128.cpt2".parse().unwrap(),
+        pass: 0,
         round,
         order: 0,
         warmup: false,
@@ -131,6 +132,32 @@ fn zstd_sidecars_round_trip_and_validate_hex_samples() {
     bad[7] = sample(6, 1.0);
     write_csv(&p, &bad).unwrap();
     assert!(err_of(read_samples(&p)).contains("duplicate sample (first at line 8)"));
+    // the same round of another pass is another sample
+    bad[7].pass = 1;
+    write_csv(&p, &bad).unwrap();
+    assert_eq!(read_samples(&p).unwrap()[7].pass, 1);
+}
+
+/// Sample files written before passes existed have no `pass` column: they read as pass 0.
+#[test]
+fn samples_without_a_pass_column_are_pass_zero() {
+    let p = tmp("old.timing.csv");
+    let rows = [sample(0, 80.0), sample(1, 81.0)];
+    write_csv(&p, &rows).unwrap();
+    let text = std::fs::read_to_string(&p).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let at = header.iter().position(|h| *h == "pass").expect("a pass column is written");
+    let old: String = text
+        .lines()
+        .map(|l| {
+            let mut f: Vec<&str> = l.split(',').collect();
+            f.remove(at);
+            f.join(",") + "\n"
+        })
+        .collect();
+    std::fs::write(&p, old).unwrap();
+    let back = read_samples(&p).unwrap();
+    assert_eq!(back, rows.to_vec());
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! An authenticated corpus read into alias cells. One cell = (source format, mode, M, N, K):
-//! the medians of every candidate of its surface, their regrets and the upper confidence
-//! bounds of those regrets from the raw samples. Samples are dropped once the bounds exist.
+//! the medians of every candidate of its surface, their regrets, the upper confidence bounds
+//! of those regrets from the raw samples and, where the protocol ran two or more passes, each
+//! candidate's pass-to-pass difference (the noise band's evidence, `noise.rs`). Samples are
+//! dropped once these exist.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,6 +34,12 @@ pub struct Cell {
     /// Per candidate of the surface, registry order.
     pub regret: Vec<f64>,
     pub ucb: Vec<f64>,
+    /// Max / min - 1 of the per-pass medians of each eligible candidate timed in two or more
+    /// passes: replicates of one kernel on the same bytes.
+    pub replicates: Vec<f64>,
+    /// The noise band of the cell's domain and size (`noise::apply_pass_bands`); 0 without
+    /// replicates.
+    pub band: f64,
 }
 
 impl Cell {
@@ -40,6 +48,17 @@ impl Cell {
             Surface::Decode
         } else {
             Surface::Grouped
+        }
+    }
+
+    /// The regret that scores a choice: a candidate inside the noise band of the best is
+    /// tied with it (0), one outside keeps its whole regret. Fits use the raw `regret`.
+    pub fn scored(&self, c: usize) -> f64 {
+        let r = self.regret[c];
+        if r <= self.band {
+            0.0
+        } else {
+            r
         }
     }
 }
@@ -55,6 +74,9 @@ pub struct Corpus {
     pub cells: Vec<Cell>,
     /// Registers and static shared memory per kernel symbol (`resources.csv`; CUDA corpora).
     pub resources: BTreeMap<String, KernelResources>,
+    /// The noise band of every (domain, size octave) of a cell, from pass replicates (empty
+    /// for one-pass corpora).
+    pub bands: BTreeMap<(crate::domains::DomainKey, u32), crate::noise::Band>,
 }
 
 impl Corpus {
@@ -100,6 +122,7 @@ pub fn load(dir: &Path) -> Result<Corpus> {
             message: format!("row {}: {message}", line + 2),
         };
         let mut samples: BTreeMap<(RowKey, CandidateId), Vec<f64>> = BTreeMap::new();
+        let mut by_pass: BTreeMap<(RowKey, CandidateId), BTreeMap<usize, Vec<f64>>> = BTreeMap::new();
         for (line, s) in read_samples(&samples_path)?.into_iter().enumerate() {
             if s.warmup || BASELINES.contains(&s.candidate.as_str()) {
                 continue;
@@ -109,6 +132,7 @@ pub fn load(dir: &Path) -> Result<Corpus> {
                 .ok_or_else(|| bad(&samples_path, line, "a candidate's sample without a source format".into()))?;
             let v = parse_hex_f64(&s.latency_us_hex).expect("validated by read_samples");
             let key = RowKey { format, mode: s.mode, m: s.m, n: s.n, k: s.k };
+            by_pass.entry((key, s.candidate.clone())).or_default().entry(s.pass).or_default().push(v);
             samples.entry((key, s.candidate)).or_default().push(v);
         }
         let mut grouped_rows: BTreeMap<RowKey, BTreeMap<CandidateId, Measured>> = BTreeMap::new();
@@ -140,7 +164,11 @@ pub fn load(dir: &Path) -> Result<Corpus> {
             }
             let entries: Vec<Option<Measured>> = list.iter().map(|c| rows.get(&c.id).copied()).collect();
             let mut cell_samples: Vec<Option<&[f64]>> = Vec::with_capacity(list.len());
+            let mut replicates = Vec::new();
             for (c, e) in list.iter().zip(&entries) {
+                if let Some(passes) = by_pass.get(&(key, c.id.clone())).filter(|_| e.is_some_and(|e| e.eligible)) {
+                    replicates.extend(crate::noise::pass_spread(passes));
+                }
                 cell_samples.push(match e {
                     Some(e) if e.eligible => {
                         Some(samples.get(&(key, c.id.clone())).map(Vec::as_slice).ok_or_else(|| FitError::Corpus {
@@ -162,6 +190,8 @@ pub fn load(dir: &Path) -> Result<Corpus> {
                 best_us: best_median(&entries),
                 regret: regrets(&entries),
                 ucb: cell_ucb(&cell_samples, ALPHA),
+                replicates,
+                band: 0.0,
             });
         }
     }
@@ -173,7 +203,10 @@ pub fn load(dir: &Path) -> Result<Corpus> {
                 .insert(r.kernel, KernelResources { registers: r.registers, shared_static: r.shared_static_bytes });
         }
     }
-    Ok(Corpus { dir: dir.into(), manifest, plan, backend, decode, grouped, cells, resources })
+    let mut corpus =
+        Corpus { dir: dir.into(), manifest, plan, backend, decode, grouped, cells, resources, bands: BTreeMap::new() };
+    crate::noise::apply_pass_bands(&mut corpus);
+    Ok(corpus)
 }
 
 /// The runtime key of a group of rows: (source format, mode, M, N, K). Ordered by the

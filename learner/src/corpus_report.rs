@@ -633,6 +633,7 @@ pub fn write_corpus_report(dir: &Path, policy: Option<&Policy>, out: &Path) -> R
     bandwidth_section(dir, out, &mut md, &mut files)?;
     regret_section(&corpus, policy, out, &mut md, &mut files)?;
     md.push_str(&crate::generic_floor::section(&corpus));
+    md.push_str(&crate::noise::bands_section(plan.inventory.passes, &corpus.bands));
     md.push_str(&crate::noise::section(&vnni_corpus::collection::read_corpus_rows(dir)?));
     let path = out.join("report.md");
     write_bytes(&path, md.as_bytes())?;

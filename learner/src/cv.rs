@@ -112,7 +112,7 @@ fn rows_of(t: &Trainer, test: &[&Sample], pick: impl Fn(&Sample) -> usize) -> Ve
     let mut out = Vec::new();
     for s in test {
         let c = pick(s);
-        out.extend(s.cells.iter().map(|&i| (t.corpus.cells[i].regret[c], t.corpus.cells[i].ucb[c])));
+        out.extend(s.cells.iter().map(|&i| (t.corpus.cells[i].scored(c), t.corpus.cells[i].ucb[c])));
     }
     out
 }

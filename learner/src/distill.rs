@@ -189,7 +189,8 @@ pub fn labelled(t: &Trainer, samples: &[&Sample], models: &Models) -> Option<Lab
             for (c, v) in r.iter_mut().enumerate() {
                 // A candidate that gave wrong bits (or was never measured) at a measured key
                 // keeps its prohibitive regret: no leaf those rows reach may pick it.
-                let regret = t.corpus.cells[i].regret[c];
+                // inside the noise band of the best: a tie, no cost
+                let regret = t.corpus.cells[i].scored(c);
                 let cost = if regret >= REGRET_CAP { REGRET_CAP } else { regret.min(REGRET_CLIP) };
                 *v += cost / s.cells.len() as f64;
             }

@@ -41,6 +41,8 @@ pub fn families(corpus: &Corpus) -> BTreeMap<(u64, u64), String> {
 pub struct FamilyRegrets {
     pub tree: Vec<f64>,
     pub model: Vec<f64>,
+    /// `model` as measured (no noise-band ties).
+    pub model_measured: Vec<f64>,
     pub baselines: [Vec<f64>; METHOD_COUNT - 1],
 }
 
@@ -49,6 +51,7 @@ impl FamilyRegrets {
     pub fn extend(&mut self, other: &FamilyRegrets) {
         self.tree.extend(&other.tree);
         self.model.extend(&other.model);
+        self.model_measured.extend(&other.model_measured);
         for (a, b) in self.baselines.iter_mut().zip(&other.baselines) {
             a.extend(b);
         }
@@ -91,12 +94,13 @@ pub fn leave_one_family_out(
         };
         for s in test {
             let c = t.walk(&fitted.tree, s.n, s.k);
-            r.tree.extend(s.cells.iter().map(|&i| t.corpus.cells[i].regret[c]));
+            r.tree.extend(s.cells.iter().map(|&i| t.corpus.cells[i].scored(c)));
             // What ships: the models' argmin, the tree's pick where they do not answer (so
             // both columns score the same cells).
             if fitted.models.is_some() {
                 let m = t.predict(&fitted, s.n, s.k);
-                r.model.extend(s.cells.iter().map(|&i| t.corpus.cells[i].regret[m]));
+                r.model.extend(s.cells.iter().map(|&i| t.corpus.cells[i].scored(m)));
+                r.model_measured.extend(s.cells.iter().map(|&i| t.corpus.cells[i].regret[m]));
             }
         }
         out.insert(family.clone(), r);

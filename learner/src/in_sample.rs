@@ -57,7 +57,7 @@ pub fn in_sample(policy: &Policy, corpus: &Corpus, overlays: bool) -> InSample {
         };
         out.via_overlay += usize::from(sel.via == Via::Overlay);
         let list = corpus.candidates(cell.surface());
-        let regret = list.iter().position(|c| c.id == sel.candidate.id).map_or(REGRET_CAP, |i| cell.regret[i]);
+        let regret = list.iter().position(|c| c.id == sel.candidate.id).map_or(REGRET_CAP, |i| cell.scored(i));
         out.unmeasured_picks += usize::from(regret >= REGRET_CAP);
         out.by_group.entry((cell.codebook.name().to_string(), surface_name(cell.m == 1))).or_default().push(regret);
         if cell.sealed {

@@ -145,6 +145,9 @@ pub struct Fit {
     pub geometries: Vec<(u64, u64)>,
     /// Whether the leave-one-family-out rows chose their hyperparameters nested.
     pub nested_family_cv: bool,
+    /// Timing passes per cell, and the noise band of each domain from their replicates.
+    pub passes: usize,
+    pub bands: BTreeMap<(DomainKey, u32), noise::Band>,
 }
 
 /// The registry surface serving an M bucket.
@@ -295,6 +298,8 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
         corpus_dir: dir.into(),
         geometries: geometries.into_iter().collect(),
         nested_family_cv: opts.nested_family_cv,
+        passes: corpus.plan.inventory.passes,
+        bands: corpus.bands.clone(),
     })
 }
 

@@ -1,16 +1,157 @@
-//! The noise band of a corpus from its alias replicates: source formats that share a codebook
-//! run the same kernels on the same packed layout (Q4_1 and Q4_K are both `u4`), so two alias
-//! cells of one (mode, M, N, K) time every candidate twice on different bytes. The relative
-//! difference of one candidate's two medians is run-to-run noise (plus any real difference
-//! between the byte patterns); its p95 per group is the band inside which two candidates are
-//! not told apart.
+//! Noise bands. The band that scores a corpus comes from pass replicates: a protocol of two
+//! or more independent passes times every surviving candidate of a cell once per pass, on
+//! the same bytes (on a GPU on weight copies of their own), so max / min - 1 of its per-pass
+//! medians is run-to-run noise of one kernel. Per domain (DESIGN.md section 8) and size
+//! octave, the p95 of those differences over the development cells gives the band inside
+//! which two candidates are not told apart: [`crate::corpus::Cell::scored`] ties a pick
+//! inside it with the best. One-pass corpora have none (band 0, regrets scored as measured).
+//!
+//! The corpus report also shows alias replicates: source formats that share a codebook run the
+//! same kernels on the same packed layout (Q4_1 and Q4_K are both `u4`), so two alias cells of
+//! one (mode, M, N, K) time every candidate twice on different bytes; their difference is
+//! run-to-run noise plus any real difference between the byte patterns.
 
 use std::collections::BTreeMap;
 
 use vnni_corpus::TimingRow;
 use vnni_kernels::{CandidateId, Codebook, Mode};
 
+use vnni_policy::Surface;
+
+use crate::corpus::Corpus;
+use crate::domains::{domain_of, skeleton, DomainKey};
 use crate::regret_stats::{nearest_rank, p95};
+
+/// Fewer pass differences than this under one key: the next, wider key.
+pub const MIN_REPLICATES: usize = 30;
+
+/// Where a band's differences came from, narrowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BandSource {
+    /// The domain's development cells of this size octave.
+    Own,
+    /// Every codebook and aspect of the mode and surface at this size octave.
+    Pooled,
+    /// The domain's development cells of every size.
+    Domain,
+}
+
+/// The noise band of one (domain, size octave).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Band {
+    /// Pass differences it was computed from.
+    pub replicates: usize,
+    /// p95 of |pass difference| / sqrt 2: the p95 of the noise in the difference of two
+    /// candidates' medians over both passes (each pass median carries the noise once, their
+    /// difference sqrt 2 of it, a two-pass median 1 / sqrt 2).
+    pub band: f64,
+    pub source: BandSource,
+}
+
+/// The size octave a band is keyed by, floor(log2(N x K)): run-to-run noise falls with the
+/// bytes a launch streams (measured on the H200: p95 pass differences of 9% at 4-8 MiB
+/// matrices, 1.2% above 512 MiB), so one band per domain would tie real regrets of large
+/// shapes with the noise of small ones.
+pub fn octave(n: u64, k: u64) -> u32 {
+    (n * k).max(1).ilog2()
+}
+
+/// Max / min - 1 of the per-pass medians of one candidate in one cell (`None` with fewer than
+/// two passes).
+pub fn pass_spread(passes: &BTreeMap<usize, Vec<f64>>) -> Option<f64> {
+    let medians: Vec<f64> =
+        passes.values().filter_map(|v| vnni_measure::stats::summarize(v)).map(|s| s.median).collect();
+    if medians.len() < 2 {
+        return None;
+    }
+    let (lo, hi) = medians.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &m| (lo.min(m), hi.max(m)));
+    Some(hi / lo - 1.0)
+}
+
+/// The band of every (domain, size octave) a cell of the corpus falls in, from the
+/// development cells' pass differences (the cell's own key, else the mode and surface at its
+/// octave, else its domain at every size, whichever first has [`MIN_REPLICATES`]), set on
+/// every cell, development and sealed: sealed rows are scored with the band the development
+/// rows measured.
+pub fn apply_pass_bands(corpus: &mut Corpus) {
+    let sk = skeleton(corpus);
+    let keys: Vec<Option<(DomainKey, u32)>> = corpus
+        .cells
+        .iter()
+        .map(|c| domain_of(&sk, c.codebook.name(), c.mode.name(), c.m, c.n, c.k).map(|d| (d, octave(c.n, c.k))))
+        .collect();
+    let pool = |d: &DomainKey, o: u32| (d.mode.clone(), sk.m_buckets[d.bucket].surface == Surface::Decode, o);
+    let mut own: BTreeMap<(DomainKey, u32), Vec<f64>> = BTreeMap::new();
+    let mut pooled: BTreeMap<(String, bool, u32), Vec<f64>> = BTreeMap::new();
+    let mut domain: BTreeMap<DomainKey, Vec<f64>> = BTreeMap::new();
+    for (c, key) in corpus.cells.iter().zip(&keys) {
+        let Some((d, o)) = key.as_ref().filter(|_| !c.sealed) else { continue };
+        own.entry((d.clone(), *o)).or_default().extend(&c.replicates);
+        pooled.entry(pool(d, *o)).or_default().extend(&c.replicates);
+        domain.entry(d.clone()).or_default().extend(&c.replicates);
+    }
+    let enough = |v: Option<&Vec<f64>>| v.filter(|v| v.len() >= MIN_REPLICATES).cloned();
+    let mut bands = BTreeMap::new();
+    for (d, o) in keys.iter().flatten() {
+        if bands.contains_key(&(d.clone(), *o)) {
+            continue;
+        }
+        let found = enough(own.get(&(d.clone(), *o)))
+            .map(|v| (v, BandSource::Own))
+            .or_else(|| enough(pooled.get(&pool(d, *o))).map(|v| (v, BandSource::Pooled)))
+            .or_else(|| enough(domain.get(d)).map(|v| (v, BandSource::Domain)));
+        if let Some((v, source)) = found {
+            let band = Band { replicates: v.len(), band: p95(&v) / std::f64::consts::SQRT_2, source };
+            bands.insert((d.clone(), *o), band);
+        }
+    }
+    for (c, key) in corpus.cells.iter_mut().zip(&keys) {
+        c.band = key.as_ref().and_then(|k| bands.get(k)).map_or(0.0, |b| b.band);
+    }
+    corpus.bands = bands;
+}
+
+/// The fit report's section: the band of every domain by size octave, or why there is none.
+pub fn bands_section(passes: usize, bands: &BTreeMap<(DomainKey, u32), Band>) -> String {
+    let mut md = String::from("## Noise band (pass replicates)\n\n");
+    if bands.is_empty() {
+        md.push_str(&format!(
+            "The corpus was timed in {passes} pass(es) per cell: no pass replicates, so no band; regrets are scored \
+             as measured.\n\n"
+        ));
+        return md;
+    }
+    md.push_str(&format!(
+        "Every cell was timed in {passes} independent passes. Per domain and size octave (log2 N x K), the band is \
+         the p95 of one candidate's pass-to-pass difference (max / min - 1 of its per-pass medians) over the \
+         development cells, divided by sqrt 2 (the noise of the difference of two candidates' medians over both \
+         passes); under {MIN_REPLICATES} differences it is pooled over the codebooks and aspects of the mode and \
+         surface at that octave (p), else taken over the domain's every size (d). A pick whose regret is inside \
+         its cell's band is tied with the best (scored 0 in CV, leave-one-family-out and sealed certification); \
+         outside it keeps its whole regret.\n\n| domain | differences | band by octave |\n|---|---|---|\n"
+    ));
+    let mut by_domain: BTreeMap<&DomainKey, Vec<(u32, &Band)>> = BTreeMap::new();
+    for ((d, o), b) in bands {
+        by_domain.entry(d).or_default().push((*o, b));
+    }
+    for (d, v) in by_domain {
+        let count: usize = v.iter().filter(|(_, b)| b.source == BandSource::Own).map(|(_, b)| b.replicates).sum();
+        let cells: Vec<String> = v
+            .iter()
+            .map(|(o, b)| {
+                let mark = match b.source {
+                    BandSource::Own => "",
+                    BandSource::Pooled => " p",
+                    BandSource::Domain => " d",
+                };
+                format!("2^{o}: {:.2}%{mark}", b.band * 100.0)
+            })
+            .collect();
+        md.push_str(&format!("| {d} | {count} | {} |\n", cells.join(", ")));
+    }
+    md.push('\n');
+    md
+}
 
 /// The key under which alias cells time the same kernel: (codebook, mode, M, N, K, candidate).
 type ReplicateKey = (Codebook, Mode, usize, usize, usize, CandidateId);

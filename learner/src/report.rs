@@ -58,11 +58,24 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
                 if s.passed { "passed" } else { "FAILED" }
             );
             if !s.surfaces.is_empty() {
-                let _ = writeln!(md, "| sealed rows | rows | p95 | geomean | max |\n|---|---|---|---|---|");
+                let tied = s.named_scores().any(|(_, v)| v.as_measured.is_some());
+                let _ = writeln!(
+                    md,
+                    "| sealed rows | rows | p95 | geomean | max |{}\n|---|---|---|---|---|{}",
+                    if tied { " as measured (p95 / geomean / max) |" } else { "" },
+                    if tied { "---|" } else { "" }
+                );
                 for (name, v) in s.named_scores() {
+                    let measured = match (tied, v.as_measured) {
+                        (false, _) => String::new(),
+                        (true, None) => " same |".into(),
+                        (true, Some(m)) => {
+                            format!(" {} / {} / {} |", pct(m.p95_regret), pct(m.geomean_regret), pct(m.max_regret))
+                        }
+                    };
                     let _ = writeln!(
                         md,
-                        "| {name} | {} | {} | {} | {} |",
+                        "| {name} | {} | {} | {} | {} |{measured}",
                         v.rows,
                         pct(v.p95_regret),
                         pct(v.geomean_regret),
@@ -119,6 +132,7 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
         );
     }
     let _ = writeln!(md, "\n{BASELINES_LEGEND}\n");
+    md.push_str(&crate::noise::bands_section(fit.passes, &fit.bands));
     let modelled: Vec<&DomainFit> = fit.domains.iter().filter(|d| d.model_errors.is_some()).collect();
     if !modelled.is_empty() {
         let _ = writeln!(
@@ -152,6 +166,7 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     if !by_family.is_empty() {
+        let tied = !fit.bands.is_empty();
         let _ = writeln!(
             md,
             "## Leave one family out (decode)\n\nEach model family's development cells, scored by what the \
@@ -159,14 +174,20 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
              grid points stay in training): the argmin of the quantized cost models, the tree where they do \
              not answer (`-` where no cost model applies, and its own row count where that differs); beside \
              it the fallback trees alone (distilled from the models) and the baselines \
-             trained on the same rows. Each entry is p95 / geomean / max.\n\n| family | rows | trees alone | cost models (shipped) | {} |\n|---|---|---|---|{}",
+             trained on the same rows. Each entry is p95 / geomean / max{}.\n\n| family | rows | trees alone | cost models (shipped) |{} {} |\n|---|---|---|---|{}",
             if fit.nested_family_cv {
                 "nested: hyperparameters chosen again by grouped folds over the other rows"
             } else {
                 "the domain's chosen hyperparameters"
             },
+            if tied {
+                "; a pick inside its cell's noise band scores 0, and the shipped picks are also given as measured"
+            } else {
+                ""
+            },
+            if tied { " shipped, as measured |" } else { "" },
             METHODS[1..].join(" | "),
-            "---|".repeat(METHODS.len() - 1)
+            "---|".repeat(METHODS.len() - 1 + usize::from(tied))
         );
         let mut all = crate::family_cv::FamilyRegrets::default();
         for r in by_family.values() {
@@ -183,7 +204,7 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
             let baselines: Vec<String> = r.baselines.iter().map(|b| three(b)).collect();
             let _ = writeln!(
                 md,
-                "| {family} | {} | {} | {} | {} |",
+                "| {family} | {} | {} | {} |{} {} |",
                 r.tree.len(),
                 three(&r.tree),
                 if r.model.is_empty() || r.model.len() == r.tree.len() {
@@ -191,6 +212,7 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
                 } else {
                     format!("{} ({} rows)", three(&r.model), r.model.len())
                 },
+                if tied { format!(" {} |", three(&r.model_measured)) } else { String::new() },
                 baselines.join(" | ")
             );
         }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use vnni_kernels::registry::Surface;
-use vnni_policy::{Policy, PolicyError, SealedCertification, SealedScore};
+use vnni_policy::{MeasuredScore, Policy, PolicyError, SealedCertification, SealedScore};
 
 use crate::corpus::Corpus;
 use crate::domains::{DomainKey, Sample};
@@ -14,12 +14,14 @@ use crate::family_cv::sources;
 use crate::regret::REGRET_CAP;
 use crate::regret_stats::{geomean, p95};
 
-/// One scored alias cell: its surface, its shape and the regret of the policy's pick.
+/// One scored alias cell: its surface, its shape and the regret of the policy's pick (tied
+/// inside the noise band, and as measured).
 struct Scored {
     surface: Surface,
     n: u64,
     k: u64,
     regret: f64,
+    measured: f64,
 }
 
 fn scored(
@@ -38,7 +40,8 @@ fn scored(
                 surface,
                 n: s.n,
                 k: s.k,
-                regret: c.map_or(REGRET_CAP, |c| corpus.cells[i].regret[c]),
+                regret: c.map_or(REGRET_CAP, |c| corpus.cells[i].scored(c)),
+                measured: c.map_or(REGRET_CAP, |c| corpus.cells[i].regret[c]),
             }));
         }
     }
@@ -55,12 +58,18 @@ pub fn policy_regrets(
     Ok(scored(policy, corpus, samples, overlays)?.into_iter().map(|s| s.regret).collect())
 }
 
-fn score(r: &[f64]) -> SealedScore {
+fn score(rows: &[&Scored]) -> SealedScore {
+    let stats = |r: &[f64]| (p95(r), geomean(r), r.iter().copied().fold(0.0, f64::max));
+    let tied: Vec<f64> = rows.iter().map(|s| s.regret).collect();
+    let measured: Vec<f64> = rows.iter().map(|s| s.measured).collect();
+    let (p95_regret, geomean_regret, max_regret) = stats(&tied);
+    let (mp, mg, mm) = stats(&measured);
     SealedScore {
-        rows: r.len() as u64,
-        p95_regret: p95(r),
-        geomean_regret: geomean(r),
-        max_regret: r.iter().copied().fold(0.0, f64::max),
+        rows: rows.len() as u64,
+        p95_regret,
+        geomean_regret,
+        max_regret,
+        as_measured: (tied != measured).then_some(MeasuredScore { p95_regret: mp, geomean_regret: mg, max_regret: mm }),
     }
 }
 
@@ -76,14 +85,14 @@ pub fn certify(
         return Ok(None);
     }
     let all: Vec<f64> = rows.iter().map(|s| s.regret).collect();
-    let mut by_surface: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    let mut by_source: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut by_surface: BTreeMap<String, Vec<&Scored>> = BTreeMap::new();
+    let mut by_source: BTreeMap<String, Vec<&Scored>> = BTreeMap::new();
     let from = sources(corpus);
     for s in &rows {
-        by_surface.entry(s.surface.name().to_string()).or_default().push(s.regret);
+        by_surface.entry(s.surface.name().to_string()).or_default().push(s);
         if s.surface == Surface::Decode {
             let source = from.get(&(s.n, s.k)).cloned().unwrap_or_else(|| "unknown".into());
-            by_source.entry(source).or_default().push(s.regret);
+            by_source.entry(source).or_default().push(s);
         }
     }
     let surfaces: BTreeMap<String, SealedScore> = by_surface.iter().map(|(k, r)| (k.clone(), score(r))).collect();

@@ -32,6 +32,9 @@ pub struct Spec {
     pub ms: Vec<usize>,
     pub modes: Vec<Mode>,
     pub samples: usize,
+    /// Timing passes: every pass after the first adds its own lognormal shift (sigma
+    /// `noise`) to all of a candidate's samples, the run-to-run part of real noise.
+    pub passes: usize,
     /// Lognormal sigma of the per-sample noise.
     pub noise: f64,
     /// Every `sealed_every`-th geometry (in (N, K) order) is sealed; 0: none.
@@ -64,6 +67,7 @@ impl Spec {
             ms: vec![1, 2, 4, 8],
             modes: vec![Mode::Eager],
             samples: 15,
+            passes: 1,
             noise: 0.01,
             sealed_every: 5,
             overlay: vec![(4096, 4096), (1024, 8192)],
@@ -246,14 +250,26 @@ fn cell(
         let dropped = t > 1.3 * leader;
         let count = if dropped { (spec.samples / 3).max(3) } else { spec.samples };
         let seed = derive_seed(spec.seed, &format!("{format} {mode} {m} {n} {k} {}", c.id));
-        // A cold warmup sample the learner must ignore, then the measured ones.
-        let mut samples = vec![Sample { round: 0, order: 0, warmup: true, latency_us: t * 3.0 }];
-        samples.extend((0..count as u64).map(|i| Sample {
-            round: i as usize + 1,
-            order: 0,
-            warmup: false,
-            latency_us: t * (spec.noise * normal(seed, i)).exp(),
-        }));
+        // Per pass, a cold warmup sample the learner must ignore, then the measured ones;
+        // racing drops a candidate in the first pass.
+        let mut samples = Vec::new();
+        for pass in 0..if dropped { 1 } else { spec.passes.max(1) } {
+            let (seed, shift) = match pass {
+                0 => (seed, 1.0),
+                p => {
+                    let s = derive_seed(seed, &format!("pass {p}"));
+                    (s, (spec.noise * normal(s, 1 << 40)).exp())
+                }
+            };
+            samples.push(Sample { pass, round: 0, order: 0, warmup: true, latency_us: t * 3.0 });
+            samples.extend((0..count as u64).map(|i| Sample {
+                pass,
+                round: i as usize + 1,
+                order: 0,
+                warmup: false,
+                latency_us: t * shift * (spec.noise * normal(seed, i)).exp(),
+            }));
+        }
         let bpp = match c.surface {
             Surface::Decode => c.plan(n, k, spec.units).map_or(0, |p| p.bpp),
             Surface::Grouped | Surface::Prefill => bpp,
@@ -285,7 +301,8 @@ fn cell(
     };
     let eligible: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].mismatches == 0).collect();
     let timed: Vec<Timed> = eligible.iter().map(|&i| timed[i].clone()).collect();
-    let protocol = Protocol { warmups: 1, samples: spec.samples, seed: spec.seed, ..Protocol::default() };
+    let protocol =
+        Protocol { warmups: 1, samples: spec.samples, passes: spec.passes, seed: spec.seed, ..Protocol::default() };
     let mut out = CellResult::default();
     mode_rows(
         &ctx,
@@ -321,6 +338,7 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
         modes: spec.modes.clone(),
         warmups: 1,
         samples: spec.samples,
+        passes: spec.passes.max(1),
         shapes,
         proxy: false,
     };

@@ -123,19 +123,23 @@ impl<'a> Trainer<'a> {
         self.corpus.candidates(self.surface)[c].generic_legal()
     }
 
-    fn alias_regrets<'s>(&'s self, s: &Sample) -> Vec<&'s [f64]> {
-        s.cells.iter().map(|&i| self.corpus.cells[i].regret.as_slice()).collect()
+    /// The scored regrets (inside the noise band: tied with the best) of each alias cell.
+    fn alias_regrets(&self, s: &Sample) -> Vec<Vec<f64>> {
+        let width = self.corpus.candidates(self.surface).len();
+        s.cells.iter().map(|&i| (0..width).map(|c| self.corpus.cells[i].scored(c)).collect()).collect()
     }
 
     /// The generic-legal exact winner of a runtime key (the training label).
     pub fn label(&self, s: &Sample) -> Option<usize> {
-        minimax_winner(&self.alias_regrets(s), |c| self.generic(c))
+        let regrets = self.alias_regrets(s);
+        minimax_winner(&regrets.iter().map(Vec::as_slice).collect::<Vec<_>>(), |c| self.generic(c))
     }
 
     /// What a wrong choice costs at this key: the mean excess max-regret of the other generic
     /// candidates over the label's, each capped at 100%, floored so every row counts.
     fn weight(&self, s: &Sample, label: usize) -> f32 {
-        let scores = alias_scores(&self.alias_regrets(s));
+        let regrets = self.alias_regrets(s);
+        let scores = alias_scores(&regrets.iter().map(Vec::as_slice).collect::<Vec<_>>());
         let others: Vec<f64> = (0..scores.len())
             .filter(|&c| c != label && self.generic(c))
             .map(|c| (scores[c].0 - scores[label].0).clamp(0.0, 1.0))
@@ -150,7 +154,7 @@ impl<'a> Trainer<'a> {
         let width = self.corpus.candidates(self.surface).len();
         let scores: Vec<(f64, f64)> = (0..width)
             .map(|c| {
-                let r: Vec<f64> = cells.iter().map(|&i| self.corpus.cells[i].regret[c]).collect();
+                let r: Vec<f64> = cells.iter().map(|&i| self.corpus.cells[i].scored(c)).collect();
                 (p95(&r), mean(&r))
             })
             .collect();

@@ -344,3 +344,57 @@ fn cuda_decode_domains_ship_cost_models_that_answer_unmeasured_shapes() {
     assert!(f.domains.iter().all(|d| d.model_errors.is_none()));
     assert_eq!(f.policy.select("s4", "graph", 1, 5000, 3008).unwrap().via, Via::Tree);
 }
+
+/// Two passes per cell: every domain gets a noise band from pass replicates (near the
+/// synthetic run-to-run noise), a pick inside it is scored as a tie, one outside keeps its
+/// whole regret, and the report shows the bands. One pass: no band, regrets as measured.
+#[test]
+fn pass_replicates_give_every_domain_a_noise_band_and_ties_inside_it() {
+    let one = corpus::load(&common::corpus("band-one", &small(31))).unwrap();
+    assert!(one.bands.is_empty());
+    assert!(one.cells.iter().all(|c| c.band == 0.0 && c.replicates.is_empty()));
+    let c = &one.cells[0];
+    assert!((0..c.regret.len()).all(|i| c.scored(i) == c.regret[i]));
+
+    let spec = Spec { passes: 2, noise: 0.02, ..small(31) };
+    let two = corpus::load(&common::corpus("band-two", &spec)).unwrap();
+    let sk = domains::skeleton(&two);
+    let keys: BTreeSet<_> = two
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let d = domains::domain_of(&sk, c.codebook.name(), c.mode.name(), c.m, c.n, c.k)?;
+            Some((d, vnni_learner::noise::octave(c.n, c.k)))
+        })
+        .collect();
+    assert_eq!(two.bands.keys().cloned().collect::<BTreeSet<_>>(), keys, "a band for every cell's key");
+    for ((d, o), b) in &two.bands {
+        // a lognormal pass shift of sigma 0.02 (plus the median noise of 15 samples): the p95
+        // of |difference| is about 1.96 x sqrt(2) x 0.02, the band that / sqrt 2 = 3.9%
+        assert!(b.band > 0.015 && b.band < 0.08, "{d} 2^{o}: band {}", b.band);
+    }
+    let mut tied = 0;
+    for c in &two.cells {
+        assert!(c.band > 0.0, "every cell has its domain's band");
+        for i in 0..c.regret.len() {
+            let want = if c.regret[i] <= c.band { 0.0 } else { c.regret[i] };
+            assert_eq!(c.scored(i), want);
+            tied += usize::from(c.regret[i] > 0.0 && c.scored(i) == 0.0);
+        }
+    }
+    assert!(tied > 0, "no candidate fell inside a band");
+
+    // one pass: the sealed scores carry no "as measured" twin; two: they do, never below
+    let f1 = fit(&one.dir, &FitOptions::default()).unwrap();
+    assert!(f1.policy.gates.sealed.as_ref().unwrap().named_scores().all(|(_, v)| v.as_measured.is_none()));
+    let root = common::scratch("band-report");
+    let f = fit(&two.dir, &FitOptions::default()).unwrap();
+    let sealed = f.policy.gates.sealed.as_ref().unwrap();
+    let measured: Vec<_> =
+        sealed.named_scores().filter_map(|(_, v)| v.as_measured.map(|m| (v.geomean_regret, m))).collect();
+    assert!(!measured.is_empty());
+    assert!(measured.iter().all(|(tied, m)| *tied <= m.geomean_regret));
+    assert_eq!((f.passes, f.bands.len()), (2, two.bands.len()));
+    let md = std::fs::read_to_string(&vnni_learner::report::write_report(&f, &root).unwrap()[0]).unwrap();
+    assert!(md.contains("## Noise band (pass replicates)") && md.contains("timed in 2 independent passes"), "{md}");
+}

@@ -73,7 +73,12 @@ pub struct CollectSummary {
 pub fn collect(opts: &CollectOptions) -> Result<CollectSummary> {
     let store = CellStore::new(&opts.out);
     let (plan, runner, modes, m1_rows) = bind(opts, &store)?;
-    let protocol = Protocol { warmups: plan.inventory.warmups, samples: plan.inventory.samples, ..Protocol::default() };
+    let protocol = Protocol {
+        warmups: plan.inventory.warmups,
+        samples: plan.inventory.samples,
+        passes: plan.inventory.passes,
+        ..Protocol::default()
+    };
     let shard_name = opts.shard.map_or("-".to_string(), |s| format!("{}/{}", s.index, s.count));
     let cells = plan.shard_cells(opts.shard);
     let mut summary = CollectSummary { cells: cells.len(), measured: 0, already_published: 0, held_elsewhere: 0 };
@@ -148,6 +153,7 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
         modes: iplan.modes.clone(),
         samples: iplan.samples,
         warmups: iplan.warmups,
+        passes: iplan.passes,
         device: opts.device,
         cache: opts.cache.clone(),
     };

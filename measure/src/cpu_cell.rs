@@ -197,7 +197,8 @@ fn time_cpu<E: Into<MeasureError>>(
         }
         t.replays = replays_for(protocol, start.elapsed().as_secs_f64() * 1e6 / 3.0, 1);
     }
-    let mut sample = |c: usize, replays: usize| -> Result<f64> {
+    // One weight copy: a later pass is independent in time only.
+    let mut sample = |_pass: usize, c: usize, replays: usize| -> Result<f64> {
         let start = Instant::now();
         for _ in 0..replays {
             run(c).map_err(Into::into)?;

@@ -22,23 +22,27 @@ use crate::rows::{compare, mode_rows, CellContext, Checked, ModeTimings};
 use vnni_corpus::staged::InheritedPick;
 
 /// Weights of one (source format, N, K): the host matrix (for the CPU reference) and rotated
-/// device copies (more than 3 x L2 touched between two uses of one copy).
+/// device copies (more than 3 x L2 touched between two uses of one copy), `copies` for each
+/// pass of the protocol: a later pass reads memory of its own.
 pub struct CellFixture {
     pub format: SourceFormat,
     pub w: PackedMatrix,
+    /// Copies of one pass.
+    pub copies: usize,
+    /// `copies x passes` device copies, pass p's at `p * copies ..`.
     pub mats: Vec<DeviceMatrix>,
 }
 
 impl CellFixture {
-    pub fn new(gpu: &Gpu, format: SourceFormat, n: usize, k: usize, seed: u64) -> Result<Self> {
+    pub fn new(gpu: &Gpu, format: SourceFormat, n: usize, k: usize, seed: u64, passes: usize) -> Result<Self> {
         let w = cell_weights(format, n, k, seed)?;
         let first = gpu.upload_matrix(&w)?;
         let copies = copies_for(first.bytes(), gpu.info.l2_bytes);
         let mut mats = vec![first];
-        for _ in 1..copies {
+        for _ in 1..copies * passes.max(1) {
             mats.push(gpu.duplicate_matrix(&mats[0])?);
         }
-        Ok(CellFixture { format, w, mats })
+        Ok(CellFixture { format, w, copies, mats })
     }
 }
 
@@ -93,7 +97,14 @@ pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResul
     };
     let (a_cpu, act) = activations(gpu, cb, m, k, c.seed)?;
     let mats = &fx.mats;
-    let copies = mats.len();
+    let copies = fx.copies;
+    if mats.len() < copies * c.protocol.passes.max(1) {
+        return Err(MeasureError::Structural(format!(
+            "the fixture holds {} weight copies, {} passes of {copies} need more: make it with the protocol's passes",
+            mats.len(),
+            c.protocol.passes
+        )));
+    }
     let plan_of = |cand: &Candidate| match &c.target {
         CellTarget::Decode => cand.plan(n, k, gpu.info.sms),
         CellTarget::Inherited { bpp, .. } => cand.plan_batched(cb, n, k, m, *bpp),

@@ -45,7 +45,9 @@ impl GpuSession {
 }
 
 /// Time `count` candidates. `launch(candidate, copy)` enqueues one launch of a candidate on
-/// weight copy `copy`; consecutive launches always use the next copy (of `copies`).
+/// weight copy `copy`: pass p of the protocol launches on copies `p * copies .. (p + 1) *
+/// copies` (the caller holds `copies x passes` of them), consecutive launches always on the
+/// next copy of the pass. Graphs are captured again for every pass, on its copies.
 pub fn time_candidates(
     gpu: &Gpu,
     mode: Mode,
@@ -58,7 +60,8 @@ pub fn time_candidates(
     let mut next_copy = 0usize;
     let mut timed = vec![Timed::default(); count];
 
-    // Calibrate: replays per sample so one sample lasts at least min_sample_us.
+    // Calibrate on the first pass's copies: replays per sample so one sample lasts at least
+    // min_sample_us (every pass uses these replays).
     for (c, t) in timed.iter_mut().enumerate() {
         launch(c, next_copy % copies)?;
         next_copy += 1;
@@ -69,36 +72,36 @@ pub fn time_candidates(
         }
         t.replays = replays_for(protocol, clock.stop_ms()? * 1000.0 / 3.0, copies);
     }
+    let replays: Vec<usize> = timed.iter().map(|t| t.replays).collect();
 
-    let graphs: Vec<Option<Graph>> = match mode {
-        Mode::Eager => (0..count).map(|_| None).collect(),
-        Mode::Graph => {
+    // (pass, one graph per candidate) in graph mode, captured when a pass starts
+    let mut graphs: Option<(usize, Vec<Graph>)> = None;
+    let mut sample = |pass: usize, c: usize, n: usize| -> Result<f64, CudaError> {
+        let base = pass * copies;
+        if mode == Mode::Graph && graphs.as_ref().is_none_or(|(p, _)| *p != pass) {
+            graphs = None; // the previous pass's graphs go before this pass's are made
             let mut g = Vec::with_capacity(count);
-            for (c, t) in timed.iter().enumerate() {
-                let graph = gpu.capture(&mut || {
-                    for i in 0..t.replays {
-                        launch(c, i % copies)?;
+            for (cand, &r) in replays.iter().enumerate() {
+                g.push(gpu.capture(&mut || {
+                    for i in 0..r {
+                        launch(cand, base + i % copies)?;
                     }
                     Ok(())
-                })?;
-                g.push(Some(graph));
+                })?);
             }
-            g
+            graphs = Some((pass, g));
         }
-    };
-
-    let mut sample = |c: usize, replays: usize| -> Result<f64, CudaError> {
         clock.start()?;
-        match &graphs[c] {
-            Some(g) => g.launch()?,
+        match &graphs {
+            Some((_, g)) => g[c].launch()?,
             None => {
-                for _ in 0..replays {
-                    launch(c, next_copy % copies)?;
+                for _ in 0..n {
+                    launch(c, base + next_copy % copies)?;
                     next_copy += 1;
                 }
             }
         }
-        Ok(clock.stop_ms()? * 1000.0 / replays as f64)
+        Ok(clock.stop_ms()? * 1000.0 / n as f64)
     };
     run_rounds(protocol, mode, &mut timed, &mut sample)?;
     Ok(timed)

@@ -1,7 +1,9 @@
 //! The timing protocol shared by every backend (DESIGN.md section 5): calibrated
-//! back-to-back replays of at least `min_sample_us`, warmup rounds then sample rounds in
-//! which every candidate runs once in a seeded shuffled order, optional racing, every raw
-//! sample kept. The clocks are the runners': CUDA events (`cuda_clock.rs`), the host's
+//! back-to-back replays of at least `min_sample_us`; one or more independent passes, each of
+//! warmup rounds then sample rounds in which every candidate runs once in a seeded shuffled
+//! order; optional racing; every raw sample kept with its pass. Two passes of one candidate
+//! are a replicate of an identical kernel on identical bytes (on a GPU on weight copies of
+//! their own): their difference is the run-to-run noise the learner's band is made of. The clocks are the runners': CUDA events (`cuda_clock.rs`), the host's
 //! monotonic clock (`cpu_cell.rs`).
 
 use vnni_kernels::fixture::{derive_seed, splitmix64};
@@ -16,6 +18,8 @@ pub struct TimingOptions {
     pub modes: Vec<Mode>,
     pub samples: usize,
     pub warmups: usize,
+    /// Independent passes (each `warmups` + `samples` rounds).
+    pub passes: usize,
     /// CUDA device ordinal.
     pub device: usize,
     /// Cubin cache directory.
@@ -24,14 +28,18 @@ pub struct TimingOptions {
 
 impl TimingOptions {
     pub fn protocol(&self) -> Protocol {
-        Protocol { warmups: self.warmups, samples: self.samples, ..Protocol::default() }
+        Protocol { warmups: self.warmups, samples: self.samples, passes: self.passes.max(1), ..Protocol::default() }
     }
 }
 
 #[derive(Debug, Clone)]
 pub struct Protocol {
+    /// Warmup and sample rounds per pass.
     pub warmups: usize,
     pub samples: usize,
+    /// Independent passes: the second starts after the first has finished every candidate and
+    /// (on a GPU) launches on weight copies of its own. Racing happens in the first pass only.
+    pub passes: usize,
     pub min_sample_us: f64,
     /// After this many sample rounds, drop candidates slower than `race_ratio` x the leader's median.
     pub race_after: Option<usize>,
@@ -41,13 +49,23 @@ pub struct Protocol {
 
 impl Default for Protocol {
     fn default() -> Self {
-        Protocol { warmups: 2, samples: 12, min_sample_us: 100.0, race_after: Some(4), race_ratio: 1.3, seed: 0x5EED }
+        Protocol {
+            warmups: 2,
+            samples: 12,
+            passes: 1,
+            min_sample_us: 100.0,
+            race_after: Some(4),
+            race_ratio: 1.3,
+            seed: 0x5EED,
+        }
     }
 }
 
 /// One raw sample.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sample {
+    pub pass: usize,
+    /// Round within the pass.
     pub round: usize,
     pub order: usize,
     pub warmup: bool,
@@ -62,6 +80,7 @@ pub struct Timed {
 }
 
 impl Timed {
+    /// Every non-warmup sample of every pass.
     pub fn measured(&self) -> Vec<f64> {
         self.samples.iter().filter(|s| !s.warmup).map(|s| s.latency_us).collect()
     }
@@ -84,35 +103,44 @@ pub fn replays_for(protocol: &Protocol, per_launch_us: f64, copies: usize) -> us
     r.div_ceil(copies) * copies
 }
 
-/// Warmup rounds, then sample rounds; in each round every candidate not dropped is sampled
-/// once, in an order shuffled by a seed derived from the protocol seed, the mode and the
-/// round. `sample(c)` times `timed[c].replays` launches and returns microseconds per launch.
-/// Racing drops candidates slower than `race_ratio` x the leader after `race_after` rounds;
-/// they keep their samples.
+/// Per pass: warmup rounds, then sample rounds; in each round every candidate not dropped is
+/// sampled once, in an order shuffled by a seed derived from the protocol seed, the mode, the
+/// pass and the round (pass 0 keeps the seeds of one-pass protocols). `sample(pass, c,
+/// replays)` times `timed[c].replays` launches and returns microseconds per launch. Racing
+/// drops candidates slower than `race_ratio` x the leader after `race_after` sample rounds of
+/// the first pass; they keep their samples and sit out the later passes.
 pub fn run_rounds<E>(
     protocol: &Protocol,
     mode: Mode,
     timed: &mut [Timed],
-    sample: &mut dyn FnMut(usize, usize) -> Result<f64, E>,
+    sample: &mut dyn FnMut(usize, usize, usize) -> Result<f64, E>,
 ) -> Result<(), E> {
-    for round in 0..protocol.warmups + protocol.samples {
-        let warmup = round < protocol.warmups;
-        let order = shuffled(timed.len(), derive_seed(protocol.seed, &format!("{} round {round}", mode.name())));
-        for (pos, &c) in order.iter().enumerate() {
-            if timed[c].dropped {
-                continue;
-            }
-            let us = sample(c, timed[c].replays)?;
-            timed[c].samples.push(Sample { round, order: pos, warmup, latency_us: us });
-        }
-        if let Some(after) = protocol.race_after {
-            if !warmup && round + 1 == protocol.warmups + after {
-                let medians: Vec<f64> =
-                    timed.iter().map(|t| summarize(&t.measured()).map_or(f64::INFINITY, |s| s.median)).collect();
-                let best = medians.iter().copied().fold(f64::INFINITY, f64::min);
-                for (t, m) in timed.iter_mut().zip(medians) {
-                    t.dropped = m > protocol.race_ratio * best;
+    let rounds = protocol.warmups + protocol.samples;
+    for pass in 0..protocol.passes.max(1) {
+        for round in 0..rounds {
+            let warmup = round < protocol.warmups;
+            let label = match pass {
+                0 => format!("{} round {round}", mode.name()),
+                p => format!("{} pass {p} round {round}", mode.name()),
+            };
+            let order = shuffled(timed.len(), derive_seed(protocol.seed, &label));
+            for (pos, &c) in order.iter().enumerate() {
+                if timed[c].dropped {
+                    continue;
                 }
+                let us = sample(pass, c, timed[c].replays)?;
+                timed[c].samples.push(Sample { pass, round, order: pos, warmup, latency_us: us });
+            }
+            match protocol.race_after {
+                Some(after) if pass == 0 && !warmup && round + 1 == protocol.warmups + after => {
+                    let medians: Vec<f64> =
+                        timed.iter().map(|t| summarize(&t.measured()).map_or(f64::INFINITY, |s| s.median)).collect();
+                    let best = medians.iter().copied().fold(f64::INFINITY, f64::min);
+                    for (t, m) in timed.iter_mut().zip(medians) {
+                        t.dropped = m > protocol.race_ratio * best;
+                    }
+                }
+                _ => {}
             }
         }
     }
@@ -129,5 +157,35 @@ mod tests {
         let mut s = a.clone();
         s.sort();
         assert_eq!(s, (0..40).collect::<Vec<_>>());
+    }
+
+    /// Two passes: every candidate sampled in both, the second pass after the first has
+    /// finished, racing only in the first, and pass 0 in the order a one-pass protocol uses.
+    #[test]
+    fn passes_follow_each_other_and_racing_stays_in_the_first() {
+        use super::{run_rounds, Protocol, Timed};
+        use vnni_kernels::Mode;
+        let run = |passes: usize| {
+            let p = Protocol { warmups: 1, samples: 5, passes, race_after: Some(2), ..Protocol::default() };
+            let mut timed = vec![Timed { replays: 1, ..Timed::default() }; 3];
+            let mut log = Vec::new();
+            let mut sample = |pass: usize, c: usize, _r: usize| -> Result<f64, ()> {
+                log.push((pass, c));
+                Ok([10.0, 10.2, 20.0][c])
+            };
+            run_rounds(&p, Mode::Graph, &mut timed, &mut sample).unwrap();
+            (timed, log)
+        };
+        let (one, log1) = run(1);
+        let (two, log2) = run(2);
+        assert_eq!(log2[..log1.len()], log1[..], "pass 0 is the one-pass protocol");
+        assert!(log2[log1.len()..].iter().all(|&(p, _)| p == 1), "pass 1 starts after pass 0");
+        // candidate 2 (2x slower) is dropped after 1 warmup + 2 sample rounds of pass 0
+        assert!(two[2].dropped && two[2].samples.iter().all(|s| s.pass == 0) && two[2].samples.len() == 3);
+        for c in 0..2 {
+            assert_eq!(one[c].measured().len(), 5);
+            assert_eq!(two[c].measured().len(), 10);
+            assert_eq!(two[c].samples.iter().filter(|s| s.pass == 1 && !s.warmup).count(), 5);
+        }
     }
 }

@@ -119,6 +119,7 @@ pub fn mode_rows(ctx: &CellContext, t: &ModeTimings, out: &mut CellResult) {
                 n: ctx.n,
                 k: ctx.k,
                 candidate: run.id.clone(),
+                pass: s.pass,
                 round: s.round,
                 order: s.order,
                 warmup: s.warmup,

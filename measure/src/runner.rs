@@ -127,7 +127,14 @@ impl CellRunner {
                 use crate::cuda_cell::{sweep_cell, CellFixture, CellInputs};
                 use vnni_kernels::registry::candidates;
                 use vnni_kernels::Surface;
-                let fx = CellFixture::new(&session.gpu, key.format, key.n, key.k, crate::cell::FIXTURE_SEED)?;
+                let fx = CellFixture::new(
+                    &session.gpu,
+                    key.format,
+                    key.n,
+                    key.k,
+                    crate::cell::FIXTURE_SEED,
+                    protocol.passes,
+                )?;
                 let decode = candidates(Backend::Cuda, Surface::Decode);
                 let grouped = candidates(Backend::Cuda, Surface::Grouped);
                 let prefill = candidates(Backend::Cuda, Surface::Prefill);

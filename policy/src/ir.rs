@@ -195,10 +195,23 @@ impl SealedCertification {
     }
 }
 
-/// Regret of the policy's picks over a set of sealed rows.
+/// Regret of the policy's picks over a set of sealed rows (a pick inside its cell's noise
+/// band is tied with the best: regret 0).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SealedScore {
     pub rows: u64,
+    pub p95_regret: f64,
+    pub geomean_regret: f64,
+    pub max_regret: f64,
+    /// The same rows as measured, without ties; present only where a band tied some pick
+    /// (corpora timed in two or more passes), so one-pass policies keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_measured: Option<MeasuredScore>,
+}
+
+/// Regret as measured (no noise-band ties).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredScore {
     pub p95_regret: f64,
     pub geomean_regret: f64,
     pub max_regret: f64,

@@ -9,7 +9,11 @@
 #        processes on this one GPU over the family-smoke profile (the --devices path);
 #        M1_POLICY and M1_CORPUS (both or neither): the second stage of a staged refresh, the
 #        batched rows timed at that frozen policy's M = 1 picks (decode rows copied from
-#        M1_CORPUS, the sealed corpus the policy was fitted on).
+#        M1_CORPUS, the sealed corpus the policy was fitted on); STAGED=1: both stages in one
+#        resumable run under the one BUDGET: the M = 1 rows into $WORK/$PROFILE-m1, fitted
+#        (scratch ledger) into $WORK/$PROFILE-m1/policy.json, then the batched rows at its
+#        picks into $WORK/$PROFILE; M1_ONLY=1: the M = 1 stage alone (sweep --m1-only) into
+#        $WORK/$PROFILE-m1.
 set -euo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 BIN=${BIN:-target/release/vnni-dispatch}
@@ -18,9 +22,16 @@ PROFILE=${PROFILE:-core}
 CACHE=${CACHE:-/tmp/vnni-cubin-cache}
 WORK=${WORK:-/tmp/vnni-corpus}
 mkdir -p "$OUT" "$WORK"
+# Pack the work directory whatever happens below, so published cells always come back. Locks
+# name this machine's processes; a later call runs on another machine, so they stay here.
+pack() {
+  tar -C "$WORK" --exclude='locks' -czf - . | split -b 15M - "$OUT/work.tar.gz.part-"
+  ls -la "$OUT"
+}
+trap pack EXIT
 if ls target/device-work/work.tar.gz.part-* >/dev/null 2>&1; then
   cat target/device-work/work.tar.gz.part-* | tar -C "$WORK" -xzf -
-  echo "resumed: $(ls "$WORK/$PROFILE/cells" 2>/dev/null | grep -c '\.prov\.json$' || true) cells already published"
+  echo "resumed: $(ls "$WORK"/"$PROFILE"*/cells 2>/dev/null | grep -c '\.prov\.json$' || true) cells already published"
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
 if [ "${WORKERS:-0}" = 1 ]; then
@@ -31,16 +42,35 @@ if [ "${WORKERS:-0}" = 1 ]; then
   "$BIN" sweep --backend cuda --profile family-smoke --cache "$CACHE" --out "$WORK/smoke-1worker" 2>"$WORK/smoke-1worker.log" | tail -2
   echo "one worker: $(( $(date +%s) - start )) s"
 fi
+# sweep DIR EXTRA...: the profile's sweep into DIR until the budget left runs out
+deadline=$(( $(date +%s) + ${BUDGET:-480} ))
+sweep() {
+  local dir=$1; shift
+  local left=$(( deadline - $(date +%s) )) start
+  start=$(date +%s)
+  if [ "$left" -gt 5 ] && timeout --signal=KILL "$left" "$BIN" sweep --backend cuda --profile "$PROFILE" --cache "$CACHE" --out "$dir" "$@" 2>>"$dir.log" | tail -3; then
+    echo "sweep of $(basename "$dir") finished in $(( $(date +%s) - start )) s"
+  else
+    echo "sweep of $(basename "$dir") stopped after $(( $(date +%s) - start )) s (time budget or failure; see its log); it resumes next call"
+    tail -3 "$dir.log" 2>/dev/null || true
+    return 1
+  fi
+}
 STAGE=()
 if [ -n "${M1_POLICY:-}" ]; then STAGE=(--m1-policy "$M1_POLICY" --m1-corpus "$M1_CORPUS"); fi
-start=$(date +%s)
-if timeout --signal=KILL "${BUDGET:-480}" "$BIN" sweep --backend cuda --profile "$PROFILE" --cache "$CACHE" --out "$WORK/$PROFILE" "${STAGE[@]}" 2>>"$WORK/$PROFILE.log" | tail -3; then
-  echo "sweep finished in $(( $(date +%s) - start )) s"
+if [ "${M1_ONLY:-0}" = 1 ]; then
+  sweep "$WORK/$PROFILE-m1" --m1-only || true
+elif [ "${STAGED:-0}" = 1 ]; then
+  M1="$WORK/$PROFILE-m1"
+  if sweep "$M1" --m1-only; then
+    # a policy that fails its gates is still written (and frozen here: install is gated later)
+    [ -f "$M1/policy.json" ] || "$BIN" fit --corpus "$M1/corpus" --out "$M1/policy.json" --ledger "$WORK/scratch-ledger.json" 2>&1 | tail -2 || true
+    STAGE=(--m1-policy "$M1/policy.json" --m1-corpus "$M1/corpus")
+    sweep "$WORK/$PROFILE" "${STAGE[@]}" || true
+  fi
 else
-  echo "sweep stopped after $(( $(date +%s) - start )) s (time budget or failure; see $PROFILE.log); it resumes next call"
-  tail -3 "$WORK/$PROFILE.log"
+  sweep "$WORK/$PROFILE" "${STAGE[@]}" || true
 fi
-echo "published: $(ls "$WORK/$PROFILE/cells" | grep -c '\.prov\.json$') cells"
-# Locks name this machine's processes; a later call runs on another machine, so they stay here.
-tar -C "$WORK" --exclude='locks' -czf - . | split -b 15M - "$OUT/work.tar.gz.part-"
-ls -la "$OUT"
+for d in "$WORK/$PROFILE-m1" "$WORK/$PROFILE"; do
+  if [ -d "$d/cells" ]; then echo "published in $(basename "$d"): $(ls "$d/cells" | grep -c '\.prov\.json$') cells"; fi
+done

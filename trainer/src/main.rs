@@ -136,6 +136,13 @@ fn run(command: &Command) -> anyhow::Result<()> {
 }
 
 fn main() -> std::process::ExitCode {
+    // Output piped into `head` and the like ends quietly at the closed pipe, as other Unix
+    // tools do: Rust ignores SIGPIPE, so the first print after it would panic.
+    #[cfg(unix)]
+    // SAFETY: sets the default disposition of one signal, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match run(&cli.command) {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -60,6 +60,7 @@ fn every_subcommand() -> Vec<Command> {
             modes: vec![Mode::Graph],
             samples: 3,
             warmups: 1,
+            passes: 2,
             device: 1,
             cache: Some(p("c")),
             grouped_shapes: Shapes(vec![(64, 32)]),

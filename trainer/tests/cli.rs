@@ -362,3 +362,26 @@ fn explain_shows_the_path_the_bpp_and_the_measured_margin() {
     let (ok, _, err) = vnni(&["explain", "--policy", p, "--format", "Q4_9", "--m", "1", "--n", "64", "--k", "64"]);
     assert!(!ok && err.contains("Q4_0"), "{err}");
 }
+
+/// Output piped into a reader that has gone (`| head` after its lines) ends the command
+/// quietly by SIGPIPE, as other Unix tools do, never with a panic.
+#[cfg(unix)]
+#[test]
+fn a_closed_output_pipe_ends_the_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"))
+        .args(["inventory", "--profile", "all", "--inventory"])
+        .arg(common::repo_inventory())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the read end at once: the inventory is still loading, so the first line of the
+    // table already meets a pipe without a reader.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.signal(), Some(13), "SIGPIPE (13 on Linux and the BSDs): {:?} {err}", out.status);
+}

@@ -173,15 +173,17 @@ fn staged_outputs_agree(out: &Path) {
     };
     let (ok, _, err) = fit(None);
     assert!(!ok && err.contains("batched stage of a staged refresh"), "{err}");
-    // Another M = 1 part (one decode tree replaced by a leaf) is not the frozen one.
+    // Another M = 1 part (one decode tree under a new split, with the same choices on both
+    // sides: other bytes, and the digest covers every byte selection reads) is not the frozen one.
     let edit = |mut p: Policy, path: &Path| {
-        let decode = p.candidates.iter().find(|c| c.surface == vnni_policy::Surface::Decode).unwrap().id.clone();
-        let d = p
-            .domains
-            .iter_mut()
-            .find(|d| d.m_bucket == 0 && !matches!(&d.tree, Node::Leaf { candidate } if *candidate == decode))
-            .unwrap();
-        d.tree = Node::Leaf { candidate: decode };
+        let d = p.domains.iter_mut().find(|d| d.m_bucket == 0).unwrap();
+        let tree = d.tree.clone();
+        d.tree = Node::Split {
+            feature: vnni_policy::Feature::N,
+            le: 1,
+            left: Some(Box::new(tree.clone())),
+            right: Some(Box::new(tree)),
+        };
         std::fs::write(path, p.to_bytes()).unwrap();
     };
     let other = scratch.join("other-m1.json");

@@ -156,6 +156,36 @@ fn a_sweep_killed_at_random_points_resumes_to_every_cell_exactly_once() {
     assert!(ok && stdout.contains("0 measured, 12 already published"), "{stdout}");
 }
 
+/// The tiny profile times two passes: every candidate timed and not dropped has each round
+/// of both passes in the sealed samples, and the plan says so.
+#[test]
+fn every_timed_candidate_has_both_passes() {
+    let (work, _) = reference_run("passes");
+    let plan = CollectionPlan::read(&work.join("plan.json")).unwrap();
+    assert_eq!((plan.inventory.passes, plan.inventory.samples), (2, 2));
+    let corpus = work.join("corpus");
+    let rows = read_corpus_rows(&corpus).unwrap();
+    let mut samples = Vec::new();
+    for phase in vnni_corpus::collection::PHASES.iter().filter(|p| !p.starts_with("prefill")) {
+        samples.extend(vnni_corpus::read::read_samples(&corpus.join(format!("{phase}.timing.csv.zst"))).unwrap());
+    }
+    let mut timed = 0;
+    for r in rows.iter().filter(|r| r.eligible && !r.dropped) {
+        let mut seen: Vec<(usize, usize)> = samples
+            .iter()
+            .filter(|s| {
+                (s.source_format, s.m, s.n, s.k, &s.candidate) == (r.source_format, r.m, r.n, r.k, &r.candidate)
+            })
+            .map(|s| (s.pass, s.round))
+            .collect();
+        seen.sort_unstable();
+        assert_eq!(seen, [(0, 0), (0, 1), (1, 0), (1, 1)], "{} {}x{} M={}", r.candidate, r.n, r.k, r.m);
+        assert_eq!(r.samples, 4, "the row's median is over both passes");
+        timed += 1;
+    }
+    assert!(timed > 20, "{timed} rows checked");
+}
+
 #[test]
 fn four_shards_merged_equal_one_unsharded_run() {
     let (reference, _) = reference_run("reference-shards");

@@ -41,6 +41,10 @@ pub struct Args {
     pub samples: usize,
     #[arg(long, default_value_t = 2)]
     pub warmups: usize,
+    /// Independent timing passes per cell (each `--warmups` + `--samples` rounds, on weight
+    /// copies of its own); two give every candidate a replicate.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=8))]
+    pub passes: u64,
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
@@ -75,6 +79,7 @@ impl ToArgv for Args {
             .list("modes", &self.modes)
             .val("samples", self.samples)
             .val("warmups", self.warmups)
+            .val("passes", self.passes)
             .val("device", self.device)
             .opt_path("cache", self.cache.as_deref())
             .val("grouped-shapes", &self.grouped_shapes)
@@ -151,6 +156,7 @@ fn samples_of(mode: Mode, name: &str, m: usize, n: usize, k: usize, t: &Timed) -
             n,
             k,
             candidate: baseline_id(name),
+            pass: s.pass,
             round: s.round,
             order: s.order,
             warmup: s.warmup,
@@ -216,7 +222,7 @@ impl Bench<'_> {
         let (gpu, s) = (&self.session.gpu, self.session);
         let started = std::time::Instant::now();
         // The codebook's first source format stands for it (aliases share the kernels).
-        let fx = CellFixture::new(gpu, SourceFormat::aliases_of(cb)[0], n, k, FIXTURE_SEED)?;
+        let fx = CellFixture::new(gpu, SourceFormat::aliases_of(cb)[0], n, k, FIXTURE_SEED, s.protocol.passes)?;
         let inputs = CellInputs::decode(&self.decode, &s.modes, &s.protocol, &s.rejected, self.copy_gbps);
         let cell = run_cell(gpu, &fx, &inputs)?;
         let mut cell_rows = cell.rows;
@@ -277,6 +283,7 @@ fn open(args: &Args) -> Result<GpuSession> {
         modes: args.modes.clone(),
         samples: args.samples,
         warmups: args.warmups,
+        passes: args.passes as usize,
         device: args.device,
         cache: args.cache.clone(),
     };

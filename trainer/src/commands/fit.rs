@@ -151,8 +151,16 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
                 if s.passed { "passed" } else { "FAILED (recorded; this corpus is never refit)" }
             );
             for (name, v) in s.named_scores() {
+                let measured = v.as_measured.map_or(String::new(), |m| {
+                    format!(
+                        "  (as measured: p95 {:.2}%  geomean {:.2}%  max {:.2}%)",
+                        m.p95_regret * 100.0,
+                        m.geomean_regret * 100.0,
+                        m.max_regret * 100.0
+                    )
+                });
                 println!(
-                    "  {name:<24} {:>5} rows  p95 {:>6.2}%  geomean {:>5.2}%  max {:>6.2}%",
+                    "  {name:<24} {:>5} rows  p95 {:>6.2}%  geomean {:>5.2}%  max {:>6.2}%{measured}",
                     v.rows,
                     v.p95_regret * 100.0,
                     v.geomean_regret * 100.0,
