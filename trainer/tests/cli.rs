@@ -361,6 +361,36 @@ fn explain_shows_the_path_the_bpp_and_the_measured_margin() {
     );
     let (ok, _, err) = vnni(&["explain", "--policy", p, "--format", "Q4_9", "--m", "1", "--n", "64", "--k", "64"]);
     assert!(!ok && err.contains("Q4_0"), "{err}");
+    // A one-pass corpus has no noise band.
+    let (_, out, _) = vnni(&[
+        "explain", "--policy", p, "--root", r, "--format", "Q4_K", "--m", "8", "--n", "151936", "--k", "4096",
+        "--mode", "graph",
+    ]);
+    assert!(out.contains("noise band  none: the corpus was timed in one pass"), "{out}");
+}
+
+/// Explain on a corpus timed in two passes: the cell's noise band, where it came from, and
+/// whether the pick is tied with the best inside it.
+#[test]
+fn explain_shows_the_noise_band_of_a_two_pass_corpus() {
+    use vnni_learner::synthetic::{half_octaves, write, Spec};
+    let dir = common::scratch("explain-band");
+    let corpus = dir.join("corpus");
+    let spec =
+        Spec { ns: half_octaves(256, 4096), ks: half_octaves(256, 2048), ms: vec![1, 4], passes: 2, ..Spec::cpu(5) };
+    write(&corpus, &spec).unwrap();
+    let policy = dir.join("policy.json");
+    let (c, p) = (corpus.to_str().unwrap(), policy.to_str().unwrap());
+    let ledger = dir.join("ledger.json");
+    let (_, out, err) = vnni(&["fit", "--corpus", c, "--out", p, "--ledger", ledger.to_str().unwrap()]);
+    assert!(policy.is_file(), "{out}{err}");
+    let (ok, out, err) =
+        vnni(&["explain", "--policy", p, "--corpus", c, "--format", "Q4_0", "--m", "1", "--n", "1024", "--k", "512"]);
+    assert!(ok, "{err}");
+    let line =
+        out.lines().find(|l| l.starts_with("Q4_0") && l.contains("noise band")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("size octave 2^19") && line.contains("pass differences"), "{line}");
+    assert!(line.contains("tied with the best") || line.contains("is outside it"), "{line}");
 }
 
 /// Output piped into a reader that has gone (`| head` after its lines) ends the command

@@ -1,8 +1,9 @@
 //! `vnni-dispatch explain`: why a policy picks what it picks for one query. The candidate and
 //! bpp, the M bucket, the overlay or the tree path with each split's threshold (and, for a
 //! batched M, the decode selection whose bpp the rows inherit), then, where the policy's corpus
-//! has this exact key, the measured medians: the pick against the best and the runner-up, and
-//! the noise band of the pick's samples.
+//! has this exact key, the measured medians: the pick against the best and the runner-up, the
+//! spread of the pick's samples and, for a corpus timed in two or more passes, the cell's noise
+//! band and whether the pick is tied with the best inside it.
 
 use std::path::{Path, PathBuf};
 
@@ -171,6 +172,46 @@ pub fn run(a: &Args) -> Result<()> {
     } else {
         println!("measured    {} (same policy corpus)", corpus.display());
         measured(&rows, &s.candidate.id);
+        band(&corpus, codebook, &mode, (a.m, a.n, a.k), &s.candidate.id)?;
+    }
+    Ok(())
+}
+
+/// The noise band of each alias cell of the key (`vnni_learner::noise`), and whether the pick
+/// is inside it. A one-pass corpus has none (its plan says so; the corpus is not read again).
+fn band(corpus: &Path, codebook: vnni_kernels::Codebook, mode: &str, key: (u64, u64, u64), picked: &str) -> Result<()> {
+    let plan = vnni_corpus::collection::CollectionPlan::read(&corpus.join(vnni_corpus::collection::PLAN_FILE))?;
+    if plan.inventory.passes < 2 {
+        println!("noise band  none: the corpus was timed in one pass per cell (no pass replicates)");
+        return Ok(());
+    }
+    let c = vnni_learner::corpus::load(corpus)?;
+    let (m, n, k) = key;
+    let octave = vnni_learner::noise::octave(n, k);
+    let domain = vnni_learner::domains::domain_of(&vnni_learner::domains::skeleton(&c), codebook.name(), mode, m, n, k);
+    let band = domain.and_then(|d| c.bands.get(&(d, octave)));
+    for cell in c.cells.iter().filter(|x| x.codebook == codebook && x.mode.name() == mode && (x.m, x.n, x.k) == key) {
+        let from = band.map_or(String::new(), |b| {
+            let source = match b.source {
+                vnni_learner::noise::BandSource::Own => "this domain at this size",
+                vnni_learner::noise::BandSource::Pooled => "every domain of the mode and surface at this size",
+                vnni_learner::noise::BandSource::Domain => "this domain at every size",
+            };
+            format!(", from {} pass differences of {source}", b.replicates)
+        });
+        let list = c.candidates(cell.surface());
+        let verdict = match list.iter().position(|x| x.id.as_str() == picked) {
+            Some(i) if cell.scored(i) == 0.0 => {
+                format!("the pick ({:+.2}%) is inside it: tied with the best", cell.regret[i] * 100.0)
+            }
+            Some(i) => format!("the pick ({:+.2}%) is outside it", cell.regret[i] * 100.0),
+            None => "the pick was not measured here".into(),
+        };
+        println!(
+            "{:<11} noise band {:.2}% (M={m} {n}x{k}, size octave 2^{octave}{from}); {verdict}",
+            cell.format.name(),
+            cell.band * 100.0
+        );
     }
     Ok(())
 }
