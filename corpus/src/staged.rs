@@ -63,8 +63,8 @@ pub struct M1Rows {
 
 impl M1Rows {
     /// Verify the seal of the M = 1 corpus in `dir`, check its id and that it was collected
-    /// like `batched` (backend, arch, device, units; every planned cell in the same partition,
-    /// in every mode), and read its decode rows.
+    /// like `batched` (backend, arch, device, units; warmups, samples and passes; every planned
+    /// cell in the same partition, in every mode), and read its decode rows.
     pub fn load(dir: &Path, corpus_id: &str, batched: &CollectionPlan) -> Result<M1Rows, CollectionError> {
         let mismatch = |message: String| CollectionError::Mismatch { path: dir.into(), message };
         let manifest = verify(dir, &Expected::default()).map_err(|e| mismatch(format!("not a sealed corpus: {e}")))?;
@@ -85,6 +85,14 @@ impl M1Rows {
             return Err(mismatch(format!(
                 "was collected on another {what} than this sweep ({} {} {} with {} units vs {} {} {} with {} units): its decode rows cannot stand beside batched rows timed here",
                 m1.backend, m1.arch, m1.device, m1.units, batched.backend, batched.arch, batched.device, batched.units
+            )));
+        }
+        let protocol = |p: &CollectionPlan| (p.inventory.warmups, p.inventory.samples, p.inventory.passes);
+        if protocol(&m1) != protocol(batched) {
+            let (w, s, p) = protocol(&m1);
+            let (bw, bs, bp) = protocol(batched);
+            return Err(mismatch(format!(
+                "was timed with {w} warmups, {s} samples and {p} passes per cell, this sweep with {bw}, {bs} and {bp}: one corpus holds one timing protocol (its noise bands come from the passes)"
             )));
         }
         let m1_cells: BTreeMap<(SourceFormat, usize, usize), Partition> =

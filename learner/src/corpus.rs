@@ -34,8 +34,9 @@ pub struct Cell {
     /// Per candidate of the surface, registry order.
     pub regret: Vec<f64>,
     pub ucb: Vec<f64>,
-    /// Max / min - 1 of the per-pass medians of each eligible candidate timed in two or more
-    /// passes: replicates of one kernel on the same bytes.
+    /// Pass-to-pass differences of each eligible candidate's position in the cell
+    /// (`noise::cell_replicates`): replicates of one kernel on the same bytes, the shift the
+    /// whole cell takes between passes removed.
     pub replicates: Vec<f64>,
     /// The noise band of the cell's domain and size (`noise::apply_pass_bands`); 0 without
     /// replicates.
@@ -164,11 +165,14 @@ pub fn load(dir: &Path) -> Result<Corpus> {
             }
             let entries: Vec<Option<Measured>> = list.iter().map(|c| rows.get(&c.id).copied()).collect();
             let mut cell_samples: Vec<Option<&[f64]>> = Vec::with_capacity(list.len());
-            let mut replicates = Vec::new();
+            let per_pass: Vec<&BTreeMap<usize, Vec<f64>>> = list
+                .iter()
+                .zip(&entries)
+                .filter(|(_, e)| e.is_some_and(|e| e.eligible))
+                .filter_map(|(c, _)| by_pass.get(&(key, c.id.clone())))
+                .collect();
+            let replicates = crate::noise::cell_replicates(&per_pass);
             for (c, e) in list.iter().zip(&entries) {
-                if let Some(passes) = by_pass.get(&(key, c.id.clone())).filter(|_| e.is_some_and(|e| e.eligible)) {
-                    replicates.extend(crate::noise::pass_spread(passes));
-                }
                 cell_samples.push(match e {
                     Some(e) if e.eligible => {
                         Some(samples.get(&(key, c.id.clone())).map(Vec::as_slice).ok_or_else(|| FitError::Corpus {

@@ -1,9 +1,10 @@
 //! Noise bands. The band that scores a corpus comes from pass replicates: a protocol of two
 //! or more independent passes times every surviving candidate of a cell once per pass, on
-//! the same bytes (on a GPU on weight copies of their own), so max / min - 1 of its per-pass
-//! medians is run-to-run noise of one kernel. Per domain (DESIGN.md section 8) and size
-//! octave, the p95 of those differences over the development cells gives the band inside
-//! which two candidates are not told apart: [`crate::corpus::Cell::scored`] ties a pick
+//! the same bytes (on a GPU on weight copies of their own). How far a candidate's median
+//! moves against the cell's median candidate between the first two passes is run-to-run noise
+//! of what regret compares ([`cell_replicates`]). Per domain (DESIGN.md section 8) and size
+//! octave, the p95 of those differences over the development cells (over sqrt 2) is the band
+//! inside which two candidates are not told apart: [`crate::corpus::Cell::scored`] ties a pick
 //! inside it with the best. One-pass corpora have none (band 0, regrets scored as measured).
 //!
 //! The corpus report also shows alias replicates: source formats that share a codebook run the
@@ -22,25 +23,34 @@ use crate::corpus::Corpus;
 use crate::domains::{domain_of, skeleton, DomainKey};
 use crate::regret_stats::{nearest_rank, p95};
 
-/// Fewer pass differences than this under one key: the next, wider key.
+/// Fewer pass differences than this under one key, or fewer cells than [`MIN_CELLS`]: the
+/// next, wider key.
 pub const MIN_REPLICATES: usize = 30;
+/// The differences of one cell are correlated (one pair of passes): a band needs this many.
+pub const MIN_CELLS: usize = 5;
 
 /// Where a band's differences came from, narrowest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BandSource {
     /// The domain's development cells of this size octave.
     Own,
-    /// Every codebook and aspect of the mode and surface at this size octave.
+    /// Every codebook, aspect and M bucket of the mode and surface (decode, or batched) at this
+    /// size octave.
     Pooled,
-    /// The domain's development cells of every size.
-    Domain,
+    /// The domain's development cells of the nearest size octave that has enough (the larger
+    /// octave when two are as near: its noise is the smaller).
+    Nearest { octave: u32 },
 }
+
+/// (differences, cells) under one key.
+type Evidence = (Vec<f64>, usize);
 
 /// The noise band of one (domain, size octave).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Band {
-    /// Pass differences it was computed from.
+    /// Pass differences it was computed from, and the cells they came from.
     pub replicates: usize,
+    pub cells: usize,
     /// p95 of |pass difference| / sqrt 2: the p95 of the noise in the difference of two
     /// candidates' medians over both passes (each pass median carries the noise once, their
     /// difference sqrt 2 of it, a two-pass median 1 / sqrt 2).
@@ -56,16 +66,27 @@ pub fn octave(n: u64, k: u64) -> u32 {
     (n * k).max(1).ilog2()
 }
 
-/// Max / min - 1 of the per-pass medians of one candidate in one cell (`None` with fewer than
-/// two passes).
-pub fn pass_spread(passes: &BTreeMap<usize, Vec<f64>>) -> Option<f64> {
-    let medians: Vec<f64> =
-        passes.values().filter_map(|v| vnni_measure::stats::summarize(v)).map(|s| s.median).collect();
-    if medians.len() < 2 {
-        return None;
+/// The replicates of one cell: for every candidate timed in both of the first two passes
+/// (two or more such candidates needed: one has no others to move against), its per-pass median over the cell's reference of
+/// that pass (the median of those candidates' per-pass medians), and then |pass 1 / pass 0 - 1|
+/// of that position. Regret compares candidates timed in the same passes, so a shift the whole
+/// cell takes between passes (other weight copies, warmer clocks) cancels out of it and is
+/// divided out here too; what remains is how far a candidate moves against the others.
+pub fn cell_replicates(per_pass: &[&BTreeMap<usize, Vec<f64>>]) -> Vec<f64> {
+    let median = |v: &[f64]| vnni_measure::stats::summarize(v).map(|s| s.median);
+    let pairs: Vec<(f64, f64)> = per_pass
+        .iter()
+        .filter_map(|p| Some((median(p.get(&0)?)?, median(p.get(&1)?)?)))
+        .filter(|(a, b)| *a > 0.0 && *b > 0.0)
+        .collect();
+    if pairs.len() < 2 {
+        return Vec::new();
     }
-    let (lo, hi) = medians.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &m| (lo.min(m), hi.max(m)));
-    Some(hi / lo - 1.0)
+    let reference = |pick: fn(&(f64, f64)) -> f64| {
+        median(&pairs.iter().map(pick).collect::<Vec<f64>>()).expect("two or more medians")
+    };
+    let (r0, r1) = (reference(|p| p.0), reference(|p| p.1));
+    pairs.iter().map(|(a, b)| ((b / r1) / (a / r0) - 1.0).abs()).collect()
 }
 
 /// The band of every (domain, size octave) a cell of the corpus falls in, from the
@@ -81,27 +102,35 @@ pub fn apply_pass_bands(corpus: &mut Corpus) {
         .map(|c| domain_of(&sk, c.codebook.name(), c.mode.name(), c.m, c.n, c.k).map(|d| (d, octave(c.n, c.k))))
         .collect();
     let pool = |d: &DomainKey, o: u32| (d.mode.clone(), sk.m_buckets[d.bucket].surface == Surface::Decode, o);
-    let mut own: BTreeMap<(DomainKey, u32), Vec<f64>> = BTreeMap::new();
-    let mut pooled: BTreeMap<(String, bool, u32), Vec<f64>> = BTreeMap::new();
-    let mut domain: BTreeMap<DomainKey, Vec<f64>> = BTreeMap::new();
+    let mut own: BTreeMap<(DomainKey, u32), Evidence> = BTreeMap::new();
+    let mut pooled: BTreeMap<(String, bool, u32), Evidence> = BTreeMap::new();
     for (c, key) in corpus.cells.iter().zip(&keys) {
-        let Some((d, o)) = key.as_ref().filter(|_| !c.sealed) else { continue };
-        own.entry((d.clone(), *o)).or_default().extend(&c.replicates);
-        pooled.entry(pool(d, *o)).or_default().extend(&c.replicates);
-        domain.entry(d.clone()).or_default().extend(&c.replicates);
+        let Some((d, o)) = key.as_ref().filter(|_| !c.sealed && !c.replicates.is_empty()) else { continue };
+        for e in [own.entry((d.clone(), *o)).or_default(), pooled.entry(pool(d, *o)).or_default()] {
+            e.0.extend(&c.replicates);
+            e.1 += 1;
+        }
     }
-    let enough = |v: Option<&Vec<f64>>| v.filter(|v| v.len() >= MIN_REPLICATES).cloned();
+    fn enough(e: Option<&Evidence>) -> Option<&Evidence> {
+        e.filter(|(v, cells)| v.len() >= MIN_REPLICATES && *cells >= MIN_CELLS)
+    }
     let mut bands = BTreeMap::new();
     for (d, o) in keys.iter().flatten() {
         if bands.contains_key(&(d.clone(), *o)) {
             continue;
         }
+        let nearest = || {
+            own.iter()
+                .filter(|((od, _), e)| od == d && enough(Some(e)).is_some())
+                .min_by_key(|((_, oo), _)| (oo.abs_diff(*o), std::cmp::Reverse(*oo)))
+                .map(|((_, oo), e)| (e, BandSource::Nearest { octave: *oo }))
+        };
         let found = enough(own.get(&(d.clone(), *o)))
-            .map(|v| (v, BandSource::Own))
-            .or_else(|| enough(pooled.get(&pool(d, *o))).map(|v| (v, BandSource::Pooled)))
-            .or_else(|| enough(domain.get(d)).map(|v| (v, BandSource::Domain)));
-        if let Some((v, source)) = found {
-            let band = Band { replicates: v.len(), band: p95(&v) / std::f64::consts::SQRT_2, source };
+            .map(|e| (e, BandSource::Own))
+            .or_else(|| enough(pooled.get(&pool(d, *o))).map(|e| (e, BandSource::Pooled)))
+            .or_else(nearest);
+        if let Some(((v, cells), source)) = found {
+            let band = Band { replicates: v.len(), cells: *cells, band: p95(v) / std::f64::consts::SQRT_2, source };
             bands.insert((d.clone(), *o), band);
         }
     }
@@ -122,13 +151,17 @@ pub fn bands_section(passes: usize, bands: &BTreeMap<(DomainKey, u32), Band>) ->
         return md;
     }
     md.push_str(&format!(
-        "Every cell was timed in {passes} independent passes. Per domain and size octave (log2 N x K), the band is \
-         the p95 of one candidate's pass-to-pass difference (max / min - 1 of its per-pass medians) over the \
-         development cells, divided by sqrt 2 (the noise of the difference of two candidates' medians over both \
-         passes); under {MIN_REPLICATES} differences it is pooled over the codebooks and aspects of the mode and \
-         surface at that octave (p), else taken over the domain's every size (d). A pick whose regret is inside \
-         its cell's band is tied with the best (scored 0 in CV, leave-one-family-out and sealed certification); \
-         outside it keeps its whole regret.\n\n| domain | differences | band by octave |\n|---|---|---|\n"
+        "Every cell was timed in {passes} independent passes. A candidate's pass-to-pass difference is how far its \
+         median moves against the cell's other candidates between the passes (each pass's median over the \
+         median candidate of that pass: the shift the whole cell takes cancels out of regret, and out of this). \
+         Per domain and size octave (log2 N x K), the band is the p95 of those differences over the development \
+         cells, divided by sqrt 2 (the noise of the difference of two candidates' medians over both passes); \
+         under {MIN_REPLICATES} differences or {MIN_CELLS} cells it is pooled over the codebooks, aspects and M \
+         buckets of the mode and surface at that octave (p), else taken from the domain's nearest octave with \
+         enough (that octave in parentheses). A pick whose regret is inside its cell's band is tied with the best \
+         (scored 0 in CV's p95 gate, leave-one-family-out and the sealed certification; the confidence-bound gate \
+         stays on the measured samples); outside it keeps its whole regret.\n\n\
+         | domain | differences | band by octave |\n|---|---|---|\n"
     ));
     let mut by_domain: BTreeMap<&DomainKey, Vec<(u32, &Band)>> = BTreeMap::new();
     for ((d, o), b) in bands {
@@ -140,9 +173,9 @@ pub fn bands_section(passes: usize, bands: &BTreeMap<(DomainKey, u32), Band>) ->
             .iter()
             .map(|(o, b)| {
                 let mark = match b.source {
-                    BandSource::Own => "",
-                    BandSource::Pooled => " p",
-                    BandSource::Domain => " d",
+                    BandSource::Own => String::new(),
+                    BandSource::Pooled => " p".into(),
+                    BandSource::Nearest { octave } => format!(" (2^{octave})"),
                 };
                 format!("2^{o}: {:.2}%{mark}", b.band * 100.0)
             })
@@ -240,6 +273,21 @@ mod tests {
             registers: 0,
             occupancy_blocks_per_sm: 0,
         }
+    }
+
+    /// A shift of the whole cell between passes cancels; a candidate moving against the
+    /// others is what remains; one candidate alone gives nothing.
+    #[test]
+    fn cell_replicates_measure_moves_against_the_cell_not_its_shift() {
+        let pass = |a: f64, b: f64| BTreeMap::from([(0, vec![a, a, a]), (1, vec![b, b, b])]);
+        let shifted = [pass(10.0, 10.5), pass(20.0, 21.0), pass(30.0, 31.5)];
+        let refs: Vec<_> = shifted.iter().collect();
+        assert!(cell_replicates(&refs).iter().all(|d| d.abs() < 1e-12), "{:?}", cell_replicates(&refs));
+        let moved = [pass(10.0, 10.0), pass(20.0, 20.0), pass(30.0, 33.0)];
+        let refs: Vec<_> = moved.iter().collect();
+        let d = cell_replicates(&refs);
+        assert!((d[2] - 0.1).abs() < 1e-12 && d[0] == 0.0, "{d:?}");
+        assert!(cell_replicates(&[&pass(10.0, 12.0)]).is_empty());
     }
 
     #[test]

@@ -71,6 +71,16 @@ pub fn minimax_winner(per_alias: &[&[f64]], allowed: impl Fn(usize) -> bool) -> 
     pick_banded(&scores, allowed, TIE_BAND).filter(|&w| scores[w].0 < REGRET_CAP)
 }
 
+/// The exact winner when regrets are scored with noise-band ties: the minimax of the scored
+/// regrets first, then the mean of the regrets as measured, so that among candidates tied
+/// inside the band the measured fastest wins (with the 1% tie band), not merely the earliest.
+/// Without ties (`scored == measured`) it is [`minimax_winner`].
+pub fn tied_winner(scored: &[&[f64]], measured: &[&[f64]], allowed: impl Fn(usize) -> bool) -> Option<usize> {
+    let (s, m) = (alias_scores(scored), alias_scores(measured));
+    let scores: Vec<(f64, f64)> = s.iter().zip(&m).map(|(s, m)| (s.0, m.1)).collect();
+    pick_banded(&scores, allowed, TIE_BAND).filter(|&w| scores[w].0 < REGRET_CAP)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

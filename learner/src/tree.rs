@@ -21,7 +21,7 @@ use crate::corpus::Corpus;
 use crate::distill::{self, Labelled, Models};
 use crate::domains::Sample;
 use crate::features::FeatureSet;
-use crate::regret::{alias_scores, minimax_winner, pick_banded, TIE_BAND};
+use crate::regret::{alias_scores, pick_banded, tied_winner, TIE_BAND};
 use crate::regret_stats::{mean, p95};
 use crate::regret_tree;
 
@@ -129,10 +129,13 @@ impl<'a> Trainer<'a> {
         s.cells.iter().map(|&i| (0..width).map(|c| self.corpus.cells[i].scored(c)).collect()).collect()
     }
 
-    /// The generic-legal exact winner of a runtime key (the training label).
+    /// The generic-legal exact winner of a runtime key (the training label): tied inside the
+    /// noise band, the measured fastest.
     pub fn label(&self, s: &Sample) -> Option<usize> {
         let regrets = self.alias_regrets(s);
-        minimax_winner(&regrets.iter().map(Vec::as_slice).collect::<Vec<_>>(), |c| self.generic(c))
+        let scored: Vec<&[f64]> = regrets.iter().map(Vec::as_slice).collect();
+        let measured: Vec<&[f64]> = s.cells.iter().map(|&i| self.corpus.cells[i].regret.as_slice()).collect();
+        tied_winner(&scored, &measured, |c| self.generic(c))
     }
 
     /// What a wrong choice costs at this key: the mean excess max-regret of the other generic
@@ -147,15 +150,17 @@ impl<'a> Trainer<'a> {
         mean(&others).max(1e-3) as f32
     }
 
-    /// The generic-legal candidate of lowest p95 regret (then mean) over the alias cells of
-    /// `samples`, 1% tie band to registry order.
+    /// The generic-legal candidate of lowest p95 regret (scored: ties inside the noise band;
+    /// then the mean as measured) over the alias cells of `samples`, 1% tie band to registry
+    /// order.
     pub fn best_for(&self, samples: &[&Sample]) -> usize {
         let cells: Vec<usize> = samples.iter().flat_map(|s| s.cells.iter().copied()).collect();
         let width = self.corpus.candidates(self.surface).len();
         let scores: Vec<(f64, f64)> = (0..width)
             .map(|c| {
                 let r: Vec<f64> = cells.iter().map(|&i| self.corpus.cells[i].scored(c)).collect();
-                (p95(&r), mean(&r))
+                let measured: Vec<f64> = cells.iter().map(|&i| self.corpus.cells[i].regret[c]).collect();
+                (p95(&r), mean(&measured))
             })
             .collect();
         pick_banded(&scores, |c| self.generic(c), TIE_BAND).expect("every surface has a generic-legal candidate")

@@ -367,15 +367,23 @@ fn pass_replicates_give_every_domain_a_noise_band_and_ties_inside_it() {
             Some((d, vnni_learner::noise::octave(c.n, c.k)))
         })
         .collect();
-    assert_eq!(two.bands.keys().cloned().collect::<BTreeSet<_>>(), keys, "a band for every cell's key");
+    // Every decode key has a band; the synthetic grouped cells race all but one or two of
+    // their five candidates out of the second pass, too little evidence for one.
+    let banded: BTreeSet<_> = two.bands.keys().cloned().collect();
+    assert!(banded.is_subset(&keys));
+    let decode: BTreeSet<_> = keys.iter().filter(|(d, _)| d.bucket == 0).cloned().collect();
+    assert_eq!(banded.iter().filter(|(d, _)| d.bucket == 0).cloned().collect::<BTreeSet<_>>(), decode);
     for ((d, o), b) in &two.bands {
-        // a lognormal pass shift of sigma 0.02 (plus the median noise of 15 samples): the p95
-        // of |difference| is about 1.96 x sqrt(2) x 0.02, the band that / sqrt 2 = 3.9%
-        assert!(b.band > 0.015 && b.band < 0.08, "{d} 2^{o}: band {}", b.band);
+        // a lognormal pass shift of sigma 0.02 per candidate (plus the median noise of 15
+        // samples) against the cell's median candidate: the p95 of |difference| is about
+        // 1.96 x sqrt(2) x 0.02, the band that / sqrt 2 = 3.9% (a grouped cell's one or two
+        // candidates move against each other: half of it)
+        let lo = if d.bucket == 0 { 0.015 } else { 0.005 };
+        assert!(b.band > lo && b.band < 0.08, "{d} 2^{o}: band {}", b.band);
     }
     let mut tied = 0;
     for c in &two.cells {
-        assert!(c.band > 0.0, "every cell has its domain's band");
+        assert!(c.m > 1 || c.band > 0.0, "every decode cell has its domain's band");
         for i in 0..c.regret.len() {
             let want = if c.regret[i] <= c.band { 0.0 } else { c.regret[i] };
             assert_eq!(c.scored(i), want);

@@ -46,8 +46,10 @@ impl GpuSession {
 
 /// Time `count` candidates. `launch(candidate, copy)` enqueues one launch of a candidate on
 /// weight copy `copy`: pass p of the protocol launches on copies `p * copies .. (p + 1) *
-/// copies` (the caller holds `copies x passes` of them), consecutive launches always on the
-/// next copy of the pass. Graphs are captured again for every pass, on its copies.
+/// copies` (a cell's fixture holds `copies x passes` of them; the vendor baselines hold one
+/// set and wrap the index, so their later passes reuse the first pass's memory), consecutive
+/// launches always on the next copy of the pass. Graphs are captured again for every pass, on
+/// its copies.
 pub fn time_candidates(
     gpu: &Gpu,
     mode: Mode,

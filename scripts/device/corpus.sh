@@ -22,17 +22,18 @@ PROFILE=${PROFILE:-core}
 CACHE=${CACHE:-/tmp/vnni-cubin-cache}
 WORK=${WORK:-/tmp/vnni-corpus}
 mkdir -p "$OUT" "$WORK"
-# Pack the work directory whatever happens below, so published cells always come back. Locks
-# name this machine's processes; a later call runs on another machine, so they stay here.
+if ls target/device-work/work.tar.gz.part-* >/dev/null 2>&1; then
+  cat target/device-work/work.tar.gz.part-* | tar -C "$WORK" -xzf -
+  echo "resumed: $(ls "$WORK"/"$PROFILE"*/cells 2>/dev/null | grep -c '\.prov\.json$' || true) cells already published"
+fi
+# From here on, pack the work directory whatever happens (after a complete resume, so a broken
+# archive is never packed as the new state): published cells always come back. Locks name this
+# machine's processes; a later call runs on another machine, so they stay here.
 pack() {
   tar -C "$WORK" --exclude='locks' -czf - . | split -b 15M - "$OUT/work.tar.gz.part-"
   ls -la "$OUT"
 }
 trap pack EXIT
-if ls target/device-work/work.tar.gz.part-* >/dev/null 2>&1; then
-  cat target/device-work/work.tar.gz.part-* | tar -C "$WORK" -xzf -
-  echo "resumed: $(ls "$WORK"/"$PROFILE"*/cells 2>/dev/null | grep -c '\.prov\.json$' || true) cells already published"
-fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
 if [ "${WORKERS:-0}" = 1 ]; then
   start=$(date +%s)

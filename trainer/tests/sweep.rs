@@ -304,3 +304,42 @@ fn a_plan_with_a_prefill_bucket_binds_the_prefill_registry_and_seals_prefill_pha
     assert!(ok, "{o}{e}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// The batched stage of a staged collection copies the M = 1 corpus's decode rows: an M = 1
+/// corpus timed with another protocol (here one pass instead of two) is refused before anything
+/// is measured.
+#[test]
+fn a_staged_sweep_refuses_an_m1_corpus_timed_with_another_protocol() {
+    let root = tmp("protocol");
+    let (one, two) = (root.join("one-pass"), root.join("two-pass"));
+    for dir in [&one, &two] {
+        std::fs::create_dir_all(dir).unwrap();
+        for e in std::fs::read_dir(inventory()).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let toml = std::fs::read_to_string(one.join("tiny.toml")).unwrap();
+    std::fs::write(one.join("tiny.toml"), toml.replacen("passes = 2", "passes = 1", 1)).unwrap();
+    let s = |p: &Path| p.display().to_string();
+    let (m1, policy, work) = (root.join("m1"), root.join("m1-policy.json"), root.join("batched"));
+    let base = |inv: &Path, out: &Path| {
+        ["sweep", "--backend", "cpu", "--profile", "tiny", "--threads", "1"]
+            .map(String::from)
+            .into_iter()
+            .chain(["--inventory".into(), s(inv), "--out".into(), s(out)])
+            .collect::<Vec<String>>()
+    };
+    let run = |args: Vec<String>| vnni(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let (ok, out, err) = run([base(&one, &m1), vec!["--m1-only".into()]].concat());
+    assert!(ok, "{out}{err}");
+    let ledger = root.join("ledger.json");
+    run(["fit", "--corpus", &s(&m1.join("corpus")), "--out", &s(&policy), "--ledger", &s(&ledger)]
+        .map(String::from)
+        .to_vec());
+    assert!(policy.is_file());
+    let stage = vec!["--m1-policy".into(), s(&policy), "--m1-corpus".into(), s(&m1.join("corpus"))];
+    let (ok, _, err) = run([base(&two, &work), stage].concat());
+    assert!(!ok && err.contains("1 passes per cell, this sweep with 0, 2 and 2"), "{err}");
+    assert!(published(&work).is_empty(), "nothing measured");
+}

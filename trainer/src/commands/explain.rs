@@ -193,9 +193,9 @@ fn band(corpus: &Path, codebook: vnni_kernels::Codebook, mode: &str, key: (u64, 
     for cell in c.cells.iter().filter(|x| x.codebook == codebook && x.mode.name() == mode && (x.m, x.n, x.k) == key) {
         let from = band.map_or(String::new(), |b| {
             let source = match b.source {
-                vnni_learner::noise::BandSource::Own => "this domain at this size",
-                vnni_learner::noise::BandSource::Pooled => "every domain of the mode and surface at this size",
-                vnni_learner::noise::BandSource::Domain => "this domain at every size",
+                vnni_learner::noise::BandSource::Own => "this domain at this size".to_string(),
+                vnni_learner::noise::BandSource::Pooled => "every domain of the mode and surface at this size".into(),
+                vnni_learner::noise::BandSource::Nearest { octave } => format!("this domain at size octave 2^{octave}"),
             };
             format!(", from {} pass differences of {source}", b.replicates)
         });
