@@ -276,6 +276,10 @@ pub struct CellProvenance {
     pub samples: Option<usize>,
     #[serde(default)]
     pub samples_sha256: Option<String>,
+    /// Wall milliseconds this process spent measuring the cell (fixtures, bit checks, timing;
+    /// absent in cells published before it was recorded): the sweep's throughput by size.
+    #[serde(default)]
+    pub millis: Option<u64>,
 }
 
 /// A work directory: `plan.json`, `cells/`, `locks/`.

@@ -140,6 +140,18 @@ pub fn read_samples(path: &Path) -> Result<Vec<SampleRow>, ReadError> {
     Ok(out)
 }
 
+/// A sealed corpus's `cells.csv`: who measured each cell, and how long it took (cells of
+/// older corpora have no time).
+pub fn read_cells(path: &Path) -> Result<Vec<crate::collection::CellProvenance>, ReadError> {
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (line, r) in rows::<crate::collection::CellProvenance>(path)? {
+        check_unique(&mut seen, r.cell.clone(), path, line, "cell", "cell")?;
+        out.push(r);
+    }
+    Ok(out)
+}
+
 /// Certificates, one JSON object per line, every key present and candidates known.
 pub fn read_certificates(path: &Path) -> Result<Vec<Certificate>, ReadError> {
     let mut text = String::new();

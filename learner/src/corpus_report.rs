@@ -634,7 +634,9 @@ pub fn write_corpus_report(dir: &Path, policy: Option<&Policy>, out: &Path) -> R
     regret_section(&corpus, policy, out, &mut md, &mut files)?;
     md.push_str(&crate::generic_floor::section(&corpus));
     md.push_str(&crate::noise::bands_section(plan.inventory.passes, &corpus.bands));
-    md.push_str(&crate::noise::section(&vnni_corpus::collection::read_corpus_rows(dir)?));
+    let rows = vnni_corpus::collection::read_corpus_rows(dir)?;
+    md.push_str(&crate::noise::section(&rows));
+    md.push_str(&crate::throughput::section(dir, plan, &rows)?);
     let path = out.join("report.md");
     write_bytes(&path, md.as_bytes())?;
     files.insert(0, path);

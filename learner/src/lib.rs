@@ -20,7 +20,8 @@
 //! - [`regret_stats`]: p95, geomean and means of regret over rows (percentiles from `vnni_measure::stats`).
 //! - [`report`], [`map`]: the fit report (Markdown, decision maps as PNG and SVG).
 //! - [`corpus_report`]: bandwidth vs the copy roofline, regret CDFs and maps of a corpus; [`chart`] draws every image (PNG and SVG).
-//! - [`noise`]: the noise band from alias replicates.
+//! - [`noise`]: noise bands, from pass replicates (scoring) and alias replicates (reported).
+//! - [`throughput`]: how fast the corpus was collected, by weight size (corpus report).
 //! - [`generic_floor`]: the best generic-legal candidate's regret per decode cell.
 //! - [`in_sample`]: a given policy's regret on its own corpus; [`proxy`] the verdict of a workflow profile.
 //! - [`synthetic`]: sealed synthetic corpora from a known cost model (tests, demos).
@@ -52,6 +53,7 @@ pub mod regret_tree;
 pub mod report;
 pub mod sealed;
 pub mod synthetic;
+pub mod throughput;
 pub mod tree;
 pub mod ucb;
 

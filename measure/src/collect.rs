@@ -98,9 +98,11 @@ pub fn collect(opts: &CollectOptions) -> Result<CollectSummary> {
                     .frozen_m1
                     .as_ref()
                     .map(|f| f.picks_of(key).into_iter().filter(|p| modes.contains(&p.mode)).collect());
+                let started = std::time::Instant::now();
                 let mut cell = runner
                     .run_cell(key, &plan.collected_m(), &modes, &protocol, inherit.as_deref())
                     .with_context(|| format!("cell {}", key.stem()))?;
+                let millis = started.elapsed().as_millis() as u64;
                 if let Some(m1) = &m1_rows {
                     // The frozen stage's decode rows, as its collection published them.
                     let (rows, samples) = m1.cell(key)?;
@@ -119,6 +121,7 @@ pub fn collect(opts: &CollectOptions) -> Result<CollectSummary> {
                     rows_sha256: None,
                     samples: None,
                     samples_sha256: None,
+                    millis: Some(millis),
                 };
                 store.publish(key, &cell.rows, &cell.samples, &prov)?;
                 store.release(key)?;

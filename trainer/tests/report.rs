@@ -73,6 +73,8 @@ fn the_report_draws_every_plot_and_names_every_codebook() {
         );
     }
     assert!(md.contains("given policy (in-sample)") && md.contains("log2 lookup") && md.contains("auto"), "{md}");
+    // A synthetic corpus has no per-cell times: the throughput section says so.
+    assert!(md.contains("## Collection throughput") && md.contains("did not record how long"), "{md}");
 
     let pngs = linked_pngs(&md);
     let plot = (PLOT.0 as usize, PLOT.1 as usize);

@@ -184,6 +184,15 @@ fn every_timed_candidate_has_both_passes() {
         timed += 1;
     }
     assert!(timed > 20, "{timed} rows checked");
+    // Every cell recorded how long it took: the corpus report's throughput table counts them.
+    let cells = vnni_corpus::read::read_cells(&corpus.join("cells.csv")).unwrap();
+    assert!(cells.len() == 12 && cells.iter().all(|c| c.millis.is_some()), "{cells:?}");
+    let report = work.join("report");
+    let (ok, out, err) = vnni(&["report", "--corpus", corpus.to_str().unwrap(), "--out", report.to_str().unwrap()]);
+    assert!(ok, "{out}{err}");
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    let section = md.split("## Collection throughput").nth(1).expect("a throughput section");
+    assert!(section.contains("2 protocol pass(es)") && section.contains("| all | 12 |"), "{section}");
 }
 
 #[test]

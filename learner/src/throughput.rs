@@ -1,0 +1,68 @@
+//! How fast a corpus was collected: per weight-size class, the cells, the seconds spent
+//! measuring them (fixtures, bit checks, timing) and cells per minute, from the time each cell
+//! recorded in `cells.csv` (corpora collected before cells recorded it have none). The
+//! corpus's stage says which surface the time bought: M = 1 rows, batched rows at frozen
+//! picks (decode rows copied), or every M of the plan in one stage.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use vnni_corpus::collection::CollectionPlan;
+use vnni_corpus::TimingRow;
+
+/// Upper edges of the weight-size classes (bytes): small shapes need many weight copies.
+const CLASSES: [(u64, &str); 4] =
+    [(4 << 20, "< 4 MiB"), (64 << 20, "4-64 MiB"), (512 << 20, "64-512 MiB"), (u64::MAX, ">= 512 MiB")];
+
+/// The Markdown section; `rows` give each cell's weight bytes.
+pub fn section(dir: &Path, plan: &CollectionPlan, rows: &[TimingRow]) -> Result<String, vnni_corpus::read::ReadError> {
+    let mut md = String::from("## Collection throughput\n\n");
+    let path = dir.join("cells.csv");
+    let cells = if path.is_file() { vnni_corpus::read::read_cells(&path)? } else { Vec::new() };
+    let timed: Vec<_> = cells.iter().filter_map(|c| c.millis.map(|ms| (c.cell.as_str(), ms))).collect();
+    if timed.is_empty() {
+        md.push_str("The corpus's cells did not record how long they took (collected before they did).\n\n");
+        return Ok(md);
+    }
+    let stage = if plan.m1_only {
+        "the M = 1 stage of a staged collection: decode rows".to_string()
+    } else if plan.frozen_m1.is_some() {
+        format!("the batched stage of a staged collection: rows at M = {:?} (decode rows copied)", plan.collected_m())
+    } else {
+        format!("one stage: rows at M = {:?}", plan.collected_m())
+    };
+    let mut bytes: BTreeMap<String, u64> = BTreeMap::new();
+    for r in rows {
+        if let Some(f) = r.source_format {
+            bytes.entry(format!("{f}-{}x{}", r.n, r.k)).or_insert(r.weight_bytes as u64);
+        }
+    }
+    // per class: (cells, milliseconds)
+    let mut by_class = [(0u64, 0u64); CLASSES.len()];
+    for (cell, ms) in &timed {
+        let b = bytes.get(*cell).copied().unwrap_or(0);
+        let class = CLASSES.iter().position(|(edge, _)| b < *edge).unwrap_or(CLASSES.len() - 1);
+        by_class[class].0 += 1;
+        by_class[class].1 += ms;
+    }
+    let _ = writeln!(
+        md,
+        "Seconds each cell took to measure (fixtures, bit checks, timing; not the time between cells), \
+         {stage}; {} protocol pass(es) of {} warmup + {} sample rounds, {} mode(s), on {}.\n\n\
+         | weight size | cells | seconds | seconds per cell | cells per minute |\n|---|---|---|---|---|",
+        plan.inventory.passes,
+        plan.inventory.warmups,
+        plan.inventory.samples,
+        plan.inventory.modes.len(),
+        plan.device
+    );
+    let total = by_class.iter().fold((0, 0), |a, c| (a.0 + c.0, a.1 + c.1));
+    let named = CLASSES.iter().map(|c| c.1).zip(by_class).chain([("all", total)]);
+    for (name, (n, ms)) in named.filter(|(_, (n, _))| *n > 0) {
+        let s = ms as f64 / 1000.0;
+        let _ = writeln!(md, "| {name} | {n} | {s:.1} | {:.2} | {:.1} |", s / n as f64, n as f64 * 60.0 / s.max(1e-9));
+    }
+    md.push('\n');
+    Ok(md)
+}
