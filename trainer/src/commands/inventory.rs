@@ -67,12 +67,15 @@ pub fn run(args: &Args) -> Result<()> {
         );
     }
     println!(
-        "\nprofile {}: {} geometries, M {:?}, modes {:?}, {} cells; inventory digest {}",
+        "\nprofile {}: {} geometries, M {:?}, modes {:?}, {} cells, {} pass(es) of {} warmup + {} sample rounds; inventory digest {}",
         plan.profile,
         plan.shapes.len(),
         plan.m,
         plan.modes,
         plan.cell_count(),
+        plan.passes,
+        plan.warmups,
+        plan.samples,
         plan.digest()
     );
     Ok(())
