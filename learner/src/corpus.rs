@@ -122,8 +122,8 @@ pub fn load(dir: &Path) -> Result<Corpus> {
             path: path.clone(),
             message: format!("row {}: {message}", line + 2),
         };
-        let mut samples: BTreeMap<(RowKey, CandidateId), Vec<f64>> = BTreeMap::new();
-        let mut by_pass: BTreeMap<(RowKey, CandidateId), BTreeMap<usize, Vec<f64>>> = BTreeMap::new();
+        // every candidate's measured samples, by protocol pass
+        let mut samples: BTreeMap<(RowKey, CandidateId), BTreeMap<usize, Vec<f64>>> = BTreeMap::new();
         for (line, s) in read_samples(&samples_path)?.into_iter().enumerate() {
             if s.warmup || BASELINES.contains(&s.candidate.as_str()) {
                 continue;
@@ -133,8 +133,7 @@ pub fn load(dir: &Path) -> Result<Corpus> {
                 .ok_or_else(|| bad(&samples_path, line, "a candidate's sample without a source format".into()))?;
             let v = parse_hex_f64(&s.latency_us_hex).expect("validated by read_samples");
             let key = RowKey { format, mode: s.mode, m: s.m, n: s.n, k: s.k };
-            by_pass.entry((key, s.candidate.clone())).or_default().entry(s.pass).or_default().push(v);
-            samples.entry((key, s.candidate)).or_default().push(v);
+            samples.entry((key, s.candidate)).or_default().entry(s.pass).or_default().push(v);
         }
         let mut grouped_rows: BTreeMap<RowKey, BTreeMap<CandidateId, Measured>> = BTreeMap::new();
         for (line, r) in read_timing(&rows_path)?.into_iter().enumerate() {
@@ -164,25 +163,28 @@ pub fn load(dir: &Path) -> Result<Corpus> {
                 }
             }
             let entries: Vec<Option<Measured>> = list.iter().map(|c| rows.get(&c.id).copied()).collect();
-            let mut cell_samples: Vec<Option<&[f64]>> = Vec::with_capacity(list.len());
             let per_pass: Vec<&BTreeMap<usize, Vec<f64>>> = list
                 .iter()
                 .zip(&entries)
                 .filter(|(_, e)| e.is_some_and(|e| e.eligible))
-                .filter_map(|(c, _)| by_pass.get(&(key, c.id.clone())))
+                .filter_map(|(c, _)| samples.get(&(key, c.id.clone())))
                 .collect();
             let replicates = crate::noise::cell_replicates(&per_pass);
+            // the confidence bounds pool every pass
+            let mut pooled: Vec<Option<Vec<f64>>> = Vec::with_capacity(list.len());
             for (c, e) in list.iter().zip(&entries) {
-                cell_samples.push(match e {
+                pooled.push(match e {
                     Some(e) if e.eligible => {
-                        Some(samples.get(&(key, c.id.clone())).map(Vec::as_slice).ok_or_else(|| FitError::Corpus {
+                        let passes = samples.get(&(key, c.id.clone())).ok_or_else(|| FitError::Corpus {
                             path: samples_path.clone(),
                             message: format!("no samples for {format} {mode} M={m} {n}x{k} {}", c.id),
-                        })?)
+                        })?;
+                        Some(passes.values().flatten().copied().collect())
                     }
                     _ => None,
                 });
             }
+            let cell_samples: Vec<Option<&[f64]>> = pooled.iter().map(Option::as_deref).collect();
             cells.push(Cell {
                 format,
                 codebook: format.codebook(),

@@ -19,7 +19,7 @@ use vnni_kernels::{CandidateId, Codebook, Mode};
 
 use vnni_policy::Surface;
 
-use crate::corpus::Corpus;
+use crate::corpus::{Cell, Corpus};
 use crate::domains::{domain_of, skeleton, DomainKey};
 use crate::regret_stats::{nearest_rank, p95};
 
@@ -48,9 +48,8 @@ type Evidence = (Vec<f64>, usize);
 /// The noise band of one (domain, size octave).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Band {
-    /// Pass differences it was computed from, and the cells they came from.
+    /// Pass differences it was computed from.
     pub replicates: usize,
-    pub cells: usize,
     /// p95 of |pass difference| / sqrt 2: the p95 of the noise in the difference of two
     /// candidates' medians over both passes (each pass median carries the noise once, their
     /// difference sqrt 2 of it, a two-pass median 1 / sqrt 2).
@@ -59,17 +58,27 @@ pub struct Band {
 }
 
 /// The size octave a band is keyed by, floor(log2(N x K)): run-to-run noise falls with the
-/// bytes a launch streams (measured on the H200: p95 pass differences of 9% at 4-8 MiB
-/// matrices, 1.2% above 512 MiB), so one band per domain would tie real regrets of large
-/// shapes with the noise of small ones.
+/// bytes a launch streams (measured on the H200: bands of 2.55% below 2^25 elements, about 0.9%
+/// from 2^27), so one band per domain would tie real regrets of large shapes with the noise of
+/// small ones.
 pub fn octave(n: u64, k: u64) -> u32 {
     (n * k).max(1).ilog2()
 }
 
+/// The (domain, size octave) a cell's band is keyed by (`None`: no domain of the policy holds it).
+pub fn band_key(skeleton: &vnni_policy::Policy, c: &Cell) -> Option<(DomainKey, u32)> {
+    domain_of(skeleton, c.codebook.name(), c.mode.name(), c.m, c.n, c.k).map(|d| (d, octave(c.n, c.k)))
+}
+
+/// The band a cell of `corpus` is scored with, and where it came from.
+pub fn band_of<'c>(corpus: &'c Corpus, cell: &Cell) -> Option<&'c Band> {
+    band_key(&skeleton(corpus), cell).and_then(|k| corpus.bands.get(&k))
+}
+
 /// The replicates of one cell: for every candidate timed in both of the first two passes
-/// (two or more such candidates needed: one has no others to move against), its per-pass median over the cell's reference of
-/// that pass (the median of those candidates' per-pass medians), and then |pass 1 / pass 0 - 1|
-/// of that position. Regret compares candidates timed in the same passes, so a shift the whole
+/// (two or more such candidates needed: one has no others to move against), its per-pass
+/// median over the cell's reference of that pass (the median of those candidates' per-pass
+/// medians), and then |pass 1 / pass 0 - 1| of that position. Regret compares candidates timed in the same passes, so a shift the whole
 /// cell takes between passes (other weight copies, warmer clocks) cancels out of it and is
 /// divided out here too; what remains is how far a candidate moves against the others.
 pub fn cell_replicates(per_pass: &[&BTreeMap<usize, Vec<f64>>]) -> Vec<f64> {
@@ -91,16 +100,12 @@ pub fn cell_replicates(per_pass: &[&BTreeMap<usize, Vec<f64>>]) -> Vec<f64> {
 
 /// The band of every (domain, size octave) a cell of the corpus falls in, from the
 /// development cells' pass differences (the cell's own key, else the mode and surface at its
-/// octave, else its domain at every size, whichever first has [`MIN_REPLICATES`]), set on
-/// every cell, development and sealed: sealed rows are scored with the band the development
-/// rows measured.
+/// octave, else the domain's nearest octave, whichever first has [`MIN_REPLICATES`] from
+/// [`MIN_CELLS`]), set on every cell, development and sealed: sealed rows are scored with the
+/// band the development rows measured.
 pub fn apply_pass_bands(corpus: &mut Corpus) {
     let sk = skeleton(corpus);
-    let keys: Vec<Option<(DomainKey, u32)>> = corpus
-        .cells
-        .iter()
-        .map(|c| domain_of(&sk, c.codebook.name(), c.mode.name(), c.m, c.n, c.k).map(|d| (d, octave(c.n, c.k))))
-        .collect();
+    let keys: Vec<Option<(DomainKey, u32)>> = corpus.cells.iter().map(|c| band_key(&sk, c)).collect();
     let pool = |d: &DomainKey, o: u32| (d.mode.clone(), sk.m_buckets[d.bucket].surface == Surface::Decode, o);
     let mut own: BTreeMap<(DomainKey, u32), Evidence> = BTreeMap::new();
     let mut pooled: BTreeMap<(String, bool, u32), Evidence> = BTreeMap::new();
@@ -129,8 +134,8 @@ pub fn apply_pass_bands(corpus: &mut Corpus) {
             .map(|e| (e, BandSource::Own))
             .or_else(|| enough(pooled.get(&pool(d, *o))).map(|e| (e, BandSource::Pooled)))
             .or_else(nearest);
-        if let Some(((v, cells), source)) = found {
-            let band = Band { replicates: v.len(), cells: *cells, band: p95(v) / std::f64::consts::SQRT_2, source };
+        if let Some(((v, _), source)) = found {
+            let band = Band { replicates: v.len(), band: p95(v) / std::f64::consts::SQRT_2, source };
             bands.insert((d.clone(), *o), band);
         }
     }

@@ -67,14 +67,13 @@ pub fn alias_scores(per_alias: &[&[f64]]) -> Vec<(f64, f64)> {
 /// The exact winner of a runtime key: minimax over its aliases (max regret, then mean, then
 /// registry order, with the 1% tie band); `None` if no allowed candidate is eligible in every alias.
 pub fn minimax_winner(per_alias: &[&[f64]], allowed: impl Fn(usize) -> bool) -> Option<usize> {
-    let scores = alias_scores(per_alias);
-    pick_banded(&scores, allowed, TIE_BAND).filter(|&w| scores[w].0 < REGRET_CAP)
+    tied_winner(per_alias, per_alias, allowed)
 }
 
 /// The exact winner when regrets are scored with noise-band ties: the minimax of the scored
 /// regrets first, then the mean of the regrets as measured, so that among candidates tied
 /// inside the band the measured fastest wins (with the 1% tie band), not merely the earliest.
-/// Without ties (`scored == measured`) it is [`minimax_winner`].
+/// Without ties (`scored == measured`) it is [`minimax_winner`], which calls it so.
 pub fn tied_winner(scored: &[&[f64]], measured: &[&[f64]], allowed: impl Fn(usize) -> bool) -> Option<usize> {
     let (s, m) = (alias_scores(scored), alias_scores(measured));
     let scores: Vec<(f64, f64)> = s.iter().zip(&m).map(|(s, m)| (s.0, m.1)).collect();

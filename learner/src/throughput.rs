@@ -32,12 +32,13 @@ pub fn section(dir: &Path, plan: &CollectionPlan, rows: &[TimingRow]) -> Result<
     } else {
         format!("one stage: rows at M = {:?}", plan.collected_m())
     };
-    let mut bytes: BTreeMap<String, u64> = BTreeMap::new();
+    // each planned cell's weight bytes, by its stem (what cells.csv names)
+    let mut by_key: BTreeMap<_, u64> = BTreeMap::new();
     for r in rows {
-        if let Some(f) = r.source_format {
-            bytes.entry(format!("{f}-{}x{}", r.n, r.k)).or_insert(r.weight_bytes as u64);
-        }
+        by_key.entry((r.source_format, r.n, r.k)).or_insert(r.weight_bytes as u64);
     }
+    let bytes: BTreeMap<String, u64> =
+        plan.cells().into_iter().filter_map(|c| Some((c.stem(), *by_key.get(&(Some(c.format), c.n, c.k))?))).collect();
     // per class: (cells, milliseconds)
     let mut by_class = [(0u64, 0u64); CLASSES.len()];
     for (cell, ms) in &timed {

@@ -3,8 +3,9 @@
 //! warmup rounds then sample rounds in which every candidate runs once in a seeded shuffled
 //! order; optional racing; every raw sample kept with its pass. Two passes of one candidate
 //! are a replicate of an identical kernel on identical bytes (on a GPU on weight copies of
-//! their own): their difference is the run-to-run noise the learner's band is made of. The clocks are the runners': CUDA events (`cuda_clock.rs`), the host's
-//! monotonic clock (`cpu_cell.rs`).
+//! their own): their difference is the run-to-run noise the learner's band is made of. The
+//! clocks are the runners': CUDA events (`cuda_clock.rs`), the host's monotonic clock
+//! (`cpu_cell.rs`).
 
 use vnni_kernels::fixture::{derive_seed, splitmix64};
 use vnni_kernels::Mode;

@@ -188,10 +188,8 @@ fn band(corpus: &Path, codebook: vnni_kernels::Codebook, mode: &str, key: (u64, 
     let c = vnni_learner::corpus::load(corpus)?;
     let (m, n, k) = key;
     let octave = vnni_learner::noise::octave(n, k);
-    let domain = vnni_learner::domains::domain_of(&vnni_learner::domains::skeleton(&c), codebook.name(), mode, m, n, k);
-    let band = domain.and_then(|d| c.bands.get(&(d, octave)));
     for cell in c.cells.iter().filter(|x| x.codebook == codebook && x.mode.name() == mode && (x.m, x.n, x.k) == key) {
-        let from = band.map_or(String::new(), |b| {
+        let from = vnni_learner::noise::band_of(&c, cell).map_or(String::new(), |b| {
             let source = match b.source {
                 vnni_learner::noise::BandSource::Own => "this domain at this size".to_string(),
                 vnni_learner::noise::BandSource::Pooled => "every domain of the mode and surface at this size".into(),
