@@ -88,6 +88,11 @@ pub struct CollectionPlan {
     /// rows only (absent from the JSON when false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub m1_only: bool,
+    /// Timed with samples of whole rotations of the weight copies (the older protocol,
+    /// `sweep --whole-rotations`, kept to measure what the windows change; absent from the
+    /// JSON when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_rotations: bool,
 }
 
 /// One cell key.

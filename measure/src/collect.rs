@@ -44,6 +44,8 @@ pub struct CollectOptions {
     pub version: String,
     /// Which rows this collection measures (one stage, or a stage of a staged refresh).
     pub stage: Stage,
+    /// Samples replay whole rotations of the weight copies (the older protocol).
+    pub whole_rotations: bool,
 }
 
 /// Which rows a collection measures.
@@ -77,12 +79,14 @@ pub fn collect(opts: &CollectOptions) -> Result<CollectSummary> {
         warmups: plan.inventory.warmups,
         samples: plan.inventory.samples,
         passes: plan.inventory.passes,
+        whole_rotations: plan.whole_rotations,
         ..Protocol::default()
     };
     let shard_name = opts.shard.map_or("-".to_string(), |s| format!("{}/{}", s.index, s.count));
     let cells = plan.shard_cells(opts.shard);
     let mut summary = CollectSummary { cells: cells.len(), measured: 0, already_published: 0, held_elsewhere: 0 };
     let progress = crate::progress::Progress::new(cells.len() as u64, "cells");
+    let phases_before = crate::phases::snapshot();
     for key in &cells {
         match store.claim(key)? {
             Claim::Published => {
@@ -99,6 +103,7 @@ pub fn collect(opts: &CollectOptions) -> Result<CollectSummary> {
                     .as_ref()
                     .map(|f| f.picks_of(key).into_iter().filter(|p| modes.contains(&p.mode)).collect());
                 let started = std::time::Instant::now();
+                let phases = crate::phases::snapshot();
                 let mut cell = runner
                     .run_cell(key, &plan.collected_m(), &modes, &protocol, inherit.as_deref())
                     .with_context(|| format!("cell {}", key.stem()))?;
@@ -126,11 +131,21 @@ pub fn collect(opts: &CollectOptions) -> Result<CollectSummary> {
                 store.publish(key, &cell.rows, &cell.samples, &prov)?;
                 store.release(key)?;
                 summary.measured += 1;
-                progress.step(format!("cell {}: {} rows, {} samples", key.stem(), cell.rows.len(), cell.samples.len()));
+                progress.step(format!(
+                    "cell {}: {} rows, {} samples in {:.1} s ({})",
+                    key.stem(),
+                    cell.rows.len(),
+                    cell.samples.len(),
+                    millis as f64 / 1000.0,
+                    crate::phases::describe(&phases, &crate::phases::snapshot())
+                ));
             }
         }
     }
     progress.finish();
+    if summary.measured > 0 {
+        eprintln!("time by phase: {}", crate::phases::describe(&phases_before, &crate::phases::snapshot()));
+    }
     let who = opts.worker.map_or(String::new(), |w| format!("worker {w} (device {}): ", opts.device));
     println!(
         "{who}sweep {}: {} cells in this {} ({} measured, {} already published, {} held by other workers)",
@@ -157,6 +172,7 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
         samples: iplan.samples,
         warmups: iplan.warmups,
         passes: iplan.passes,
+        whole_rotations: opts.whole_rotations,
         device: opts.device,
         cache: opts.cache.clone(),
     };
@@ -192,6 +208,7 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
         inventory: iplan,
         frozen_m1: None,
         m1_only: opts.stage == Stage::M1,
+        whole_rotations: opts.whole_rotations,
     };
     let m1_rows = match &opts.stage {
         Stage::Batched { frozen, m1_corpus } => {

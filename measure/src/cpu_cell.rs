@@ -14,7 +14,7 @@ use vnni_kernels::{cpu, quantize_activations, Backend, Mode, PackedMatrix, Sourc
 
 use crate::cell::{best_row, cell_weights, check_columns, CellResult, FIXTURE_SEED};
 use crate::protocol::{replays_for, run_rounds, Protocol, Timed};
-use crate::rows::{compare, mode_rows, CellContext, Checked, ModeTimings};
+use crate::rows::{compare, gather, mode_rows, CellContext, Checked, ModeTimings};
 
 pub struct CpuSession {
     pool: rayon::ThreadPool,
@@ -130,7 +130,7 @@ impl CpuSession {
             let mut runs = Vec::new();
             for g in &grouped {
                 let got = cpu::grouped(g, &w, &a, bpp)?;
-                let (mismatches, first_mismatch) = compare(&got, &want, &cols, m, n);
+                let (mismatches, first_mismatch) = compare(&gather(&got, &cols, m, n), &want, &cols, m);
                 runs.push(Checked { id: g.id.clone(), bpp, mismatches, first_mismatch, registers: 0, occupancy: 0 });
             }
             let eligible: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].mismatches == 0).collect();
@@ -168,7 +168,7 @@ impl CpuSession {
                 std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::btree_map::Entry::Vacant(e) => e.insert(gemm_columns(w, &a, bpp, cols)?),
             };
-            let (mismatches, first_mismatch) = compare(&got, want, cols, 1, n);
+            let (mismatches, first_mismatch) = compare(&gather(&got, cols, 1, n), want, cols, 1);
             runs.push(Checked { id: c.id.clone(), bpp, mismatches, first_mismatch, registers: 0, occupancy: 0 });
         }
         let eligible: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].mismatches == 0).collect();
@@ -195,7 +195,7 @@ fn time_cpu<E: Into<MeasureError>>(
         for _ in 0..3 {
             run(c).map_err(Into::into)?;
         }
-        t.replays = replays_for(protocol, start.elapsed().as_secs_f64() * 1e6 / 3.0, 1);
+        t.replays = replays_for(protocol.min_sample_us, start.elapsed().as_secs_f64() * 1e6 / 3.0);
     }
     // One weight copy: a later pass is independent in time only.
     let mut sample = |_pass: usize, c: usize, replays: usize| -> Result<f64> {

@@ -4,6 +4,7 @@
 //! the protocol.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use crate::error::{Context, MeasureError, Result};
 use vnni_kernels::cuda::device::Launch;
@@ -16,33 +17,41 @@ use vnni_kernels::{
 };
 
 use crate::cell::{best_row, cell_weights, check_columns, copies_for, CellResult, FIXTURE_SEED};
-use crate::cuda_clock::time_candidates;
+use crate::cuda_clock::{time_candidates, Copies};
+use crate::phases::{self, Phase};
 use crate::protocol::Protocol;
-use crate::rows::{compare, mode_rows, CellContext, Checked, ModeTimings};
+use crate::protocol::Rotation;
+use crate::rows::{compare, gather, mode_rows, CellContext, Checked, ModeTimings};
 use vnni_corpus::staged::InheritedPick;
 
 /// Weights of one (source format, N, K): the host matrix (for the CPU reference) and rotated
-/// device copies (more than 3 x L2 touched between two uses of one copy), `copies` for each
-/// pass of the protocol: a later pass reads memory of its own.
+/// device copies (more than 3 x L2 touched between two uses of one copy: `copies` apart), a
+/// set for each pass of the protocol: a later pass reads memory of its own.
 pub struct CellFixture {
     pub format: SourceFormat,
     pub w: PackedMatrix,
-    /// Copies of one pass.
+    /// The reuse distance in copies (what rows record as `weight_copies`).
     pub copies: usize,
-    /// `copies x passes` device copies, pass p's at `p * copies ..`.
+    /// Copies of one pass ([`Rotation::allocated`]).
+    pub per_pass: usize,
+    /// `per_pass x passes` device copies, pass p's at `p * per_pass ..`.
     pub mats: Vec<DeviceMatrix>,
 }
 
 impl CellFixture {
     pub fn new(gpu: &Gpu, format: SourceFormat, n: usize, k: usize, seed: u64, passes: usize) -> Result<Self> {
+        let started = Instant::now();
         let w = cell_weights(format, n, k, seed)?;
         let first = gpu.upload_matrix(&w)?;
         let copies = copies_for(first.bytes(), gpu.info.l2_bytes);
+        let per_pass = Rotation::allocated(copies);
         let mut mats = vec![first];
-        for _ in 1..copies * passes.max(1) {
+        for _ in 1..per_pass * passes.max(1) {
             mats.push(gpu.duplicate_matrix(&mats[0])?);
         }
-        Ok(CellFixture { format, w, copies, mats })
+        gpu.synchronize()?;
+        phases::add(Phase::Fixture, started);
+        Ok(CellFixture { format, w, copies, per_pass, mats })
     }
 }
 
@@ -86,8 +95,11 @@ impl<'a> CellInputs<'a> {
 }
 
 /// One cell: GPU activation quantization checked against the CPU, every applicable candidate
-/// checked bit for bit against the CPU reference for its bpp (every row), then the eligible
-/// ones timed under the protocol in each mode.
+/// checked bit for bit against the CPU reference for its bpp (every row), the eligible ones
+/// timed under the protocol in each mode. The CPU reference runs on other threads while the
+/// GPU times: every runnable candidate is timed, then compared; a mismatch (a kernel bug)
+/// voids the timings, which are taken again over the eligible candidates only, so a wrong
+/// candidate never races a right one out.
 pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResult> {
     let w = &fx.w;
     let (cb, n, k) = (w.codebook, w.n, w.k);
@@ -95,14 +107,16 @@ pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResul
         CellTarget::Decode => (1, None),
         CellTarget::Inherited { m, m1_candidate, .. } => (*m, Some(m1_candidate)),
     };
+    let checking = Instant::now();
     let (a_cpu, act) = activations(gpu, cb, m, k, c.seed)?;
     let mats = &fx.mats;
     let copies = fx.copies;
-    if mats.len() < copies * c.protocol.passes.max(1) {
+    if mats.len() < fx.per_pass * c.protocol.passes.max(1) {
         return Err(MeasureError::Structural(format!(
-            "the fixture holds {} weight copies, {} passes of {copies} need more: make it with the protocol's passes",
+            "the fixture holds {} weight copies, {} passes of {} need more: make it with the protocol's passes",
             mats.len(),
-            c.protocol.passes
+            c.protocol.passes,
+            fx.per_pass
         )));
     }
     let plan_of = |cand: &Candidate| match &c.target {
@@ -122,10 +136,9 @@ pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResul
     };
 
     let cols = check_columns(n, m, derive_seed(c.seed, "columns"));
-    let mut reference = References { w, a: &a_cpu, cols: &cols, by_bpp: BTreeMap::new() };
     let mut y = gpu.alloc_zeros::<f32>(m * n).context("allocating outputs")?;
-    let mut cands: Vec<(&Candidate, LaunchPlan)> = Vec::new();
-    let mut runs: Vec<Checked> = Vec::new();
+    // (candidate, plan, resources, its outputs on the checked columns)
+    let mut cands: Vec<(&Candidate, LaunchPlan, DeviceResources, Vec<f32>)> = Vec::new();
     let max_ws = c.candidates.iter().filter_map(&plan_of).map(|p| p.workspace).max().unwrap_or(0);
     let mut ws = gpu.alloc_zeros::<f32>(max_ws.max(1)).context("allocating the workspace")?;
     for cand in c.candidates {
@@ -135,21 +148,12 @@ pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResul
         gpu.poison(&mut ws)?;
         launch(cand, &plan, &mats[0], &mut y, &mut ws)?;
         gpu.synchronize()?;
-        let got = gpu.download(&y)?;
-        let (mismatches, first_mismatch) = compare(&got, reference.at(plan.bpp)?, &cols, m, n);
-        runs.push(Checked {
-            id: cand.id.clone(),
-            bpp: plan.bpp,
-            mismatches,
-            first_mismatch,
-            registers: res.registers as u32,
-            occupancy: res.occupancy_blocks_per_sm,
-        });
-        cands.push((cand, plan));
+        let got = gather(&gpu.download(&y)?, &cols, m, n);
+        cands.push((cand, plan, res, got));
     }
+    let bpps: std::collections::BTreeSet<usize> = cands.iter().map(|c| c.1.bpp).collect();
+    phases::add(Phase::Check, checking);
 
-    let mut out = CellResult::default();
-    let eligible: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].mismatches == 0).collect();
     let ctx = CellContext {
         backend: Backend::Cuda,
         arch: &gpu.info.arch,
@@ -164,21 +168,85 @@ pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResul
         checked: cols.len(),
         copy_gbps: c.copy_gbps,
     };
-    for &mode in c.modes {
-        let protocol = Protocol { seed: derive_seed(c.seed, &format!("{cb} {m} {n} {k}")), ..c.protocol.clone() };
-        let timed = if eligible.is_empty() {
-            Vec::new()
-        } else {
-            let mut timed_launch = |i: usize, copy: usize| {
-                let (cand, plan) = &cands[eligible[i]];
-                launch(cand, plan, &mats[copy], &mut y, &mut ws)
+    let time = |eligible: &[usize], y: &mut DeviceBuffer<f32>, ws: &mut DeviceBuffer<f32>| -> Result<Vec<_>> {
+        let mut by_mode = Vec::new();
+        for &mode in c.modes {
+            let protocol = Protocol { seed: derive_seed(c.seed, &format!("{cb} {m} {n} {k}")), ..c.protocol.clone() };
+            let timed = if eligible.is_empty() {
+                Vec::new()
+            } else {
+                let mut timed_launch = |i: usize, copy: usize| {
+                    let (cand, plan, ..) = &cands[eligible[i]];
+                    launch(cand, plan, &mats[copy], y, ws)
+                };
+                let rotation = Copies { distance: copies, allocated: fx.per_pass };
+                time_candidates(gpu, mode, &protocol, eligible.len(), rotation, &mut timed_launch)?
             };
-            time_candidates(gpu, mode, &protocol, eligible.len(), copies, &mut timed_launch)?
-        };
-        let t = ModeTimings { mode, protocol: &protocol, runs: &runs, eligible: &eligible, timed: &timed };
+            by_mode.push((mode, protocol, timed));
+        }
+        Ok(by_mode)
+    };
+    let all: Vec<usize> = (0..cands.len()).collect();
+    let reference = || {
+        reference_pool().install(|| {
+            bpps.iter().map(|&bpp| Ok((bpp, gemm_columns(w, &a_cpu, bpp, &cols)?))).collect::<Result<BTreeMap<_, _>>>()
+        })
+    };
+    let (timings, references) = if c.protocol.whole_rotations {
+        // the older protocol, as it was: the reference first, nothing overlapped
+        let started = Instant::now();
+        let references = reference();
+        phases::add(Phase::Check, started);
+        (time(&all, &mut y, &mut ws), references)
+    } else {
+        std::thread::scope(|s| {
+            let references = s.spawn(reference);
+            let timings = time(&all, &mut y, &mut ws);
+            let waiting = Instant::now();
+            let references = references.join().expect("the CPU reference does not panic");
+            phases::add(Phase::Check, waiting);
+            (timings, references)
+        })
+    };
+    let (mut timings, references) = (timings?, references?);
+    let runs: Vec<Checked> = cands
+        .iter()
+        .map(|(cand, plan, res, got)| {
+            let (mismatches, first_mismatch) = compare(got, &references[&plan.bpp], &cols, m);
+            Checked {
+                id: cand.id.clone(),
+                bpp: plan.bpp,
+                mismatches,
+                first_mismatch,
+                registers: res.registers as u32,
+                occupancy: res.occupancy_blocks_per_sm,
+            }
+        })
+        .collect();
+    let eligible: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].mismatches == 0).collect();
+    if eligible.len() < all.len() {
+        timings = time(&eligible, &mut y, &mut ws)?;
+    }
+    let mut out = CellResult::default();
+    for (mode, protocol, timed) in &timings {
+        let t = ModeTimings { mode: *mode, protocol, runs: &runs, eligible: &eligible, timed };
         mode_rows(&ctx, &t, &mut out);
     }
     Ok(out)
+}
+
+/// The threads the CPU reference runs on while the GPU times: all cores but two, so the
+/// thread that launches (eager mode is host bound on small shapes) keeps a core of its own.
+fn reference_pool() -> &'static rayon::ThreadPool {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(cores.saturating_sub(2).max(1))
+            .thread_name(|i| format!("vnni-reference-{i}"))
+            .build()
+            .expect("a thread pool for the CPU reference")
+    })
 }
 
 /// M activation rows quantized on the CPU (the contract) and on the GPU, which must agree.
@@ -217,24 +285,6 @@ fn runnable(
     }
     let res = gpu.resources(&spec, plan.threads, plan.shared as usize)?;
     Ok((res.local_bytes == 0 && res.occupancy_blocks_per_sm > 0).then_some(res))
-}
-
-/// The CPU reference on the checked columns, computed once per bpp.
-struct References<'a> {
-    w: &'a PackedMatrix,
-    a: &'a QuantizedActivations,
-    cols: &'a [usize],
-    by_bpp: BTreeMap<usize, Vec<f32>>,
-}
-
-impl References<'_> {
-    fn at(&mut self, bpp: usize) -> Result<&[f32]> {
-        if !self.by_bpp.contains_key(&bpp) {
-            let r = gemm_columns(self.w, self.a, bpp, self.cols)?;
-            self.by_bpp.insert(bpp, r);
-        }
-        Ok(&self.by_bpp[&bpp])
-    }
 }
 
 /// One sweep cell on the GPU: every decode candidate at M = 1, then the grouped candidates at

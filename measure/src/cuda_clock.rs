@@ -1,14 +1,18 @@
-//! GPU timing: the GPU session (device, on-device preflight, options) and the CUDA clock for the protocol of `timing.rs`: events on the explicit non-blocking
-//! stream, weight copies rotated across launches, eager launches or one CUDA graph per
-//! candidate replayed.
+//! GPU timing: the GPU session (device, on-device preflight, options) and the CUDA clock for
+//! the protocol of `protocol.rs`: events on the explicit non-blocking stream, weight copies
+//! rotated across launches in windows, eager launches or captured graphs replayed.
 
-use vnni_kernels::cuda::clock::Graph;
+use vnni_kernels::cuda::clock::{EventClock, Graph};
 use vnni_kernels::cuda::device::Gpu;
 use vnni_kernels::cuda::CudaError;
 
 use vnni_kernels::Mode;
 
-use crate::protocol::{replays_for, run_rounds, Protocol, Timed, TimingOptions};
+use std::collections::btree_map::{BTreeMap, Entry};
+use std::time::Instant;
+
+use crate::phases::{self, Phase};
+use crate::protocol::{replays_for, run_rounds, Protocol, Rotation, Timed, TimingOptions};
 
 /// What every GPU timing command starts from: the device, its preflight verdicts and the
 /// timing options.
@@ -44,67 +48,130 @@ impl GpuSession {
     }
 }
 
+/// A pass's weight copies as the launches see them: `distance` copies must lie between two
+/// uses of one copy; each pass holds `allocated` (a cell's fixture: [`Rotation::allocated`];
+/// the vendor baselines: `distance`, so whole rotations).
+#[derive(Debug, Clone, Copy)]
+pub struct Copies {
+    pub distance: usize,
+    pub allocated: usize,
+}
+
 /// Time `count` candidates. `launch(candidate, copy)` enqueues one launch of a candidate on
-/// weight copy `copy`: pass p of the protocol launches on copies `p * copies .. (p + 1) *
-/// copies` (a cell's fixture holds `copies x passes` of them; the vendor baselines hold one
-/// set and wrap the index, so their later passes reuse the first pass's memory), consecutive
-/// launches always on the next copy of the pass. Graphs are captured again for every pass, on
-/// its copies.
+/// weight copy `copy`: pass p of the protocol launches on copies `p * allocated ..` (a cell's
+/// fixture holds `allocated x passes` of them; the vendor baselines hold one set and wrap the
+/// index, so their later passes reuse the first pass's memory), every launch on the copy after
+/// the previous one's ([`Rotation`]). Graphs are captured per (candidate, first window) when a
+/// sample first needs them, again for every pass, on its copies.
 pub fn time_candidates(
     gpu: &Gpu,
     mode: Mode,
     protocol: &Protocol,
     count: usize,
-    copies: usize,
+    copies: Copies,
     launch: &mut dyn FnMut(usize, usize) -> Result<(), CudaError>,
 ) -> Result<Vec<Timed>, CudaError> {
     let clock = gpu.clock()?;
-    let mut next_copy = 0usize;
+    let distance = copies.distance.max(1);
     let mut timed = vec![Timed::default(); count];
 
-    // Calibrate on the first pass's copies: replays per sample so one sample lasts at least
-    // min_sample_us (every pass uses these replays).
-    for (c, t) in timed.iter_mut().enumerate() {
-        launch(c, next_copy % copies)?;
-        next_copy += 1;
+    // Calibrate on the first pass's copies: launches per sample so one sample lasts at least
+    // min_sample_us (every pass uses these).
+    let started = Instant::now();
+    let mut next = 0usize;
+    // Samples of windows last at least min_window_us (see Lead).
+    let min_us = match distance > 1 && !protocol.whole_rotations {
+        true => protocol.min_window_us,
+        false => protocol.min_sample_us,
+    };
+    let mut raw = Vec::with_capacity(count);
+    for c in 0..count {
+        launch(c, next % distance)?;
+        next += 1;
         clock.start()?;
         for _ in 0..3 {
-            launch(c, next_copy % copies)?;
-            next_copy += 1;
+            launch(c, next % distance)?;
+            next += 1;
         }
-        t.replays = replays_for(protocol, clock.stop_ms()? * 1000.0 / 3.0, copies);
+        raw.push(replays_for(min_us, clock.stop_ms()? * 1000.0 / 3.0));
     }
-    let replays: Vec<usize> = timed.iter().map(|t| t.replays).collect();
+    phases::add(Phase::Calibrate, started);
+    let rot = Rotation::plan(protocol.whole_rotations, distance, copies.allocated, &raw);
+    for (t, r) in timed.iter_mut().zip(&raw) {
+        t.replays = rot.replays(*r);
+    }
 
-    // (pass, one graph per candidate) in graph mode, captured when a pass starts
-    let mut graphs: Option<(usize, Vec<Graph>)> = None;
+    // graph mode: (pass, graphs by (candidate, first window)), captured on first use
+    let mut graphs: (usize, BTreeMap<(usize, usize), Graph>) = (0, BTreeMap::new());
+    let mut first = 0usize; // the window the next sample starts at
+    let mut capture_nanos = 0u64;
+    let mut lead = Lead::default();
     let mut sample = |pass: usize, c: usize, n: usize| -> Result<f64, CudaError> {
-        let base = pass * copies;
-        if mode == Mode::Graph && graphs.as_ref().is_none_or(|(p, _)| *p != pass) {
-            graphs = None; // the previous pass's graphs go before this pass's are made
-            let mut g = Vec::with_capacity(count);
-            for (cand, &r) in replays.iter().enumerate() {
-                g.push(gpu.capture(&mut || {
-                    for i in 0..r {
-                        launch(cand, base + i % copies)?;
-                    }
-                    Ok(())
-                })?);
+        let base = pass * copies.allocated;
+        let window = first % rot.windows;
+        first += n / rot.window;
+        let mut run = |i: usize| launch(c, base + rot.copy(window, i));
+        if mode == Mode::Graph {
+            if graphs.0 != pass {
+                graphs = (pass, BTreeMap::new()); // the previous pass's graphs go first
             }
-            graphs = Some((pass, g));
-        }
-        clock.start()?;
-        match &graphs {
-            Some((_, g)) => g[c].launch()?,
-            None => {
-                for _ in 0..n {
-                    launch(c, base + next_copy % copies)?;
-                    next_copy += 1;
+            let graph = match graphs.1.entry((c, window)) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    let t = Instant::now();
+                    let g = gpu.capture(&mut || (0..n).try_for_each(&mut run))?;
+                    capture_nanos += t.elapsed().as_nanos() as u64;
+                    e.insert(g)
                 }
-            }
+            };
+            lead.start(&clock, protocol)?;
+            let submitted = Instant::now();
+            graph.launch()?;
+            lead.submitted(submitted);
+        } else {
+            clock.start()?;
+            (0..n).try_for_each(&mut run)?;
         }
         Ok(clock.stop_ms()? * 1000.0 / n as f64)
     };
+    let started = Instant::now();
     run_rounds(protocol, mode, &mut timed, &mut sample)?;
+    phases::add(Phase::Sample, started);
+    phases::subtract(Phase::Sample, capture_nanos);
+    phases::add_nanos(Phase::Capture, capture_nanos);
     Ok(timed)
+}
+
+/// The graph clock's lead-in (whole rotations start cold, as before): the stream waits about
+/// three times what the host has been taking to submit a sample's graph before the start
+/// event, so the submission latency stays out of the timed region; a sample of windows lasts
+/// only a few hundred microseconds, and a few of them would bias every candidate by a few
+/// percent (measured on the H200: docs/PERF.md). Eager samples keep it: the host's launch
+/// cost is what eager mode measures. (Event nodes inside the graph were tried instead: they
+/// cost more than they hide.)
+struct Lead {
+    /// Moving average of the host's submission time (ns).
+    submit_ns: f64,
+}
+
+impl Default for Lead {
+    fn default() -> Self {
+        Lead { submit_ns: Lead::MIN_NS as f64 / 3.0 }
+    }
+}
+
+impl Lead {
+    const MIN_NS: u64 = 10_000;
+    const MAX_NS: u64 = 200_000;
+
+    fn start(&self, clock: &EventClock, protocol: &Protocol) -> Result<(), CudaError> {
+        if protocol.whole_rotations {
+            return clock.start();
+        }
+        clock.start_after(((3.0 * self.submit_ns) as u64).clamp(Lead::MIN_NS, Lead::MAX_NS))
+    }
+
+    fn submitted(&mut self, since: Instant) {
+        self.submit_ns += (since.elapsed().as_nanos() as f64 - self.submit_ns) / 4.0;
+    }
 }

@@ -9,6 +9,7 @@
 //! - [`runner`]: the backends behind one `CellRunner` (open once, describe, run a cell).
 //! - [`collect`]: the collection driver (claim, measure, publish, assemble, seal).
 //! - [`invariance`], [`invariance_sides`], [`invariance_plan`]: batch-invariance certificates.
+//! - [`phases`]: wall time per phase of a cell (fixtures, checks, calibration, capture, sampling).
 //! - [`vendor`] (feature `cuda`): copy bandwidth and cuBLAS/cuBLASLt baselines.
 //! - [`preflight`] (feature `cuda`): resources of every kernel specialization.
 //! - [`shapes`]: `NxK` lists from the command line, bounded.
@@ -25,6 +26,7 @@ pub mod error;
 pub mod invariance;
 pub mod invariance_plan;
 pub mod invariance_sides;
+pub mod phases;
 #[cfg(feature = "cuda")]
 pub mod preflight;
 pub mod progress;

@@ -21,6 +21,9 @@ pub struct TimingOptions {
     pub warmups: usize,
     /// Independent passes (each `warmups` + `samples` rounds).
     pub passes: usize,
+    /// Every sample replays whole rotations of the weight copies (the protocol before
+    /// 2026-12-02; `bench` and `sweep` keep it to measure what the windows change).
+    pub whole_rotations: bool,
     /// CUDA device ordinal.
     pub device: usize,
     /// Cubin cache directory.
@@ -29,7 +32,13 @@ pub struct TimingOptions {
 
 impl TimingOptions {
     pub fn protocol(&self) -> Protocol {
-        Protocol { warmups: self.warmups, samples: self.samples, passes: self.passes.max(1), ..Protocol::default() }
+        Protocol {
+            warmups: self.warmups,
+            samples: self.samples,
+            passes: self.passes.max(1),
+            whole_rotations: self.whole_rotations,
+            ..Protocol::default()
+        }
     }
 }
 
@@ -42,10 +51,17 @@ pub struct Protocol {
     /// (on a GPU) launches on weight copies of its own. Racing happens in the first pass only.
     pub passes: usize,
     pub min_sample_us: f64,
+    /// A sample of windows ([`Rotation`], shapes with more than one weight copy) lasts at
+    /// least this: each sample carries a few microseconds of start-up that a whole rotation
+    /// (milliseconds on a small shape) hid (measured on the H200: docs/PERF.md).
+    pub min_window_us: f64,
     /// After this many sample rounds, drop candidates slower than `race_ratio` x the leader's median.
     pub race_after: Option<usize>,
     pub race_ratio: f64,
     pub seed: u64,
+    /// Samples replay whole rotations of the weight copies instead of windows of them
+    /// ([`Rotation`]): the older, slower protocol, kept to measure the difference.
+    pub whole_rotations: bool,
 }
 
 impl Default for Protocol {
@@ -55,9 +71,11 @@ impl Default for Protocol {
             samples: 12,
             passes: 1,
             min_sample_us: 100.0,
+            min_window_us: 250.0,
             race_after: Some(4),
             race_ratio: 1.3,
             seed: 0x5EED,
+            whole_rotations: false,
         }
     }
 }
@@ -97,11 +115,65 @@ pub fn shuffled(n: usize, seed: u64) -> Vec<usize> {
     v
 }
 
-/// How many back-to-back launches make one sample last at least `min_sample_us`: a multiple
-/// of the weight-copy count so a replayed sequence never reuses a copy early.
-pub fn replays_for(protocol: &Protocol, per_launch_us: f64, copies: usize) -> usize {
-    let r = (protocol.min_sample_us / per_launch_us.max(0.01)).ceil().clamp(1.0, 4000.0) as usize;
-    r.div_ceil(copies) * copies
+/// How many back-to-back launches make one sample last at least `min_us`.
+pub fn replays_for(min_us: f64, per_launch_us: f64) -> usize {
+    (min_us / per_launch_us.max(0.01)).ceil().clamp(1.0, 4000.0) as usize
+}
+
+/// How the launches of a cell's samples walk one pass's weight copies. Every launch reads the
+/// copy after the previous launch's, whichever candidate made it, so two uses of one copy are
+/// always `copies()` launches apart: at least the fixture's reuse distance (more than 3 x L2
+/// touched in between), as when a sample replayed whole rotations. But a sample is only a
+/// whole number of `window`s of consecutive copies, sized to the cell's slowest candidate's
+/// calibrated replays: on a small shape (hundreds of copies) a sample lasts about
+/// `min_sample_us` instead of a whole rotation. In graph mode each (candidate, first window)
+/// is one captured graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rotation {
+    pub window: usize,
+    pub windows: usize,
+}
+
+impl Rotation {
+    /// The rotation for candidates calibrated at `replays` (launches per sample each), copies
+    /// `distance` apart at least, from `allocated` copies per pass. A fixture of
+    /// [`Rotation::allocated`] copies always fits windows; one of only `distance` copies (the
+    /// vendor baselines), or `whole`, gets whole rotations.
+    pub fn plan(whole: bool, distance: usize, allocated: usize, replays: &[usize]) -> Rotation {
+        let d = distance.max(1);
+        let slowest = replays.iter().copied().min().unwrap_or(d).max(1);
+        let window = if whole { d } else { slowest.min(d) };
+        let windows = d.div_ceil(window);
+        if windows * window > allocated {
+            return Rotation { window: d, windows: 1 };
+        }
+        Rotation { window, windows }
+    }
+
+    /// Copies a fixture allocates per pass for reuse distance `distance`: room for windows of
+    /// any size up to a whole rotation (`windows x window < distance + window`).
+    pub fn allocated(distance: usize) -> usize {
+        if distance <= 1 {
+            1
+        } else {
+            2 * distance - 1
+        }
+    }
+
+    /// Copies in one turn of the rotation (>= the distance).
+    pub fn copies(&self) -> usize {
+        self.window * self.windows
+    }
+
+    /// Launches per sample of a candidate calibrated at `replays`: whole windows.
+    pub fn replays(&self, replays: usize) -> usize {
+        replays.max(1).div_ceil(self.window) * self.window
+    }
+
+    /// The copy read by launch `i` of a sample whose first window is `first`.
+    pub fn copy(&self, first: usize, i: usize) -> usize {
+        (first * self.window + i) % self.copies()
+    }
 }
 
 /// Per pass: warmup rounds, then sample rounds; in each round every candidate not dropped is
@@ -150,6 +222,41 @@ pub fn run_rounds<E>(
 
 #[cfg(test)]
 mod tests {
+    use super::Rotation;
+
+    /// Samples chained window after window never reuse a copy before `distance` launches,
+    /// whatever each candidate's replays; windows fit the allocation; a sample lasts at least
+    /// its calibrated replays and less than one window more; whole rotations and one-copy
+    /// fixtures are the old protocol.
+    #[test]
+    fn windows_keep_the_reuse_distance_and_shorten_samples() {
+        for (distance, replays) in
+            [(721, vec![34, 60, 400, 34]), (85, vec![7, 1, 300]), (3, vec![2, 5]), (10, vec![4]), (1, vec![9, 30])]
+        {
+            let rot = Rotation::plan(false, distance, Rotation::allocated(distance), &replays);
+            assert!(rot.copies() >= distance && rot.copies() <= Rotation::allocated(distance), "{rot:?}");
+            let mut last_use = std::collections::BTreeMap::new();
+            let (mut launch, mut first) = (0usize, 0usize);
+            for round in 0..50 {
+                let r = rot.replays(replays[round % replays.len()]);
+                assert!(r >= replays[round % replays.len()] && r < replays[round % replays.len()] + rot.window);
+                for i in 0..r {
+                    let copy = rot.copy(first, i);
+                    if let Some(prev) = last_use.insert(copy, launch) {
+                        assert!(launch - prev >= distance, "copy {copy} reused after {} launches", launch - prev);
+                    }
+                    launch += 1;
+                }
+                first += r / rot.window;
+            }
+        }
+        assert_eq!(Rotation::plan(false, 721, 1441, &[34, 60]).window, 34);
+        assert_eq!(Rotation::plan(true, 721, 1441, &[34, 60]), Rotation { window: 721, windows: 1 });
+        assert_eq!(Rotation::plan(false, 721, 721, &[34, 60]), Rotation { window: 721, windows: 1 });
+        assert_eq!(Rotation::plan(true, 721, 721, &[34]).replays(34), 721);
+        assert_eq!(Rotation::plan(false, 1, 1, &[9, 30]).replays(30), 30);
+    }
+
     #[test]
     fn shuffles_are_seeded_permutations() {
         let a = super::shuffled(40, 7);

@@ -37,13 +37,13 @@ pub struct Checked {
     pub occupancy: u32,
 }
 
-/// Compare `got` (`[M][N]`) with `want` (`[M][cols]`) on `cols`: (mismatches, first one).
-pub fn compare(got: &[f32], want: &[f32], cols: &[usize], m: usize, n: usize) -> (usize, String) {
+/// Compare `got` with `want`, both `[M][cols]` on `cols` ([`gather`]): (mismatches, first one).
+pub fn compare(got: &[f32], want: &[f32], cols: &[usize], m: usize) -> (usize, String) {
     let mut mismatches = 0;
     let mut first = String::new();
     for r in 0..m {
         for (i, &col) in cols.iter().enumerate() {
-            let (g, w) = (got[r * n + col], want[r * cols.len() + i]);
+            let (g, w) = (got[r * cols.len() + i], want[r * cols.len() + i]);
             if g.to_bits() != w.to_bits() {
                 if mismatches == 0 {
                     first = format!("row {r} col {col}: got {:#010x} want {:#010x}", g.to_bits(), w.to_bits());
@@ -53,6 +53,11 @@ pub fn compare(got: &[f32], want: &[f32], cols: &[usize], m: usize, n: usize) ->
         }
     }
     (mismatches, first)
+}
+
+/// The checked columns of M output rows of width `n`, `[M][cols]`: what [`compare`] takes.
+pub fn gather(y: &[f32], cols: &[usize], m: usize, n: usize) -> Vec<f32> {
+    (0..m).flat_map(|r| cols.iter().map(move |&col| y[r * n + col])).collect()
 }
 
 /// The candidates of one mode after timing: `timed[i]` belongs to `runs[eligible[i]]`.
@@ -126,5 +131,26 @@ pub fn mode_rows(ctx: &CellContext, t: &ModeTimings, out: &mut CellResult) {
                 latency_us_hex: hex_f64(s.latency_us),
             }));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{compare, gather};
+
+    /// Gathered columns keep every row in order, and a mismatch names its row and column.
+    #[test]
+    fn gathered_columns_compare_by_row_and_column() {
+        let (m, n) = (3, 5);
+        let y: Vec<f32> = (0..m * n).map(|i| i as f32).collect();
+        let cols = [0, 3, 4];
+        let got = gather(&y, &cols, m, n);
+        assert_eq!(got, [0.0, 3.0, 4.0, 5.0, 8.0, 9.0, 10.0, 13.0, 14.0]);
+        assert_eq!(compare(&got, &got, &cols, m), (0, String::new()));
+        let mut want = got.clone();
+        want[4] = -1.0;
+        let (mismatches, first) = compare(&got, &want, &cols, m);
+        assert_eq!(mismatches, 1);
+        assert!(first.starts_with("row 1 col 3:"), "{first}");
     }
 }

@@ -8,7 +8,7 @@ use vnni_kernels::cuda::vendor::{CublasF16Gemm, CublasLtI8Gemm, DeviceCopy};
 use vnni_kernels::Mode;
 
 use crate::cell::copies_for;
-use crate::cuda_clock::time_candidates;
+use crate::cuda_clock::{time_candidates, Copies};
 use crate::protocol::{Protocol, Timed};
 use crate::stats::{summarize, Summary};
 
@@ -17,7 +17,8 @@ pub fn copy_bandwidth(gpu: &Gpu, protocol: &Protocol) -> Result<(f64, Summary, T
     const BYTES: usize = 2 << 30;
     let mut copy = DeviceCopy::new(gpu, BYTES).context("allocating the copy buffers")?;
     let p = Protocol { race_after: None, min_sample_us: 1.0, ..protocol.clone() };
-    let t = time_candidates(gpu, Mode::Eager, &p, 1, 1, &mut |_, _| copy.launch())?.remove(0);
+    let t = time_candidates(gpu, Mode::Eager, &p, 1, Copies { distance: 1, allocated: 1 }, &mut |_, _| copy.launch())?
+        .remove(0);
     let s = summarize(&t.measured()).context("no copy samples")?;
     Ok((2.0 * BYTES as f64 / (s.median * 1e-6) / 1e9, s, t, BYTES))
 }
@@ -59,7 +60,8 @@ fn time_rotated(
     launch: &mut dyn FnMut(usize) -> Result<(), vnni_kernels::cuda::CudaError>,
 ) -> Result<(Timed, usize)> {
     let p = Protocol { race_after: None, ..protocol.clone() };
-    let t = time_candidates(gpu, mode, &p, 1, copies, &mut |_, copy| launch(copy))?.remove(0);
+    let all = Copies { distance: copies, allocated: copies };
+    let t = time_candidates(gpu, mode, &p, 1, all, &mut |_, copy| launch(copy))?.remove(0);
     Ok((t, copies))
 }
 

@@ -352,3 +352,21 @@ fn a_staged_sweep_refuses_an_m1_corpus_timed_with_another_protocol() {
     assert!(!ok && err.contains("1 passes per cell, this sweep with 0, 2 and 2"), "{err}");
     assert!(published(&work).is_empty(), "nothing measured");
 }
+
+/// The older protocol (samples of whole weight-copy rotations) is recorded in the plan, so a
+/// work directory never mixes the two; a plain plan has no such key (its bytes and digest are
+/// what they were); every measured cell reports its time by phase.
+#[test]
+fn whole_rotations_are_recorded_in_the_plan_and_never_mixed() {
+    let (plain, whole) = (tmp("rot-plain"), tmp("rot-whole"));
+    let (ok, _, err) = sweep(&plain, &["--shard", "0/4"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("sampling") && err.contains("time by phase"), "{err}");
+    let (ok, _, err) = sweep(&whole, &["--shard", "0/4", "--whole-rotations"]);
+    assert!(ok, "{err}");
+    let text = |d: &Path| std::fs::read_to_string(d.join("plan.json")).unwrap();
+    assert!(!text(&plain).contains("whole_rotations"));
+    assert!(text(&whole).contains("\"whole_rotations\": true"));
+    let (ok, _, err) = sweep(&whole, &["--shard", "1/4"]);
+    assert!(!ok && err.contains("holds another collection plan"), "{err}");
+}

@@ -3,7 +3,7 @@
 //! what to time; this module only records and reads events and captures graphs.
 
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
-use cudarc::driver::{CudaEvent, CudaGraph};
+use cudarc::driver::{CudaEvent, CudaGraph, LaunchConfig, PushKernelArg};
 
 use super::device::Gpu;
 use super::{driver, CudaError};
@@ -52,6 +52,18 @@ impl EventClock<'_> {
     /// Record the start event.
     pub fn start(&self) -> Result<(), CudaError> {
         self.start.record(&self.gpu.stream).map_err(driver("recording an event"))
+    }
+
+    /// Keep the stream busy for `ns` nanoseconds, then record the start event: launches the
+    /// host submits meanwhile are queued when the clock starts.
+    pub fn start_after(&self, ns: u64) -> Result<(), CudaError> {
+        let f = self.gpu.common_function("vnni_delay")?;
+        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+        let mut b = self.gpu.stream.launch_builder(f);
+        b.arg(&ns);
+        // SAFETY: one u64 argument, as vnni_delay takes; the kernel touches no memory.
+        unsafe { b.launch(cfg) }.map_err(driver("launching the clock's delay"))?;
+        self.start()
     }
 
     /// Record the end event, wait for it, and return the milliseconds since `start`.

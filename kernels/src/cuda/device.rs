@@ -200,7 +200,7 @@ impl Gpu {
             }
             functions.insert(spec.symbol(), f);
         }
-        for name in ["vnni_quantize_activations", "vnni_reduce_partials"] {
+        for name in ["vnni_quantize_activations", "vnni_reduce_partials", "vnni_delay"] {
             functions.insert(name.to_string(), common.load_function(name).map_err(driver(format!("loading {name}")))?);
         }
         let _modules = modules.into_values().chain([common]).collect();
@@ -211,7 +211,7 @@ impl Gpu {
         self.common_function(&spec.symbol())
     }
 
-    fn common_function(&self, name: &str) -> Result<&CudaFunction, CudaError> {
+    pub(super) fn common_function(&self, name: &str) -> Result<&CudaFunction, CudaError> {
         self.functions
             .get(name)
             .ok_or_else(|| CudaError::Driver { what: format!("finding {name}"), message: "not compiled".into() })

@@ -7,7 +7,7 @@ use crate::registry::{KernelSpec, GROUPED_THREADS};
 use crate::Codebook;
 
 /// The CUDA files, by name. Their digest is part of every build identity.
-pub const FILES: [(&str, &str); 7] = [
+pub const FILES: [(&str, &str); 8] = [
     ("contract.cuh", include_str!("../../cuda/contract.cuh")),
     ("codebook.cuh", include_str!("../../cuda/codebook.cuh")),
     ("decode_m1.cuh", include_str!("../../cuda/decode_m1.cuh")),
@@ -15,6 +15,7 @@ pub const FILES: [(&str, &str); 7] = [
     ("prefill.cuh", include_str!("../../cuda/prefill.cuh")),
     ("activation.cu", include_str!("../../cuda/activation.cu")),
     ("reduce.cu", include_str!("../../cuda/reduce.cu")),
+    ("delay.cu", include_str!("../../cuda/delay.cu")),
 ];
 
 fn file(name: &str) -> &'static str {
@@ -152,9 +153,10 @@ pub fn decode_module(specs: &[KernelSpec]) -> String {
     src
 }
 
-/// Source of the module with the shape-independent kernels (activation quantization, reduce).
+/// Source of the module with the shape-independent kernels (activation quantization, reduce,
+/// the timing clock's delay).
 pub fn common_module() -> String {
-    assemble(&["activation.cu", "reduce.cu"])
+    assemble(&["activation.cu", "reduce.cu", "delay.cu"])
 }
 
 /// sha256 over every CUDA file (name and content, in order).

@@ -45,6 +45,10 @@ pub struct Args {
     /// copies of its own); two give every candidate a replicate.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=8))]
     pub passes: u64,
+    /// Samples replay whole rotations of the weight copies, as before windows: to measure
+    /// what the windows change.
+    #[arg(long)]
+    pub whole_rotations: bool,
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
@@ -80,6 +84,7 @@ impl ToArgv for Args {
             .val("samples", self.samples)
             .val("warmups", self.warmups)
             .val("passes", self.passes)
+            .flag("whole-rotations", self.whole_rotations)
             .val("device", self.device)
             .opt_path("cache", self.cache.as_deref())
             .val("grouped-shapes", &self.grouped_shapes)
@@ -221,6 +226,7 @@ impl Bench<'_> {
     fn codebook(&self, n: usize, k: usize, cb: Codebook, out: &mut Measured) -> Result<()> {
         let (gpu, s) = (&self.session.gpu, self.session);
         let started = std::time::Instant::now();
+        let phases = vnni_measure::phases::snapshot();
         // The codebook's first source format stands for it (aliases share the kernels).
         let fx = CellFixture::new(gpu, SourceFormat::aliases_of(cb)[0], n, k, FIXTURE_SEED, s.protocol.passes)?;
         let inputs = CellInputs::decode(&self.decode, &s.modes, &s.protocol, &s.rejected, self.copy_gbps);
@@ -256,7 +262,12 @@ impl Bench<'_> {
                 r.candidate, r.m, r.mismatches, r.checked, r.first_mismatch
             );
         }
-        eprintln!("{cb} {n}x{k}: {} rows in {:.1}s", cell_rows.len(), started.elapsed().as_secs_f64());
+        eprintln!(
+            "{cb} {n}x{k}: {} rows in {:.1}s ({})",
+            cell_rows.len(),
+            started.elapsed().as_secs_f64(),
+            vnni_measure::phases::describe(&phases, &vnni_measure::phases::snapshot())
+        );
         out.rows.extend(cell_rows);
         Ok(())
     }
@@ -284,6 +295,7 @@ fn open(args: &Args) -> Result<GpuSession> {
         samples: args.samples,
         warmups: args.warmups,
         passes: args.passes as usize,
+        whole_rotations: args.whole_rotations,
         device: args.device,
         cache: args.cache.clone(),
     };

@@ -55,6 +55,10 @@ pub struct Args {
     /// The sealed M = 1 corpus of --m1-policy.
     #[arg(long, requires = "m1_policy")]
     pub m1_corpus: Option<PathBuf>,
+    /// Samples replay whole rotations of the weight copies, as before windows (recorded in
+    /// the plan): to measure what the windows change, not for tables.
+    #[arg(long)]
+    pub whole_rotations: bool,
     /// Internal: this process is worker i of --devices.
     #[arg(long, hide = true)]
     pub worker: Option<usize>,
@@ -75,6 +79,7 @@ impl ToArgv for Args {
             .flag("m1-only", self.m1_only)
             .opt_path("m1-policy", self.m1_policy.as_deref())
             .opt_path("m1-corpus", self.m1_corpus.as_deref())
+            .flag("whole-rotations", self.whole_rotations)
             .opt("worker", self.worker)
             .done()
     }
@@ -113,6 +118,7 @@ impl Args {
             worker: self.worker,
             version: crate::commands::version(),
             stage: self.stage()?,
+            whole_rotations: self.whole_rotations,
         })
     }
 
