@@ -511,23 +511,32 @@ impl CellStore {
     }
 }
 
-/// The first top-level field where two plan texts differ.
+/// The top-level fields where two plan texts differ (`a` the one on disk, `b` the new one),
+/// with both values where they are short (digests, versions, flags): a resumed collection
+/// whose registry, kernel sources or inventory changed names the digests.
 pub fn plan_difference(a: &[u8], b: &[u8]) -> String {
     let (Ok(a), Ok(b)) =
         (serde_json::from_slice::<serde_json::Value>(a), serde_json::from_slice::<serde_json::Value>(b))
     else {
         return "unreadable plan".into();
     };
+    let shown = |v: Option<&serde_json::Value>| match v {
+        None => Some("absent".to_string()),
+        Some(v) if v.is_string() || v.is_boolean() || v.is_number() => Some(v.to_string()).filter(|t| t.len() <= 80),
+        Some(_) => None,
+    };
     if let (Some(a), Some(b)) = (a.as_object(), b.as_object()) {
-        for (k, v) in a {
-            if b.get(k) != Some(v) {
-                return format!("field {k:?} differs");
-            }
-        }
-        for k in b.keys() {
-            if !a.contains_key(k) {
-                return format!("field {k:?} differs");
-            }
+        let differs: Vec<String> = a
+            .keys()
+            .chain(b.keys().filter(|k| !a.contains_key(*k)))
+            .filter(|k| a.get(*k) != b.get(*k))
+            .map(|k| match (shown(a.get(k)), shown(b.get(k))) {
+                (Some(old), Some(new)) => format!("{k:?}: {old} there, {new} now"),
+                _ => format!("{k:?}"),
+            })
+            .collect();
+        if !differs.is_empty() {
+            return format!("fields differ: {}", differs.join("; "));
         }
     }
     "the text differs".into()
@@ -664,6 +673,20 @@ pub fn read_corpus_rows(dir: &Path) -> Result<Vec<TimingRow>, CollectionError> {
 
 #[cfg(test)]
 mod tests {
+    /// A changed digest is named with both values; a changed structure by its field.
+    #[test]
+    fn plan_differences_name_changed_digests() {
+        let a = br#"{"registry_digest": "aaaa", "inventory": {"m": [1]}, "git_dirty": false}"#;
+        let b = br#"{"registry_digest": "bbbb", "inventory": {"m": [1]}, "git_dirty": false}"#;
+        assert_eq!(super::plan_difference(a, b), r#"fields differ: "registry_digest": "aaaa" there, "bbbb" now"#);
+        let c = br#"{"registry_digest": "bbbb", "inventory": {"m": [1, 2]}, "git_dirty": false, "m1_only": true}"#;
+        assert_eq!(
+            super::plan_difference(a, c),
+            r#"fields differ: "inventory"; "registry_digest": "aaaa" there, "bbbb" now; "m1_only": absent there, true now"#
+        );
+        assert_eq!(super::plan_difference(a, a), "the text differs");
+    }
+
     use super::*;
 
     fn store(tag: &str) -> (CellStore, CellKey) {

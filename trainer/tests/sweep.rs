@@ -369,4 +369,5 @@ fn whole_rotations_are_recorded_in_the_plan_and_never_mixed() {
     assert!(text(&whole).contains("\"whole_rotations\": true"));
     let (ok, _, err) = sweep(&whole, &["--shard", "1/4"]);
     assert!(!ok && err.contains("holds another collection plan"), "{err}");
+    assert!(err.contains(r#""whole_rotations": true there, absent now"#), "{err}");
 }
