@@ -170,6 +170,7 @@ fn every_subcommand() -> Vec<Command> {
             k: 4096,
             corpus: Some(p("c")),
             root: p("r"),
+            predictions: true,
         }),
         Command::Completions(shell::CompletionsArgs { shell: clap_complete::Shell::Zsh }),
         Command::Man(shell::ManArgs { out: p("man dir") }),

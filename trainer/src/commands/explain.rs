@@ -39,6 +39,10 @@ pub struct Args {
     pub corpus: Option<PathBuf>,
     #[arg(long, default_value = "lfs-data/corpora")]
     pub root: PathBuf,
+    /// Also list every cost model's predicted latency for the decode domain of the query,
+    /// fastest first, whatever answered the query (an overlay, the models or a tree).
+    #[arg(long)]
+    pub predictions: bool,
 }
 
 impl ToArgv for Args {
@@ -52,6 +56,7 @@ impl ToArgv for Args {
             .val("k", self.k)
             .opt_path("corpus", self.corpus.as_deref())
             .path("root", &self.root)
+            .flag("predictions", self.predictions)
             .done()
     }
 }
@@ -141,6 +146,11 @@ pub fn run(a: &Args) -> Result<()> {
     println!("selection   {} bpp {} ({} partitions), via {:?}", s.candidate.id, s.bpp, s.kb, s.via);
     println!("bucket      {} ({})", e.bucket, e.surface);
     describe("decode", &e.decode, &policy, (a.n, a.k));
+    if a.predictions {
+        for (id, t) in policy.model_predictions(e.decode.domain, a.n, a.k) {
+            println!("predicted   {:>9.3} us  {id}", t as f64 / vnni_policy::cost::UNITS_PER_US);
+        }
+    }
     if let Some(b) = &e.batched {
         println!("{:<11} the rows inherit bpp {} from the decode pick", "", s.bpp);
         describe("batched", b, &policy, (a.n, a.k));
