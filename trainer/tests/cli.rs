@@ -359,6 +359,19 @@ fn explain_shows_the_path_the_bpp_and_the_measured_margin() {
         out.contains("via Tree") && out.contains("leaf ") && (out.contains(" <= ") || out.contains(" > ")),
         "{out}"
     );
+    // --predictions: every cost model of the decode domain, fastest first, even on an overlay.
+    let (ok, out, err) = vnni(&[
+        "explain", "--policy", p, "--format", "Q4_0", "--m", "1", "--n", "14336", "--k", "4096", "--predictions",
+    ]);
+    assert!(ok, "{err}");
+    let d = sel.explain("s4", &sel.modes[0], 1, 14_336, 4096).unwrap().decode;
+    let predicted: Vec<f64> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("predicted"))
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(predicted.len(), sel.model_predictions(d.domain, 14_336, 4096).len(), "{out}");
+    assert!(predicted.len() > 10 && predicted.windows(2).all(|w| w[0] <= w[1]), "{out}");
     let (ok, _, err) = vnni(&["explain", "--policy", p, "--format", "Q4_9", "--m", "1", "--n", "64", "--k", "64"]);
     assert!(!ok && err.contains("Q4_0"), "{err}");
     // A one-pass corpus has no noise band.
