@@ -361,7 +361,18 @@ fn explain_shows_the_path_the_bpp_and_the_measured_margin() {
     );
     // --predictions: every cost model of the decode domain, fastest first, even on an overlay.
     let (ok, out, err) = vnni(&[
-        "explain", "--policy", p, "--format", "Q4_0", "--m", "1", "--n", "14336", "--k", "4096", "--predictions",
+        "explain",
+        "--policy",
+        p,
+        "--format",
+        "Q4_0",
+        "--m",
+        "1",
+        "--n",
+        "14336",
+        "--k",
+        "4096",
+        "--predictions",
     ]);
     assert!(ok, "{err}");
     let d = sel.explain("s4", &sel.modes[0], 1, 14_336, 4096).unwrap().decode;
