@@ -193,6 +193,10 @@ fn every_timed_candidate_has_both_passes() {
     let md = std::fs::read_to_string(report.join("report.md")).unwrap();
     let section = md.split("## Collection throughput").nth(1).expect("a throughput section");
     assert!(section.contains("2 protocol pass(es)") && section.contains("| all | 12 |"), "{section}");
+    // the device time of the timing rounds, by surface: the tiny profile times decode and grouped rows
+    let device = section.lines().find(|l| l.starts_with("| < 4 MiB | 12 |")).unwrap_or_else(|| panic!("{section}"));
+    let secs: Vec<f64> = device.split('|').filter_map(|x| x.trim().parse().ok()).collect();
+    assert!(secs.len() == 5 && secs[1] > 0.0 && secs[2] > 0.0 && secs[3] == 0.0, "{device}");
 }
 
 #[test]
