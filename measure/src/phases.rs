@@ -43,11 +43,6 @@ pub fn add_nanos(phase: Phase, nanos: u64) {
     slot(phase).fetch_add(nanos, Ordering::Relaxed);
 }
 
-/// Take time back from `phase` (time that another phase counted inside it).
-pub fn subtract(phase: Phase, nanos: u64) {
-    slot(phase).fetch_sub(nanos.min(slot(phase).load(Ordering::Relaxed)), Ordering::Relaxed);
-}
-
 /// Nanoseconds counted so far, per phase in `PHASES` order.
 pub fn snapshot() -> [u64; 5] {
     std::array::from_fn(|i| NANOS[i].load(Ordering::Relaxed))
@@ -73,7 +68,7 @@ mod tests {
         let t = Instant::now();
         std::thread::sleep(std::time::Duration::from_millis(3));
         add(Phase::Capture, t);
-        subtract(Phase::Capture, 1_000_000);
+        add_nanos(Phase::Capture, 1_000_000);
         let after = snapshot();
         let capture = after[3] - before[3];
         assert!((2_000_000..100_000_000).contains(&capture), "{capture}");
