@@ -62,42 +62,27 @@ pub struct Copies {
 /// fixture holds `allocated x passes` of them; the vendor baselines hold one set and wrap the
 /// index, so their later passes reuse the first pass's memory), every launch on the copy after
 /// the previous one's ([`Rotation`]). Graphs are captured per (candidate, first window) when a
-/// sample first needs them, again for every pass, on its copies.
+/// sample first needs them, again for every pass, on its copies. `calibration` holds the
+/// candidates' launches per sample: calibrated here when `None` and kept there, so the next
+/// mode of the same candidates reuses it (calibration launches eagerly in every mode).
 pub fn time_candidates(
     gpu: &Gpu,
     mode: Mode,
     protocol: &Protocol,
     count: usize,
     copies: Copies,
+    calibration: &mut Option<Vec<usize>>,
     launch: &mut dyn FnMut(usize, usize) -> Result<(), CudaError>,
 ) -> Result<Vec<Timed>, CudaError> {
     let clock = gpu.clock()?;
     let distance = copies.distance.max(1);
     let mut timed = vec![Timed::default(); count];
-
-    // Calibrate on the first pass's copies: launches per sample so one sample lasts at least
-    // min_sample_us (every pass uses these).
-    let started = Instant::now();
-    let mut next = 0usize;
-    // Samples of windows last at least min_window_us (see Lead).
-    let min_us = match distance > 1 && !protocol.whole_rotations {
-        true => protocol.min_window_us,
-        false => protocol.min_sample_us,
-    };
-    let mut raw = Vec::with_capacity(count);
-    for c in 0..count {
-        launch(c, next % distance)?;
-        next += 1;
-        clock.start()?;
-        for _ in 0..3 {
-            launch(c, next % distance)?;
-            next += 1;
-        }
-        raw.push(replays_for(min_us, clock.stop_ms()? * 1000.0 / 3.0));
+    if calibration.as_ref().is_none_or(|raw| raw.len() != count) {
+        *calibration = Some(calibrate(&clock, protocol, count, distance, launch)?);
     }
-    phases::add(Phase::Calibrate, started);
-    let rot = Rotation::plan(protocol.whole_rotations, distance, copies.allocated, &raw);
-    for (t, r) in timed.iter_mut().zip(&raw) {
+    let raw = calibration.as_deref().unwrap_or_default();
+    let rot = Rotation::plan(protocol.whole_rotations, distance, copies.allocated, raw);
+    for (t, r) in timed.iter_mut().zip(raw) {
         t.replays = rot.replays(*r);
     }
 
@@ -141,6 +126,46 @@ pub fn time_candidates(
     phases::add_nanos(Phase::Sample, rounds.saturating_sub(capture_nanos));
     phases::add_nanos(Phase::Capture, capture_nanos);
     Ok(timed)
+}
+
+/// Launches per sample for each candidate, on the first pass's copies, so one sample lasts at
+/// least `min_sample_us` (`min_window_us` for samples of windows, see [`Lead`]): one warm
+/// launch, then the mean of three; a launch that alone lasts twice the minimum needs no more
+/// (one launch a sample whatever the other two say).
+fn calibrate(
+    clock: &EventClock,
+    protocol: &Protocol,
+    count: usize,
+    distance: usize,
+    launch: &mut dyn FnMut(usize, usize) -> Result<(), CudaError>,
+) -> Result<Vec<usize>, CudaError> {
+    let started = Instant::now();
+    let min_us = match distance > 1 && !protocol.whole_rotations {
+        true => protocol.min_window_us,
+        false => protocol.min_sample_us,
+    };
+    let mut next = 0usize;
+    let mut raw = Vec::with_capacity(count);
+    for c in 0..count {
+        launch(c, next % distance)?;
+        next += 1;
+        clock.start()?;
+        launch(c, next % distance)?;
+        next += 1;
+        let first_us = clock.stop_ms()? * 1000.0;
+        if first_us >= 2.0 * min_us {
+            raw.push(1);
+            continue;
+        }
+        clock.start()?;
+        for _ in 0..2 {
+            launch(c, next % distance)?;
+            next += 1;
+        }
+        raw.push(replays_for(min_us, (first_us + clock.stop_ms()? * 1000.0) / 3.0));
+    }
+    phases::add(Phase::Calibrate, started);
+    Ok(raw)
 }
 
 /// The graph clock's lead-in (whole rotations start cold, as before): the stream waits about

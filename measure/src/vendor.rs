@@ -16,9 +16,11 @@ use crate::stats::{summarize, Summary};
 pub fn copy_bandwidth(gpu: &Gpu, protocol: &Protocol) -> Result<(f64, Summary, Timed, usize)> {
     const BYTES: usize = 2 << 30;
     let mut copy = DeviceCopy::new(gpu, BYTES).context("allocating the copy buffers")?;
-    let p = Protocol { race: Vec::new(), min_sample_us: 1.0, ..protocol.clone() };
-    let t = time_candidates(gpu, Mode::Eager, &p, 1, Copies { distance: 1, allocated: 1 }, &mut |_, _| copy.launch())?
-        .remove(0);
+    let p = Protocol { race: Vec::new(), settle: None, min_sample_us: 1.0, ..protocol.clone() };
+    let t = time_candidates(gpu, Mode::Eager, &p, 1, Copies { distance: 1, allocated: 1 }, &mut None, &mut |_, _| {
+        copy.launch()
+    })?
+    .remove(0);
     let s = summarize(&t.measured()).context("no copy samples")?;
     Ok((2.0 * BYTES as f64 / (s.median * 1e-6) / 1e9, s, t, BYTES))
 }
@@ -59,9 +61,9 @@ fn time_rotated(
     copies: usize,
     launch: &mut dyn FnMut(usize) -> Result<(), vnni_kernels::cuda::CudaError>,
 ) -> Result<(Timed, usize)> {
-    let p = Protocol { race: Vec::new(), ..protocol.clone() };
+    let p = Protocol { race: Vec::new(), settle: None, ..protocol.clone() };
     let all = Copies { distance: copies, allocated: copies };
-    let t = time_candidates(gpu, mode, &p, 1, all, &mut |_, copy| launch(copy))?.remove(0);
+    let t = time_candidates(gpu, mode, &p, 1, all, &mut None, &mut |_, copy| launch(copy))?.remove(0);
     Ok((t, copies))
 }
 

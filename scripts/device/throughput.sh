@@ -6,7 +6,7 @@
 # 2. Throughput: `sweep` one shard of a profile with whole rotations, then with windows, each
 #    under a time limit; every published cell records how long it took (cells.csv).
 # Everything lands in $OUT/throughput.tar.gz; scripts/perf/rotation.py makes the tables.
-#   BIN=... [BENCH=1] [SWEEP=1] [SHAPES=...] [CODEBOOKS=s4,u4,s8] [PROFILE=core] [SHARD=0/40] [LIMIT=120] \
+#   BIN=... [BENCH=1] [SWEEP=1] [SWEEPS="whole window"] [SHAPES=...] [CODEBOOKS=s4,u4,s8] [PROFILE=core] [SHARD=0/40] [LIMIT=120] \
 #     bash scripts/device/throughput.sh
 set -euo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -45,7 +45,8 @@ sweep() { # name, extra flags
     | tee -a "$WORK/summary.txt"
 }
 if [ "${SWEEP:-1}" = 1 ]; then
-  sweep whole --whole-rotations
-  sweep window
+  for s in ${SWEEPS:-whole window}; do
+    if [ "$s" = whole ]; then sweep whole --whole-rotations; else sweep "$s"; fi
+  done
 fi
 echo "---"; cat "$WORK/summary.txt"

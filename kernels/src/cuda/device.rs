@@ -200,7 +200,7 @@ impl Gpu {
             }
             functions.insert(spec.symbol(), f);
         }
-        for name in ["vnni_quantize_activations", "vnni_reduce_partials", "vnni_delay"] {
+        for name in ["vnni_quantize_activations", "vnni_reduce_partials", "vnni_delay", "vnni_gather_columns"] {
             functions.insert(name.to_string(), common.load_function(name).map_err(driver(format!("loading {name}")))?);
         }
         let _modules = modules.into_values().chain([common]).collect();
@@ -263,6 +263,55 @@ impl Gpu {
         len: usize,
     ) -> Result<Vec<T>, CudaError> {
         self.stream.clone_dtoh(&src.slice(..len.min(src.len()))).map_err(driver("device-to-host copy"))
+    }
+
+    /// The columns `cols` of the first `m` rows of width `n` in `y`, `[m][cols]` (what the
+    /// host compares), gathered on the device so only they cross the bus.
+    pub fn download_columns(
+        &self,
+        y: &CudaSlice<f32>,
+        cols: &CudaSlice<i32>,
+        m: usize,
+        n: usize,
+    ) -> Result<Vec<f32>, CudaError> {
+        let ncols = cols.len();
+        if ncols == 0 || m == 0 {
+            return Ok(Vec::new());
+        }
+        if m * n > y.len() || n > i64::MAX as usize || ncols > i32::MAX as usize {
+            return Err(CudaError::NotApplicable {
+                candidate: "column download".into(),
+                n: m,
+                k: n,
+                why: format!("{m} rows of {n} outputs do not fit a buffer of {}", y.len()),
+            });
+        }
+        let total = m * ncols;
+        let mut out = self.stream.alloc_zeros::<f32>(total).map_err(driver("allocating gathered columns"))?;
+        let f = self.common_function("vnni_gather_columns")?;
+        let blocks = total.div_ceil(256).min(65_535) as u32;
+        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let (ncols_arg, n_arg, m_arg) = (ncols as i32, n as i64, m as i64);
+        let mut b = self.stream.launch_builder(f);
+        b.arg(y).arg(cols).arg(&ncols_arg).arg(&n_arg).arg(&m_arg).arg(&mut out);
+        // SAFETY: the argument list is vnni_gather_columns's; y holds m * n outputs (checked
+        // above), out holds m * ncols, and the caller's columns are below n (`gather_index`).
+        unsafe { b.launch(cfg) }.map_err(driver("launching the column gather"))?;
+        self.download(&out)
+    }
+
+    /// Device column indices for [`Gpu::download_columns`]; every one must be below `n`.
+    pub fn gather_index(&self, cols: &[usize], n: usize) -> Result<CudaSlice<i32>, CudaError> {
+        if let Some(&bad) = cols.iter().find(|&&c| c >= n || c > i32::MAX as usize) {
+            return Err(CudaError::NotApplicable {
+                candidate: "column index".into(),
+                n: cols.len(),
+                k: n,
+                why: format!("column {bad} is outside 0..{n}"),
+            });
+        }
+        let idx: Vec<i32> = cols.iter().map(|&c| c as i32).collect();
+        self.upload(&idx)
     }
 
     pub fn upload_matrix(&self, w: &PackedMatrix) -> Result<DeviceMatrix, CudaError> {

@@ -7,7 +7,7 @@ use crate::registry::{KernelSpec, GROUPED_THREADS};
 use crate::Codebook;
 
 /// The CUDA files, by name. Their digest is part of every build identity.
-pub const FILES: [(&str, &str); 8] = [
+pub const FILES: [(&str, &str); 9] = [
     ("contract.cuh", include_str!("../../cuda/contract.cuh")),
     ("codebook.cuh", include_str!("../../cuda/codebook.cuh")),
     ("decode_m1.cuh", include_str!("../../cuda/decode_m1.cuh")),
@@ -16,6 +16,7 @@ pub const FILES: [(&str, &str); 8] = [
     ("activation.cu", include_str!("../../cuda/activation.cu")),
     ("reduce.cu", include_str!("../../cuda/reduce.cu")),
     ("delay.cu", include_str!("../../cuda/delay.cu")),
+    ("gather.cu", include_str!("../../cuda/gather.cu")),
 ];
 
 fn file(name: &str) -> &'static str {
@@ -154,9 +155,9 @@ pub fn decode_module(specs: &[KernelSpec]) -> String {
 }
 
 /// Source of the module with the shape-independent kernels (activation quantization, reduce,
-/// the timing clock's delay).
+/// the timing clock's delay, the checked columns' gather).
 pub fn common_module() -> String {
-    assemble(&["activation.cu", "reduce.cu", "delay.cu"])
+    assemble(&["activation.cu", "reduce.cu", "delay.cu", "gather.cu"])
 }
 
 /// sha256 over every CUDA file (name and content, in order).
