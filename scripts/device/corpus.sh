@@ -13,7 +13,7 @@
 #        resumable run under the one BUDGET: the M = 1 rows into $WORK/$PROFILE-m1, fitted
 #        (scratch ledger) into $WORK/$PROFILE-m1/policy.json, then the batched rows at its
 #        picks into $WORK/$PROFILE; M1_ONLY=1: the M = 1 stage alone (sweep --m1-only) into
-#        $WORK/$PROFILE-m1.
+#        $WORK/$PROFILE-m1; DEVICES=0,1,2,3: one worker process per GPU (a machine of several).
 set -euo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 BIN=${BIN:-target/release/vnni-dispatch}
@@ -57,20 +57,22 @@ sweep() {
     return 1
   fi
 }
+DEV=()
+if [ -n "${DEVICES:-}" ]; then DEV=(--devices "$DEVICES"); fi
 STAGE=()
 if [ -n "${M1_POLICY:-}" ]; then STAGE=(--m1-policy "$M1_POLICY" --m1-corpus "$M1_CORPUS"); fi
 if [ "${M1_ONLY:-0}" = 1 ]; then
-  sweep "$WORK/$PROFILE-m1" --m1-only || true
+  sweep "$WORK/$PROFILE-m1" --m1-only "${DEV[@]}" || true
 elif [ "${STAGED:-0}" = 1 ]; then
   M1="$WORK/$PROFILE-m1"
-  if sweep "$M1" --m1-only; then
+  if sweep "$M1" --m1-only "${DEV[@]}"; then
     # a policy that fails its gates is still written (and frozen here: install is gated later)
     [ -f "$M1/policy.json" ] || "$BIN" fit --corpus "$M1/corpus" --out "$M1/policy.json" --ledger "$WORK/scratch-ledger.json" 2>&1 | tail -2 || true
     STAGE=(--m1-policy "$M1/policy.json" --m1-corpus "$M1/corpus")
-    sweep "$WORK/$PROFILE" "${STAGE[@]}" || true
+    sweep "$WORK/$PROFILE" "${DEV[@]}" "${STAGE[@]}" || true
   fi
 else
-  sweep "$WORK/$PROFILE" "${STAGE[@]}" || true
+  sweep "$WORK/$PROFILE" "${DEV[@]}" "${STAGE[@]}" || true
 fi
 for d in "$WORK/$PROFILE-m1" "$WORK/$PROFILE"; do
   if [ -d "$d/cells" ]; then echo "published in $(basename "$d"): $(ls "$d/cells" | grep -c '\.prov\.json$') cells"; fi
