@@ -20,7 +20,7 @@ import argparse
 import statistics
 from collections import defaultdict
 
-from race_replay import load  # the sidecar reader (same folder)
+from race_replay import load, survivors  # the sidecar reader, the recorded survivors (same folder)
 
 DEFAULT = "4:0.01,5:0.01,5:0.02,6:0.005,6:0.01"
 
@@ -37,7 +37,7 @@ def replay(cells, warm, after, tol, surface_of):
         w = warm.get(cell, 0)
         passes = 1 + max(p for v in cands.values() for p, _, _ in v)
         rounds = max(rd for v in cands.values() for p, rd, _ in v if p == 0) - w + 1
-        kept = {c for c, v in cands.items() if len(v) == rounds * passes}
+        kept = survivors(cands, passes)
         if not kept:
             continue
         truth = {c: statistics.median(x for _, _, x in cands[c]) for c in kept}
