@@ -17,7 +17,7 @@ fn inventory_prints_plans_and_digests() {
     let digest = out.lines().last().unwrap().rsplit(' ').next().unwrap().to_string();
     let plan = Inventory::load(&dir).unwrap().resolve("family-smoke").unwrap();
     assert_eq!(digest, plan.digest());
-    assert!(out.contains("90 cells, 2 pass(es) of 1 warmup + 3 sample rounds"), "{out}");
+    assert!(out.contains("90 cells, 2 pass(es) of 1 warmup + 3 sample rounds (a pass ends after 4 once"), "{out}");
     let (ok, json, _) = vnni(&["inventory", "--dir", dir.to_str().unwrap(), "--profile", "family-smoke", "--json"]);
     assert!(ok);
     assert_eq!(json.trim(), plan.canonical_json());

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use vnni_corpus::inventory::{import_toml, Inventory};
+use vnni_measure::protocol::SETTLE;
 
 use crate::argv::{Argv, ToArgv};
 
@@ -67,7 +68,8 @@ pub fn run(args: &Args) -> Result<()> {
         );
     }
     println!(
-        "\nprofile {}: {} geometries, M {:?}, modes {:?}, {} cells, {} pass(es) of {} warmup + {} sample rounds; inventory digest {}",
+        "\nprofile {}: {} geometries, M {:?}, modes {:?}, {} cells, {} pass(es) of {} warmup + {} sample rounds \
+         (a pass ends after {} once every candidate still running is within {}%); inventory digest {}",
         plan.profile,
         plan.shapes.len(),
         plan.m,
@@ -76,6 +78,8 @@ pub fn run(args: &Args) -> Result<()> {
         plan.passes,
         plan.warmups,
         plan.samples,
+        SETTLE.after,
+        SETTLE.spread * 100.0,
         plan.digest()
     );
     Ok(())
