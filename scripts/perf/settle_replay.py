@@ -106,8 +106,7 @@ def main():
     a = ap.parse_args()
     rules = [(int(x), float(t)) for x, t in (r.split(":") for r in a.rules.split(","))]
     loaded = [load(p) for p in a.sidecars]
-    by_m = a.by_m
-    key = (lambda c: f"{surface(c)} M={c[2]}") if by_m else surface
+    key = (lambda c: f"{surface(c)} M={c[2]}") if a.by_m else surface
     print("| rule (after, tol) | surface | cells x modes | passes stopped early | samples saved | sampling time saved | "
           "pick loss mean / p95 / max | losses > 0.5% | pass replicate p95, all rounds -> kept |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -121,6 +120,7 @@ def main():
                   f"{100 * s['saved'] / s['total']:.1f}% | {100 * s['time_saved'] / s['time']:.1f}% | "
                   f"{100 * statistics.mean(ls):.3f}% / {pct(ls, 0.95):.2f}% / {pct(ls, 1.0):.2f}% | "
                   f"{sum(x > 0.005 for x in ls)} | {pct(s['rep_all'], 0.95):.2f}% -> {pct(s['rep_kept'], 0.95):.2f}% |")
+
 
 if __name__ == "__main__":
     main()
