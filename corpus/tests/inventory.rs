@@ -78,8 +78,31 @@ fn profiles_resolve_to_stable_digests() {
     let smoke = a.resolve("family-smoke").unwrap();
     let formats: std::collections::BTreeSet<_> = smoke.shapes.iter().flat_map(|s| s.formats.iter().copied()).collect();
     assert_eq!(formats.len(), 10, "family-smoke covers every source format");
+    // `core`: every production shape (development, exact overlays), development grid points
+    // where the policy would otherwise extrapolate, and sealed rows (grid points and whole
+    // families) for the one sealed certification.
     let core = a.resolve("core").unwrap();
-    assert!(core.shapes.iter().all(|s| s.exact_overlay && s.partition == Partition::Development));
+    let production = a.shapes.iter().filter(|s| s.exact_overlay);
+    for s in production {
+        assert!(core.shapes.iter().any(|c| c.names.contains(&s.name)), "core lacks {}", s.name);
+    }
+    assert!(core.shapes.iter().all(|s| !s.exact_overlay || s.partition == Partition::Development));
+    let grid_dev = |s: &&vnni_corpus::inventory::PlanShape| {
+        !s.exact_overlay && s.partition == Partition::Development && s.names.iter().all(|n| n.starts_with("grid."))
+    };
+    // mid-sized N at large aspect (32K-vocabulary heads), K <= 3072 and K >= 14336
+    assert!(core.shapes.iter().filter(grid_dev).any(|s| (16_384..=131_072).contains(&s.n) && s.n >= 8 * s.k));
+    assert!(
+        core.shapes.iter().filter(grid_dev).any(|s| s.k <= 3072)
+            && core.shapes.iter().filter(grid_dev).any(|s| s.k >= 14_336)
+    );
+    let sealed_families: std::collections::BTreeSet<&str> = core
+        .shapes
+        .iter()
+        .filter(|s| s.partition == Partition::Sealed)
+        .flat_map(|s| s.names.iter().filter(|n| !n.starts_with("grid.")).map(|n| n.split('.').next().unwrap()))
+        .collect();
+    assert!(sealed_families.len() >= 3, "{sealed_families:?}");
     let all = a.resolve("all").unwrap();
     assert!(all.shapes.iter().any(|s| s.partition == Partition::Sealed));
     assert_ne!(core.digest(), all.digest());
