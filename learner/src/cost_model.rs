@@ -96,12 +96,15 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
 
 /// Exact non-negative least squares: the best of the unconstrained least-squares solutions
 /// over every subset of free variables whose solution is non-negative (the optimum is one of
-/// them). Returns (coefficients, squared error).
+/// them). Returns (coefficients, squared error). The normal equations are summed once over
+/// every column and each subset takes its rows and columns from them: the same additions in
+/// the same row order as summing per subset, so the same bits, at a tenth of the work.
 fn nnls<const C: usize>(x: &[[f64; C]], y: &[f64]) -> ([f64; C], f64) {
+    let normal = Normal::of(x, y);
     let mut best = ([0.0; C], y.iter().map(|v| v * v).sum::<f64>());
     for mask in 1u32..(1 << C) {
         let free: Vec<usize> = (0..C).filter(|i| mask & (1 << i) != 0).collect();
-        let Some(sol) = least_squares(x, y, &free) else { continue };
+        let Some(sol) = normal.solve(&free) else { continue };
         if sol.iter().any(|&v| v < 0.0) {
             continue;
         }
@@ -124,36 +127,53 @@ fn nnls<const C: usize>(x: &[[f64; C]], y: &[f64]) -> ([f64; C], f64) {
     best
 }
 
-/// Solve the normal equations on the `free` columns by Gaussian elimination with partial
-/// pivoting; `None` when they are singular.
-fn least_squares<const C: usize>(x: &[[f64; C]], y: &[f64], free: &[usize]) -> Option<Vec<f64>> {
-    let m = free.len();
-    let mut a = vec![vec![0.0; m + 1]; m];
-    for (row, t) in x.iter().zip(y) {
-        for i in 0..m {
-            for j in 0..m {
-                a[i][j] += row[free[i]] * row[free[j]];
+/// The normal equations of every column: `xtx[i][j]` = sum of x_i x_j, `xty[i]` = sum of x_i y,
+/// each summed in row order.
+struct Normal<const C: usize> {
+    xtx: [[f64; C]; C],
+    xty: [f64; C],
+}
+
+impl<const C: usize> Normal<C> {
+    fn of(x: &[[f64; C]], y: &[f64]) -> Normal<C> {
+        let mut n = Normal { xtx: [[0.0; C]; C], xty: [0.0; C] };
+        for (row, t) in x.iter().zip(y) {
+            for i in 0..C {
+                for j in 0..C {
+                    n.xtx[i][j] += row[i] * row[j];
+                }
+                n.xty[i] += row[i] * t;
             }
-            a[i][m] += row[free[i]] * t;
         }
+        n
     }
-    for col in 0..m {
-        let pivot = (col..m).max_by(|&p, &q| a[p][col].abs().total_cmp(&a[q][col].abs()).then(q.cmp(&p)))?;
-        if a[pivot][col].abs() < 1e-12 {
-            return None;
-        }
-        a.swap(col, pivot);
-        let pivot_row = a[col].clone();
-        for (r, row) in a.iter_mut().enumerate() {
-            if r != col {
-                let f = row[col] / pivot_row[col];
-                for (x, p) in row.iter_mut().zip(&pivot_row).skip(col) {
-                    *x -= f * p;
+
+    /// Solve the normal equations on the `free` columns by Gaussian elimination with partial
+    /// pivoting; `None` when they are singular.
+    fn solve(&self, free: &[usize]) -> Option<Vec<f64>> {
+        let m = free.len();
+        let mut a: Vec<Vec<f64>> = free
+            .iter()
+            .map(|&i| free.iter().map(|&j| self.xtx[i][j]).chain(std::iter::once(self.xty[i])).collect())
+            .collect();
+        for col in 0..m {
+            let pivot = (col..m).max_by(|&p, &q| a[p][col].abs().total_cmp(&a[q][col].abs()).then(q.cmp(&p)))?;
+            if a[pivot][col].abs() < 1e-12 {
+                return None;
+            }
+            a.swap(col, pivot);
+            let pivot_row = a[col].clone();
+            for (r, row) in a.iter_mut().enumerate() {
+                if r != col {
+                    let f = row[col] / pivot_row[col];
+                    for (x, p) in row.iter_mut().zip(&pivot_row).skip(col) {
+                        *x -= f * p;
+                    }
                 }
             }
         }
+        Some((0..m).map(|i| a[i][m] / a[i][i]).collect())
     }
-    Some((0..m).map(|i| a[i][m] / a[i][i]).collect())
 }
 
 #[cfg(test)]
@@ -194,6 +214,49 @@ mod tests {
         }
         assert_eq!(Some(fitted), fit(&desc.id, &rows, 132, res));
         assert!(fit(&desc.id, &rows[..4], 132, res).is_none());
+    }
+
+    #[test]
+    fn subsets_of_the_normal_equations_are_the_per_subset_sums_bit_for_bit() {
+        // Rows of a fixed pseudo-random stream (SplitMix64), as the fit's scaled columns are.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)) as f64 / u64::MAX as f64
+        };
+        let x: Vec<[f64; COLS]> = (0..37).map(|_| std::array::from_fn(|_| next())).collect();
+        let y: Vec<f64> = (0..37).map(|_| 1.0 + next()).collect();
+        let normal = Normal::of(&x, &y);
+        for mask in 1u32..(1 << COLS) {
+            let free: Vec<usize> = (0..COLS).filter(|i| mask & (1 << i) != 0).collect();
+            // What summing each subset's own normal equations gives.
+            let m = free.len();
+            let mut a = vec![vec![0.0; m + 1]; m];
+            for (row, t) in x.iter().zip(&y) {
+                for i in 0..m {
+                    for j in 0..m {
+                        a[i][j] += row[free[i]] * row[free[j]];
+                    }
+                    a[i][m] += row[free[i]] * t;
+                }
+            }
+            for i in 0..m {
+                for j in 0..m {
+                    assert_eq!(a[i][j].to_bits(), normal.xtx[free[i]][free[j]].to_bits());
+                }
+                assert_eq!(a[i][m].to_bits(), normal.xty[free[i]].to_bits());
+            }
+            let sol = normal.solve(&free).unwrap();
+            let fitted: Vec<f64> = x.iter().map(|row| free.iter().zip(&sol).map(|(&f, s)| row[f] * s).sum()).collect();
+            // The least-squares residual is orthogonal to every free column.
+            for &f in &free {
+                let dot: f64 = x.iter().zip(&y).zip(&fitted).map(|((row, t), p)| row[f] * (t - p)).sum();
+                assert!(dot.abs() < 1e-9, "mask {mask:b}: {dot}");
+            }
+        }
     }
 
     #[test]
