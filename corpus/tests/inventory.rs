@@ -87,20 +87,22 @@ fn profiles_resolve_to_stable_digests() {
         assert!(core.shapes.iter().any(|c| c.names.contains(&s.name)), "core lacks {}", s.name);
     }
     assert!(core.shapes.iter().all(|s| !s.exact_overlay || s.partition == Partition::Development));
-    let grid_dev = |s: &&vnni_corpus::inventory::PlanShape| {
-        !s.exact_overlay && s.partition == Partition::Development && s.names.iter().all(|n| n.starts_with("grid."))
-    };
-    // mid-sized N at large aspect (32K-vocabulary heads), K <= 3072 and K >= 14336
-    assert!(core.shapes.iter().filter(grid_dev).any(|s| (16_384..=131_072).contains(&s.n) && s.n >= 8 * s.k));
-    assert!(
-        core.shapes.iter().filter(grid_dev).any(|s| s.k <= 3072)
-            && core.shapes.iter().filter(grid_dev).any(|s| s.k >= 14_336)
-    );
-    let sealed_families: std::collections::BTreeSet<&str> = core
+    let grid_dev: Vec<_> = core
         .shapes
         .iter()
-        .filter(|s| s.partition == Partition::Sealed)
-        .flat_map(|s| s.names.iter().filter(|n| !n.starts_with("grid.")).map(|n| n.split('.').next().unwrap()))
+        .filter(|s| {
+            !s.exact_overlay && s.partition == Partition::Development && s.names.iter().all(|n| n.starts_with("grid."))
+        })
+        .collect();
+    // mid-sized N at large aspect (32K-vocabulary heads), K <= 3072 and K >= 14336
+    assert!(grid_dev.iter().any(|s| (16_384..=131_072).contains(&s.n) && s.n >= 8 * s.k));
+    assert!(grid_dev.iter().any(|s| s.k <= 3072) && grid_dev.iter().any(|s| s.k >= 14_336));
+    let sealed_families: std::collections::BTreeSet<&str> = a
+        .shapes
+        .iter()
+        .filter(|s| s.partition == Partition::Sealed && s.family != "grid")
+        .filter(|s| core.shapes.iter().any(|c| c.names.contains(&s.name)))
+        .map(|s| s.family.as_str())
         .collect();
     assert!(sealed_families.len() >= 3, "{sealed_families:?}");
     let all = a.resolve("all").unwrap();

@@ -98,7 +98,7 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
 /// over every subset of free variables whose solution is non-negative (the optimum is one of
 /// them). Returns (coefficients, squared error). The normal equations are summed once over
 /// every column and each subset takes its rows and columns from them: the same additions in
-/// the same row order as summing per subset, so the same bits, at a tenth of the work.
+/// the same row order as summing per subset, so the same bits, at about a tenth of the summing.
 fn nnls<const C: usize>(x: &[[f64; C]], y: &[f64]) -> ([f64; C], f64) {
     let normal = Normal::of(x, y);
     let mut best = ([0.0; C], y.iter().map(|v| v * v).sum::<f64>());
@@ -218,14 +218,11 @@ mod tests {
 
     #[test]
     fn subsets_of_the_normal_equations_are_the_per_subset_sums_bit_for_bit() {
-        // Rows of a fixed pseudo-random stream (SplitMix64), as the fit's scaled columns are.
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        // Rows of the fixtures' fixed pseudo-random stream, in [0, 1] like the fit's scaled columns.
+        let mut index = 0;
         let mut next = || {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            (z ^ (z >> 31)) as f64 / u64::MAX as f64
+            index += 1;
+            vnni_kernels::fixture::splitmix64(7, index) as f64 / u64::MAX as f64
         };
         let x: Vec<[f64; COLS]> = (0..37).map(|_| std::array::from_fn(|_| next())).collect();
         let y: Vec<f64> = (0..37).map(|_| 1.0 + next()).collect();
