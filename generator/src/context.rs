@@ -80,8 +80,8 @@ pub struct ModelCtx {
     pub shared_static: i64,
     pub rate: i64,
     pub base: i64,
-    /// (mantissa, shift) of the waves, elements, partials and CTA-turn coefficients.
-    pub coefs: [(i64, i64); 4],
+    /// (mantissa, shift) of the waves, elements, partials, CTA-turn and K-chain coefficients.
+    pub coefs: [(i64, i64); 5],
 }
 
 #[derive(Debug, Serialize)]
@@ -321,7 +321,7 @@ fn model_ctx(policy: &Policy, m: &CostModel, index_of: &impl Fn(&str) -> Result<
         shared_static: m.shared_static.into(),
         rate: field("rate", m.rate)?,
         base: field("base", m.base)?,
-        coefs: [coef(m.waves)?, coef(m.elements)?, coef(m.partials)?, coef(m.cta_rounds)?],
+        coefs: [coef(m.waves)?, coef(m.elements)?, coef(m.partials)?, coef(m.cta_rounds)?, coef(m.chain)?],
     })
 }
 

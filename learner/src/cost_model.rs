@@ -16,9 +16,18 @@
 //! large: on the H200 `fused.c16` at 16384 x 4096 runs 54% slower with 9 partitions (7 CTAs
 //! an SM fit, a second wave of 100) than with 8 (9 fit, one wave).
 //!
-//! `t = base + cw * waves + ce * elements + cp * partials + ct * turns` (turns: the CTAs each
-//! SM runs in turn; a per-CTA cost lowered leave-one-family-out regret on `h200-generic` from
-//! 6.47% / 1.45% to 6.20% / 1.34%, p95 / geomean, a per-wave cost did not help) with every coefficient >= 0, fitted
+//! `t = base + cw * waves + ce * elements + cp * partials + ct * turns + cc * chain` (turns:
+//! the CTAs each SM runs in turn; a per-CTA cost lowered leave-one-family-out regret on
+//! `h200-generic` from 6.47% / 1.45% to 6.20% / 1.34%, p95 / geomean, a per-wave cost did not
+//! help; chain: a thread's serial run over its K partition, once per round of resident CTAs.
+//! Residuals of the five-term models on `core` correlated with the number of waves and with K
+//! (kpar: r = 0.35-0.40 with CTAs per slot), and of the columns tried on shape-held-out folds
+//! of all four corpora (CTAs, sqrt(turns), N, K, K / KB, elements per slot, log N) this one
+//! lowered geomean regret on every corpus; leave one family out, what ships, p95 / geomean /
+//! max: `core` 6.23% / 1.04% / 30.2% -> 5.79% / 0.91% / 28.1%, `h200-generic` 5.65% / 1.20% /
+//! 16.0% -> 5.69% / 1.09% / 11.4%, `h200-grid` 7.24% / 1.56% / 18.3% -> 7.79% / 1.43% / 18.3%,
+//! `h200-session` 7.87% / 1.75% / 18.4% -> 8.64% / 1.81% / 19.1%: better on the two larger
+//! corpora, worse on the smallest) with every coefficient >= 0, fitted
 //! by exact non-negative least squares over relative error for each rate of a fixed grid
 //! (`rate / 64` = 2^(i/2), i in -8..=6, rounded to integers), the rate of least error kept.
 //! The coefficients are then quantized to what the policy stores, and everything downstream
@@ -51,11 +60,19 @@ pub const RATES: [u64; 15] = [4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256
 /// Rows a model needs before it is trusted; a candidate with fewer is left unmodelled.
 pub const MIN_ROWS: usize = 5;
 
-const COLS: usize = 5;
+const COLS: usize = 6;
 
-/// The basis columns, scaled for the normal equations (1e6 units per column unit).
+/// The basis columns, scaled for the normal equations (1e6 units per column unit; 1e3 for
+/// the K chain, which is thousands of elements where the others are millions).
 fn columns(b: &Basis) -> [f64; COLS] {
-    [1.0, b.waves as f64 / 1e6, b.elements as f64 / 1e6, b.partials as f64 / 1e6, b.cta_rounds as f64 / 1e6]
+    [
+        1.0,
+        b.waves as f64 / 1e6,
+        b.elements as f64 / 1e6,
+        b.partials as f64 / 1e6,
+        b.cta_rounds as f64 / 1e6,
+        b.chain as f64 / 1e3,
+    ]
 }
 
 /// Fit one candidate's model from its observations on `units` SMs; `None` with fewer than
@@ -91,6 +108,7 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
         elements: Coef::quantize(coef[2] * scale / 1e6),
         partials: Coef::quantize(coef[3] * scale / 1e6),
         cta_rounds: Coef::quantize(coef[4] * scale / 1e6),
+        chain: Coef::quantize(coef[5] * scale / 1e3),
     })
 }
 
@@ -101,7 +119,7 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
 /// the same row order as summing per subset, so the same bits, at about a tenth of the summing.
 fn nnls<const C: usize>(x: &[[f64; C]], y: &[f64]) -> ([f64; C], f64) {
     let normal = Normal::of(x, y);
-    let mut best = ([0.0; C], y.iter().map(|v| v * v).sum::<f64>());
+    let mut best = ([0.0; C], normal.yty);
     for mask in 1u32..(1 << C) {
         let free: Vec<usize> = (0..C).filter(|i| mask & (1 << i) != 0).collect();
         let Some(sol) = normal.solve(&free) else { continue };
@@ -112,14 +130,7 @@ fn nnls<const C: usize>(x: &[[f64; C]], y: &[f64]) -> ([f64; C], f64) {
         for (i, &f) in free.iter().enumerate() {
             coef[f] = sol[i];
         }
-        let err: f64 = x
-            .iter()
-            .zip(y)
-            .map(|(row, t)| {
-                let p: f64 = row.iter().zip(&coef).map(|(a, b)| a * b).sum();
-                (p - t) * (p - t)
-            })
-            .sum();
+        let err = normal.error(&coef);
         if err < best.1 {
             best = (coef, err);
         }
@@ -128,16 +139,18 @@ fn nnls<const C: usize>(x: &[[f64; C]], y: &[f64]) -> ([f64; C], f64) {
 }
 
 /// The normal equations of every column: `xtx[i][j]` = sum of x_i x_j, `xty[i]` = sum of x_i y,
-/// each summed in row order.
+/// `yty` = sum of y^2, each summed in row order.
 struct Normal<const C: usize> {
     xtx: [[f64; C]; C],
     xty: [f64; C],
+    yty: f64,
 }
 
 impl<const C: usize> Normal<C> {
     fn of(x: &[[f64; C]], y: &[f64]) -> Normal<C> {
-        let mut n = Normal { xtx: [[0.0; C]; C], xty: [0.0; C] };
+        let mut n = Normal { xtx: [[0.0; C]; C], xty: [0.0; C], yty: 0.0 };
         for (row, t) in x.iter().zip(y) {
+            n.yty += t * t;
             for i in 0..C {
                 for j in 0..C {
                     n.xtx[i][j] += row[i] * row[j];
@@ -146,6 +159,21 @@ impl<const C: usize> Normal<C> {
             }
         }
         n
+    }
+
+    /// The squared error of `coef`, |X c - y|^2 = c' X'X c - 2 c' X'y + y'y, from the sums
+    /// alone: each of the 2^C subsets is scored without another pass over the rows (the
+    /// residuals are a few percent of y, so the cancellation costs a few of 16 digits).
+    fn error(&self, coef: &[f64; C]) -> f64 {
+        let mut quad = 0.0;
+        let mut lin = 0.0;
+        for i in 0..C {
+            for j in 0..C {
+                quad += coef[i] * self.xtx[i][j] * coef[j];
+            }
+            lin += coef[i] * self.xty[i];
+        }
+        quad - 2.0 * lin + self.yty
     }
 
     /// Solve the normal equations on the `free` columns by Gaussian elimination with partial
@@ -195,17 +223,28 @@ mod tests {
             elements: Coef::quantize(1e-4 * 65_536.0 / 1e6),
             partials: Coef::default(),
             cta_rounds: Coef::quantize(0.05),
+            chain: Coef::quantize(0.4),
         };
-        let rows: Vec<Observation> =
-            [(4096, 4096), (8192, 2048), (24_576, 8192), (1024, 16_384), (65_536, 512), (2048, 2048)]
-                .iter()
-                .map(|&(n, k)| Observation {
-                    launch: desc.model_launch(n, k, 132).unwrap(),
-                    n,
-                    k,
-                    us: truth.predict(&desc, n, k, 132).unwrap() as f64 / 65_536.0,
-                })
-                .collect();
+        let rows: Vec<Observation> = [
+            (4096, 4096),
+            (8192, 2048),
+            (24_576, 8192),
+            (1024, 16_384),
+            (65_536, 512),
+            (2048, 2048),
+            (3072, 3072),
+            (16_384, 1024),
+            (512, 8192),
+            (40_960, 5120),
+        ]
+        .iter()
+        .map(|&(n, k)| Observation {
+            launch: desc.model_launch(n, k, 132).unwrap(),
+            n,
+            k,
+            us: truth.predict(&desc, n, k, 132).unwrap() as f64 / 65_536.0,
+        })
+        .collect();
         let fitted = fit(&desc.id, &rows, 132, res).unwrap();
         assert_eq!(fitted.rate, truth.rate);
         for o in &rows {

@@ -87,6 +87,8 @@ pub struct FitOptions {
     /// The frozen M = 1 policy of a staged corpus: its M = 1 part is copied, the batched
     /// buckets fitted (required exactly when the corpus's plan binds one).
     pub frozen_m1: Option<Policy>,
+    /// Threads fitting domains; `None`: one per core. The policy does not depend on it.
+    pub threads: Option<usize>,
 }
 
 impl Default for FitOptions {
@@ -99,6 +101,7 @@ impl Default for FitOptions {
             folds: cv::FOLDS,
             nested_family_cv: false,
             frozen_m1: None,
+            threads: None,
         }
     }
 }
@@ -182,30 +185,27 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
     let surface_of = |bucket: usize| policy.m_buckets[bucket].surface;
 
     let families = family_cv::families(&corpus);
-    let mut fitted: BTreeMap<DomainKey, (tree::Fitted, DomainStats, Heldout)> = BTreeMap::new();
-    let mut model_errors: BTreeMap<DomainKey, (usize, Vec<f64>)> = BTreeMap::new();
-    let mut family_heldout: BTreeMap<DomainKey, BTreeMap<String, family_cv::FamilyRegrets>> = BTreeMap::new();
-    for (key, samples) in &dev {
-        if is_frozen(&policy, key.bucket) {
-            continue;
-        }
+    // Domains are fitted independently, on as many threads as the machine has; each result is
+    // keyed by its domain, so the policy does not depend on the thread count or the schedule.
+    let todo: Vec<(&DomainKey, &Vec<domains::Sample>)> =
+        dev.iter().filter(|(key, _)| !is_frozen(&policy, key.bucket)).collect();
+    let fit_domain = |key: &DomainKey, samples: &Vec<domains::Sample>| -> Result<DomainResult> {
         let t = trainer(&corpus, &policy, key.bucket, &widths);
         let tree_err = |message: String| FitError::Tree { domain: key.to_string(), message };
         let heldout = cv::cross_validate(&t, samples, &folds).map_err(tree_err)?;
         let all: Vec<&domains::Sample> = samples.iter().collect();
         let fit = t.fit(&all, heldout.hyper).map_err(tree_err)?;
-        if let Some(m) = &fit.models {
-            model_errors.insert(key.clone(), (m.len(), m.relative_errors(&t, samples)));
-        }
-        if key.aspect.is_some() {
+        let model_errors = fit.models.as_ref().map(|m| (m.len(), m.relative_errors(&t, samples)));
+        let lofo = if key.aspect.is_some() {
             let choice = if opts.nested_family_cv {
                 family_cv::HyperChoice::Nested(&folds)
             } else {
                 family_cv::HyperChoice::Domain(heldout.hyper)
             };
-            let lofo = family_cv::leave_one_family_out(&t, samples, choice, &families).map_err(tree_err)?;
-            family_heldout.insert(key.clone(), lofo);
-        }
+            Some(family_cv::leave_one_family_out(&t, samples, choice, &families).map_err(tree_err)?)
+        } else {
+            None
+        };
         let s = heldout.summary(0);
         let stats = DomainStats {
             rows: s.rows,
@@ -214,8 +214,34 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
             geomean_regret: s.geomean_regret,
             passed: s.p95_regret < opts.p95_max && s.ucb_p95_regret < opts.ucb_max,
         };
-        fitted.insert(key.clone(), (fit, stats, heldout));
+        let models = fit.policy_models();
+        Ok(DomainResult { tree: fit.tree, models, stats, heldout, model_errors, lofo })
+    };
+    let threads = opts
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .min(todo.len())
+        .max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: std::sync::Mutex<BTreeMap<usize, Result<DomainResult>>> = Default::default();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((key, samples)) = todo.get(i) else { break };
+                let r = fit_domain(key, samples);
+                results.lock().expect("a fitting thread panicked").insert(i, r);
+            });
+        }
+    });
+    let mut fitted: BTreeMap<DomainKey, DomainResult> = BTreeMap::new();
+    for (i, r) in results.into_inner().expect("a fitting thread panicked") {
+        fitted.insert(todo[i].0.clone(), r?);
     }
+    let mut model_errors: BTreeMap<DomainKey, (usize, Vec<f64>)> =
+        fitted.iter().filter_map(|(k, r)| Some((k.clone(), r.model_errors.clone()?))).collect();
+    let mut family_heldout: BTreeMap<DomainKey, BTreeMap<String, family_cv::FamilyRegrets>> =
+        fitted.iter_mut().filter_map(|(k, r)| Some((k.clone(), r.lofo.take()?))).collect();
 
     let mut out_domains = Vec::new();
     let mut reports = Vec::new();
@@ -232,11 +258,9 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
         // A borrowed domain is of the same codebook and mode, so its models' kernel
         // resources hold here too.
         let (tree, models, stats, heldout, borrowed_from) = match fitted.get(&key) {
-            Some((f, stats, h)) => (f.tree.clone(), f.policy_models(), Some(stats.clone()), Some(h.clone()), None),
+            Some(r) => (r.tree.clone(), r.models.clone(), Some(r.stats.clone()), Some(r.heldout.clone()), None),
             None => match borrow::nearest(&key, fitted.keys(), surface_of) {
-                Some(from) => {
-                    (fitted[from].0.tree.clone(), fitted[from].0.policy_models(), None, None, Some(from.clone()))
-                }
+                Some(from) => (fitted[from].tree.clone(), fitted[from].models.clone(), None, None, Some(from.clone())),
                 None => (
                     borrow::best_single_leaf(&trainer(&corpus, &policy, key.bucket, &widths), &key, &dev, surface_of),
                     Vec::new(),
@@ -303,6 +327,18 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
         passes: corpus.plan.inventory.passes,
         bands: corpus.bands.clone(),
     })
+}
+
+/// What fitting one domain gives (owned data, so that domains fit on several threads).
+struct DomainResult {
+    tree: Node,
+    models: Vec<vnni_policy::CostModel>,
+    stats: DomainStats,
+    heldout: Heldout,
+    /// The cost models' count and in-sample relative errors (CUDA decode domains).
+    model_errors: Option<(usize, Vec<f64>)>,
+    /// Leave one family out (domains with an aspect bucket).
+    lofo: Option<BTreeMap<String, family_cv::FamilyRegrets>>,
 }
 
 /// The descriptors of every candidate a tree, model or overlay names, sorted by id.

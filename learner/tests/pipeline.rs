@@ -35,6 +35,12 @@ fn the_policy_is_total_passes_its_gates_and_is_reproducible() {
     assert!(better);
     let again = fit(&dir, &FitOptions::default()).unwrap();
     assert_eq!(p.to_bytes(), again.policy.to_bytes());
+    // Domains fit on several threads; how many does not change a byte (nor the report's data).
+    for threads in [1, 3] {
+        let other = fit(&dir, &FitOptions { threads: Some(threads), ..Default::default() }).unwrap();
+        assert_eq!(p.to_bytes(), other.policy.to_bytes(), "{threads} threads");
+        assert_eq!(format!("{:?}", a.domains), format!("{:?}", other.domains), "{threads} threads");
+    }
 }
 
 #[test]

@@ -205,8 +205,13 @@ impl Policy {
                     m.shared_static
                 )));
             }
-            let coefs =
-                [("waves", m.waves), ("elements", m.elements), ("partials", m.partials), ("CTA turns", m.cta_rounds)];
+            let coefs = [
+                ("waves", m.waves),
+                ("elements", m.elements),
+                ("partials", m.partials),
+                ("CTA turns", m.cta_rounds),
+                ("K chain", m.chain),
+            ];
             for (name, coef) in coefs {
                 if coef.mantissa >> cost::MANTISSA_BITS != 0 || coef.shift > cost::MAX_SHIFT {
                     return Err(bad(format!("{at}: {name} coefficient {coef:?} out of range")));

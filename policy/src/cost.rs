@@ -15,7 +15,11 @@
 //! W     = (ctas / (units * occ)) * wave(occ) + [tail > 0] * wave(ceil(tail / units))
 //! waves = (E / ctas) * W / D                    (elements per SM, stretched by each wave's draw)
 //! turns = ceil(ctas / units) * 1024             (CTAs an SM runs in turn)
-//! t     = base + waves * cw + E * ce + partials * cp + turns * ct   (units of 2^-16 us)
+//! chain = ceil(K / kb) * ceil(ctas / (units * occ))
+//!                                               (a thread's serial run over its K partition,
+//!                                                once per round of resident CTAs)
+//! t     = base + waves * cw + E * ce + partials * cp + turns * ct + chain * cc
+//!                                               (units of 2^-16 us)
 //! ```
 //!
 //! with each coefficient `c = mantissa / 2^shift` applied as `(mantissa * x) >> shift`.
@@ -25,8 +29,10 @@
 //! so wave(r) <= 32 * D + 65536 <= 2^24 + 2^16 and wave(r) / D <= 32 + 512 = 544; W counts at
 //! most full + [tail > 0] <= ctas waves, so (E / ctas) * W <= (2^24 + 2^16) * E < 2^61 and
 //! waves <= 544 * E < 2^45.1; ctas <= N * K / 32 <= 2^31 (one CTA per tile and partition, at
-//! least 32 elements each), so turns <= 2^41. Each product with a mantissa (< 2^16) is then
-//! below 2^61.1, 2^52, 2^51 and 2^57, and the sum with `base` (<= 2^40) below 2^62: int64 never
+//! least 32 elements each), so turns <= 2^41. A launch splits K into kb partitions over
+//! ctas = tiles * kb CTAs (fused: tiles CTAs), tiles <= N, so chain <= ceil(K / kb) * ctas <=
+//! (K + kb) * N <= 2^37. Each product with a mantissa (< 2^16) is then below 2^61.1, 2^52,
+//! 2^51, 2^57 and 2^53, and the sum with `base` (<= 2^40) below 2^62: int64 never
 //! overflows (a test walks the extremes with checked arithmetic, for units 1, 132 and
 //! 2^31 - 1).
 
@@ -115,6 +121,10 @@ pub struct CostModel {
     pub partials: Coef,
     /// Per CTA an SM runs in turn ([`Basis::cta_rounds`]).
     pub cta_rounds: Coef,
+    /// Per element of a thread's serial K run, per round of resident CTAs ([`Basis::chain`]);
+    /// absent (zero) in policies fitted before the term existed, which predict as they did.
+    #[serde(default)]
+    pub chain: Coef,
 }
 
 /// The launch a decode candidate makes for N x K, reduced to what the model needs.
@@ -126,6 +136,8 @@ pub struct ModelLaunch {
     pub shared: u64,
     /// f32 partials a split-K launch writes and reduces.
     pub partials: u64,
+    /// The partitions K is split into (1: unsplit).
+    pub kb: u64,
 }
 
 impl CandidateDesc {
@@ -150,10 +162,10 @@ impl CandidateDesc {
         let tiles = n.div_ceil(self.tile);
         let launch = if self.fused_launch() {
             let threads = self.tile * kb;
-            ModelLaunch { ctas: tiles, threads, shared: threads * 4, partials: 0 }
+            ModelLaunch { ctas: tiles, threads, shared: threads * 4, partials: 0, kb }
         } else {
             let partials = if self.writes_partials() && kb > 1 { kb * n } else { 0 };
-            ModelLaunch { ctas: tiles * kb, threads: self.tile / self.cpt, shared: 0, partials }
+            ModelLaunch { ctas: tiles * kb, threads: self.tile / self.cpt, shared: 0, partials, kb }
         };
         (1..=1024).contains(&launch.threads).then_some(launch)
     }
@@ -170,6 +182,12 @@ pub struct Basis {
     /// CTAs each SM runs in turn, x 1024: ceil(ctas / units) << 10 (the shift keeps a
     /// coefficient of a few us per CTA representable).
     pub cta_rounds: u64,
+    /// A thread's serial run over its K partition, once per round of resident CTAs:
+    /// ceil(K / kb) * ceil(ctas / (units * occupancy)). In sample on the `core` corpus it
+    /// lowered leave-one-family-out regret (docs/PERF.md): without it the models of one
+    /// candidate erred systematically in N and K (e.g. `fused.c32.cap4` +6-8% at N 12-16K,
+    /// -7 to -13% at N 27-33K).
+    pub chain: u64,
     /// Resident CTAs per SM.
     pub occupancy: u64,
 }
@@ -186,7 +204,7 @@ impl Basis {
         rate: u64,
     ) -> Option<Basis> {
         let elements = n.checked_mul(k)?;
-        if elements > MAX_ELEMENTS || l.ctas == 0 || units == 0 || !(MIN_RATE..=MAX_RATE).contains(&rate) {
+        if elements > MAX_ELEMENTS || l.ctas == 0 || l.kb == 0 || units == 0 || !(MIN_RATE..=MAX_RATE).contains(&rate) {
             return None;
         }
         let threads = u32::try_from(l.threads).ok()?;
@@ -210,6 +228,7 @@ impl Basis {
             elements,
             partials: l.partials,
             cta_rounds: l.ctas.div_ceil(units) << 10,
+            chain: k.div_ceil(l.kb) * l.ctas.div_ceil(slots),
             occupancy: occ,
         })
     }
@@ -230,7 +249,8 @@ impl CostModel {
                 + self.waves.apply(b.waves)
                 + self.elements.apply(b.elements)
                 + self.partials.apply(b.partials)
-                + self.cta_rounds.apply(b.cta_rounds),
+                + self.cta_rounds.apply(b.cta_rounds)
+                + self.chain.apply(b.chain),
         )
     }
 }
@@ -301,6 +321,7 @@ mod tests {
             elements: Coef::default(),
             partials: Coef::default(),
             cta_rounds: Coef::default(),
+            chain: Coef::default(),
         };
         let a = model(&one.id).basis(&one, 16_384, 4096, 132).unwrap();
         let b = model(&two.id).basis(&two, 16_384, 4096, 132).unwrap();
@@ -322,6 +343,7 @@ mod tests {
                 term(m.elements, b.elements),
                 term(m.partials, b.partials),
                 term(m.cta_rounds, b.cta_rounds),
+                term(m.chain, b.chain),
             ]
             .into_iter()
             .try_fold(m.base, |acc, t| acc.checked_add(t?))
@@ -345,6 +367,7 @@ mod tests {
                         elements: top,
                         partials: top,
                         cta_rounds: top,
+                        chain: top,
                     };
                     if let Some(b) = m.basis(&d, n, k, units) {
                         let t = max(&m, &b).unwrap_or_else(|| panic!("{} {n}x{k} units {units} overflows", d.id));
@@ -362,6 +385,7 @@ mod tests {
                 elements: top,
                 partials: top,
                 cta_rounds: top,
+                chain: top,
             }
             .basis(&d, (1 << 18) + 1, 1 << 18, 132)
             .is_none());

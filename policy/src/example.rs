@@ -24,6 +24,7 @@ fn models(candidates: &[CandidateDesc]) -> Vec<CostModel> {
                 elements: Coef { mantissa: 30_000 + 31 * i, shift: 24 },
                 partials: Coef { mantissa: 34_000, shift: 18 },
                 cta_rounds: Coef { mantissa: 50_000 + 13 * i, shift: 12 },
+                chain: Coef { mantissa: 20_000 + 7 * i, shift: 14 },
             }
         })
         .collect()

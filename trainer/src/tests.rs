@@ -140,6 +140,7 @@ fn every_subcommand() -> Vec<Command> {
             out: p("policy.json"),
             report: Some(p("r")),
             nested_family_cv: true,
+            threads: Some(3),
             p95_max: 0.01,
             ucb_max: 0.02,
             min_pass: 0.5,

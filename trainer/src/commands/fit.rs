@@ -27,6 +27,9 @@ pub struct Args {
     /// leave-one-family-out; about 10x the cross-validation's work; the policy is the same).
     #[arg(long)]
     pub nested_family_cv: bool,
+    /// Threads fitting the domains (default: one per core); the policy is the same for any.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
     /// A domain passes when its held-out p95 regret is below this fraction ...
     #[arg(long, default_value_t = 0.05, value_parser = fraction)]
     pub p95_max: f64,
@@ -85,6 +88,7 @@ impl ToArgv for Args {
             .path("out", &self.out)
             .opt_path("report", self.report.as_deref())
             .flag("nested-family-cv", self.nested_family_cv)
+            .opt("threads", self.threads)
             .val("p95-max", self.p95_max)
             .val("ucb-max", self.ucb_max)
             .val("min-pass", self.min_pass)
@@ -112,6 +116,7 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         min_pass: a.min_pass,
         ledger: Some(ledger.clone()),
         nested_family_cv: a.nested_family_cv,
+        threads: a.threads.map(usize::from),
         frozen_m1: a.frozen_m1.as_deref().map(super::load_policy).transpose()?,
         ..Default::default()
     };

@@ -322,6 +322,7 @@ fn fit_args(corpus: &Path, policy: &Path, report: PathBuf, frozen_m1: Option<Pat
         out: policy.to_path_buf(),
         report: Some(report),
         nested_family_cv: false,
+        threads: None,
         p95_max: 0.05,
         ucb_max: 0.05,
         min_pass: 0.99,
