@@ -54,23 +54,63 @@ impl Rows<'_> {
 /// Grow a tree of at most `depth` levels whose leaves keep at least `min_leaf` weight.
 pub fn grow(rows: &Rows, depth: usize, min_leaf: f64) -> Grown {
     let all: Vec<usize> = (0..rows.values.len()).collect();
-    node(rows, &all, depth, min_leaf)
+    node(&Dense::of(rows), &all, depth, min_leaf)
 }
 
-fn node(rows: &Rows, at: &[usize], depth: usize, min_leaf: f64) -> Grown {
+/// The allowed candidates' regrets alone, row-major in one contiguous buffer: the split search
+/// reads nothing else, and with the others left out (about half of a decode domain's) its
+/// inner loops are shorter and vectorize. Each sum adds the same products in the same order as
+/// over every candidate, and the least allowed sum is found in the same order, so the trees
+/// are the same bit for bit.
+struct Dense<'a> {
+    values: &'a [Vec<i64>],
+    weights: &'a [f64],
+    regret: Vec<f64>,
+    width: usize,
+}
+
+impl<'a> Dense<'a> {
+    fn of(rows: &Rows<'a>) -> Dense<'a> {
+        let allowed: Vec<usize> = (0..rows.allowed.len()).filter(|&c| rows.allowed[c]).collect();
+        let regret = rows.regret.iter().flat_map(|r| allowed.iter().map(|&c| r[c])).collect();
+        Dense { values: rows.values, weights: rows.weights, regret, width: allowed.len() }
+    }
+
+    fn row(&self, r: usize) -> &[f64] {
+        &self.regret[r * self.width..(r + 1) * self.width]
+    }
+
+    fn sums(&self, at: &[usize]) -> Vec<f64> {
+        let mut s = vec![0.0; self.width];
+        for &r in at {
+            for (v, reg) in s.iter_mut().zip(self.row(r)) {
+                *v += self.weights[r] * reg;
+            }
+        }
+        s
+    }
+
+    /// The least sum (infinite with no allowed candidate).
+    fn least(s: &[f64]) -> f64 {
+        s.iter().fold(f64::INFINITY, |best, &v| if v < best { v } else { best })
+    }
+}
+
+fn node(rows: &Dense, at: &[usize], depth: usize, min_leaf: f64) -> Grown {
     let total: f64 = at.iter().map(|&r| rows.weights[r]).sum();
     if depth == 0 || at.len() < 2 || total < 2.0 * min_leaf {
         return Grown::Leaf;
     }
     let parent = rows.sums(at);
-    let (parent_cost, _) = rows.cheapest(&parent);
+    let parent_cost = Dense::least(&parent);
     let features = rows.values.first().map_or(0, Vec::len);
     // (cost, feature, le)
     let mut best: Option<(f64, usize, i64)> = None;
     let mut left = vec![0.0; parent.len()];
     let mut right = vec![0.0; parent.len()];
+    let mut sorted = at.to_vec();
     for f in 0..features {
-        let mut sorted = at.to_vec();
+        sorted.copy_from_slice(at);
         sorted.sort_by_key(|&r| (rows.values[r][f], r));
         left.iter_mut().for_each(|v| *v = 0.0);
         right.copy_from_slice(&parent);
@@ -78,16 +118,16 @@ fn node(rows: &Rows, at: &[usize], depth: usize, min_leaf: f64) -> Grown {
         for i in 0..sorted.len() - 1 {
             let r = sorted[i];
             let w = rows.weights[r];
-            for (c, reg) in rows.regret[r].iter().enumerate() {
-                left[c] += w * reg;
-                right[c] -= w * reg;
+            for ((l, rt), reg) in left.iter_mut().zip(right.iter_mut()).zip(rows.row(r)) {
+                *l += w * reg;
+                *rt -= w * reg;
             }
             wl += w;
             let (a, b) = (rows.values[r][f], rows.values[sorted[i + 1]][f]);
             if a == b || wl < min_leaf || total - wl < min_leaf {
                 continue;
             }
-            let cost = rows.cheapest(&left).0 + rows.cheapest(&right).0;
+            let cost = Dense::least(&left) + Dense::least(&right);
             if best.is_none_or(|(s, ..)| cost < s) {
                 best = Some((cost, f, (a + b - 1).div_euclid(2)));
             }
@@ -133,6 +173,24 @@ mod tests {
         let flat = Rows { values: &values, regret: &tied, weights: &w, allowed: &[true, true] };
         assert_eq!(grow(&flat, 4, 1.0), Grown::Leaf);
         assert_eq!(flat.label(&[0, 1, 2]), 0, "ties go to the lowest index");
+    }
+
+    #[test]
+    fn candidates_that_may_not_label_a_leaf_do_not_steer_the_splits() {
+        // Candidate 1 is disallowed and would win everywhere; the tree over {0, 1, 2} with 1
+        // disallowed is the tree over {0, 2} alone, split where 0 and 2 trade places.
+        let values: Vec<Vec<i64>> = (0..12).map(|v| vec![v, 11 - v]).collect();
+        let three: Vec<Vec<f64>> = values
+            .iter()
+            .map(|v| vec![if v[0] < 7 { 0.0 } else { 0.2 }, 0.0, if v[0] < 7 { 0.1 } else { 0.0 }])
+            .collect();
+        let two: Vec<Vec<f64>> = three.iter().map(|r| vec![r[0], r[2]]).collect();
+        let w = vec![1.0; values.len()];
+        let with = Rows { values: &values, regret: &three, weights: &w, allowed: &[true, false, true] };
+        let without = Rows { values: &values, regret: &two, weights: &w, allowed: &[true, true] };
+        let g = grow(&with, 3, 1.0);
+        assert_eq!(g, grow(&without, 3, 1.0));
+        assert_eq!(g, Grown::Split { feature: 0, le: 6, left: Box::new(Grown::Leaf), right: Box::new(Grown::Leaf) });
     }
 
     #[test]
