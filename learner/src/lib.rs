@@ -238,10 +238,6 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
     for (i, r) in results.into_inner().expect("a fitting thread panicked") {
         fitted.insert(todo[i].0.clone(), r?);
     }
-    let mut model_errors: BTreeMap<DomainKey, (usize, Vec<f64>)> =
-        fitted.iter().filter_map(|(k, r)| Some((k.clone(), r.model_errors.clone()?))).collect();
-    let mut family_heldout: BTreeMap<DomainKey, BTreeMap<String, family_cv::FamilyRegrets>> =
-        fitted.iter_mut().filter_map(|(k, r)| Some((k.clone(), r.lofo.take()?))).collect();
 
     let mut out_domains = Vec::new();
     let mut reports = Vec::new();
@@ -279,8 +275,11 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
             tree,
             stats,
         });
-        let lofo = family_heldout.remove(&key).unwrap_or_default();
-        let model_errors = model_errors.remove(&key);
+        // The report's data moves out of the domain's own result (a borrowed domain has none).
+        let (lofo, model_errors) = match fitted.get_mut(&key) {
+            Some(r) => (r.lofo.take().unwrap_or_default(), r.model_errors.take()),
+            None => Default::default(),
+        };
         reports.push(DomainFit { key, family_heldout: lofo, heldout, borrowed_from, model_errors, frozen: false });
     }
     policy.domains = out_domains;

@@ -183,9 +183,9 @@ pub struct Basis {
     /// coefficient of a few us per CTA representable).
     pub cta_rounds: u64,
     /// A thread's serial run over its K partition, once per round of resident CTAs:
-    /// ceil(K / kb) * ceil(ctas / (units * occupancy)). In sample on the `core` corpus it
-    /// lowered leave-one-family-out regret (docs/PERF.md): without it the models of one
-    /// candidate erred systematically in N and K (e.g. `fused.c32.cap4` +6-8% at N 12-16K,
+    /// ceil(K / kb) * ceil(ctas / (units * occupancy)). It lowered leave-one-family-out regret
+    /// on `core` (docs/PERF.md): without it the models of one candidate erred systematically
+    /// in N and K (e.g. `fused.c32.cap4` +6-8% at N 12-16K,
     /// -7 to -13% at N 27-33K).
     pub chain: u64,
     /// Resident CTAs per SM.
