@@ -61,6 +61,8 @@ pub const RATES: [u64; 15] = [4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256
 pub const MIN_ROWS: usize = 5;
 
 const COLS: usize = 6;
+/// The column of the waves term, the only one that depends on the rate.
+const WAVES: usize = 1;
 
 /// The basis columns, scaled for the normal equations (1e6 units per column unit; 1e3 for
 /// the K chain, which is thousands of elements where the others are millions).
@@ -81,16 +83,31 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
     if rows.len() < MIN_ROWS {
         return None;
     }
+    // Every basis but its waves term is the same at every rate (a row none answers at one
+    // rate, none answers at any).
+    let basis: Vec<Basis> = rows
+        .iter()
+        .map(|o| Basis::of(&o.launch, o.n, o.k, units, res.registers, res.shared_static, RATES[0]))
+        .collect::<Option<_>>()?;
+    let y = vec![1.0; rows.len()];
+    let mut x: Vec<[f64; COLS]> = Vec::with_capacity(rows.len());
+    let mut normal: Option<Normal<COLS>> = None;
     let mut best: Option<(f64, u64, [f64; COLS])> = None;
     for rate in RATES {
-        let basis: Option<Vec<(Basis, f64)>> = rows
-            .iter()
-            .map(|o| Basis::of(&o.launch, o.n, o.k, units, res.registers, res.shared_static, rate).map(|b| (b, o.us)))
-            .collect();
-        let Some(basis) = basis else { continue };
         // Relative error: each row divided by its measured time.
-        let x: Vec<[f64; COLS]> = basis.iter().map(|(b, t)| columns(b).map(|v| v / t)).collect();
-        let (coef, err) = nnls(&x, &vec![1.0; x.len()]);
+        x.clear();
+        for (b, o) in basis.iter().zip(rows) {
+            x.push(columns(&b.at_rate(&o.launch, units, rate)?).map(|v| v / o.us));
+        }
+        // The sums of the other columns are those of the first rate, bit for bit.
+        let normal = match normal.as_mut() {
+            Some(n) => {
+                n.replace_column(WAVES, &x);
+                n
+            }
+            None => normal.insert(Normal::of(&x, &y)),
+        };
+        let (coef, err) = nnls(normal);
         if best.as_ref().is_none_or(|(e, _, _)| err < *e) {
             best = Some((err, rate, coef));
         }
@@ -117,13 +134,18 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
 /// them). Returns (coefficients, squared error). The normal equations are summed once over
 /// every column and each subset takes its rows and columns from them: the same additions in
 /// the same row order as summing per subset, so the same bits, at about a tenth of the summing.
-fn nnls<const C: usize>(x: &[[f64; C]], y: &[f64]) -> ([f64; C], f64) {
-    let normal = Normal::of(x, y);
+fn nnls<const C: usize>(normal: &Normal<C>) -> ([f64; C], f64) {
     let mut best = ([0.0; C], normal.yty);
+    let mut free = [0usize; C];
     for mask in 1u32..(1 << C) {
-        let free: Vec<usize> = (0..C).filter(|i| mask & (1 << i) != 0).collect();
-        let Some(sol) = normal.solve(&free) else { continue };
-        if sol.iter().any(|&v| v < 0.0) {
+        let mut m = 0;
+        for i in (0..C).filter(|i| mask & (1 << i) != 0) {
+            free[m] = i;
+            m += 1;
+        }
+        let free = &free[..m];
+        let Some(sol) = normal.solve(free) else { continue };
+        if sol[..m].iter().any(|&v| v < 0.0) {
             continue;
         }
         let mut coef = [0.0; C];
@@ -161,6 +183,25 @@ impl<const C: usize> Normal<C> {
         n
     }
 
+    /// Sum column `i` again from `x` (the other columns unchanged): every entry it enters is
+    /// summed as [`Normal::of`] sums it, so the result is that of summing `x` whole.
+    fn replace_column(&mut self, i: usize, x: &[[f64; C]]) {
+        let (mut col, mut rhs) = ([0.0; C], 0.0);
+        let mut row_i = [0.0; C];
+        for row in x {
+            for j in 0..C {
+                col[j] += row[i] * row[j];
+                row_i[j] += row[j] * row[i];
+            }
+            rhs += row[i] * 1.0;
+        }
+        for j in 0..C {
+            self.xtx[i][j] = col[j];
+            self.xtx[j][i] = row_i[j];
+        }
+        self.xty[i] = rhs;
+    }
+
     /// The squared error of `coef`, |X c - y|^2 = c' X'X c - 2 c' X'y + y'y, from the sums
     /// alone: each of the 2^C subsets is scored without another pass over the rows (the
     /// residuals are a few percent of y, so the cancellation costs a few of 16 digits).
@@ -178,29 +219,40 @@ impl<const C: usize> Normal<C> {
 
     /// Solve the normal equations on the `free` columns by Gaussian elimination with partial
     /// pivoting; `None` when they are singular.
-    fn solve(&self, free: &[usize]) -> Option<Vec<f64>> {
+    /// (On the stack: the first `free.len()` entries of the result are the solution.)
+    fn solve(&self, free: &[usize]) -> Option<[f64; C]> {
         let m = free.len();
-        let mut a: Vec<Vec<f64>> = free
-            .iter()
-            .map(|&i| free.iter().map(|&j| self.xtx[i][j]).chain(std::iter::once(self.xty[i])).collect())
-            .collect();
+        let mut a = [[0.0; C]; C];
+        let mut b = [0.0; C];
+        for (r, &i) in free.iter().enumerate() {
+            for (c, &j) in free.iter().enumerate() {
+                a[r][c] = self.xtx[i][j];
+            }
+            b[r] = self.xty[i];
+        }
         for col in 0..m {
             let pivot = (col..m).max_by(|&p, &q| a[p][col].abs().total_cmp(&a[q][col].abs()).then(q.cmp(&p)))?;
             if a[pivot][col].abs() < 1e-12 {
                 return None;
             }
             a.swap(col, pivot);
-            let pivot_row = a[col].clone();
-            for (r, row) in a.iter_mut().enumerate() {
+            b.swap(col, pivot);
+            let (pivot_row, pivot_b) = (a[col], b[col]);
+            for r in 0..m {
                 if r != col {
-                    let f = row[col] / pivot_row[col];
-                    for (x, p) in row.iter_mut().zip(&pivot_row).skip(col) {
+                    let f = a[r][col] / pivot_row[col];
+                    for (x, p) in a[r][..m].iter_mut().zip(&pivot_row[..m]).skip(col) {
                         *x -= f * p;
                     }
+                    b[r] -= f * pivot_b;
                 }
             }
         }
-        Some((0..m).map(|i| a[i][m] / a[i][i]).collect())
+        let mut out = [0.0; C];
+        for i in 0..m {
+            out[i] = b[i] / a[i][i];
+        }
+        Some(out)
     }
 }
 
@@ -296,11 +348,35 @@ mod tests {
     }
 
     #[test]
+    fn summing_one_column_again_is_summing_the_rows_again_bit_for_bit() {
+        let mut index = 0;
+        let mut next = || {
+            index += 1;
+            vnni_kernels::fixture::splitmix64(11, index) as f64 / u64::MAX as f64
+        };
+        let mut x: Vec<[f64; COLS]> = (0..41).map(|_| std::array::from_fn(|_| next())).collect();
+        let y = vec![1.0; x.len()];
+        let mut normal = Normal::of(&x, &y);
+        for row in &mut x {
+            row[WAVES] = next() * 3.0;
+        }
+        normal.replace_column(WAVES, &x);
+        let whole = Normal::of(&x, &y);
+        for i in 0..COLS {
+            for j in 0..COLS {
+                assert_eq!(normal.xtx[i][j].to_bits(), whole.xtx[i][j].to_bits(), "{i} {j}");
+            }
+            assert_eq!(normal.xty[i].to_bits(), whole.xty[i].to_bits(), "{i}");
+        }
+        assert_eq!(normal.yty.to_bits(), whole.yty.to_bits());
+    }
+
+    #[test]
     fn nnls_clamps_negative_coefficients_to_zero() {
         // y = 2 * x0 exactly; x1 anticorrelated: its unconstrained weight would be negative.
         let x: Vec<[f64; 4]> = (1..8).map(|i| [f64::from(i), 8.0 - f64::from(i), 0.0, 1.0]).collect();
         let y: Vec<f64> = (1..8).map(|i| 2.0 * f64::from(i)).collect();
-        let (coef, err) = nnls(&x, &y);
+        let (coef, err) = nnls(&Normal::of(&x, &y));
         assert!(coef.iter().all(|&c| c >= 0.0) && err < 1e-18, "{coef:?} {err}");
         assert!((coef[0] - 2.0).abs() < 1e-9);
     }

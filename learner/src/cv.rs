@@ -11,7 +11,7 @@ use crate::domains::Sample;
 use crate::features::FeatureSet;
 use crate::regret::pick_banded;
 use crate::regret_stats::Summary;
-use crate::tree::{Hyper, Trainer};
+use crate::tree::{Fitted, Hyper, Trainer};
 
 pub const FOLDS: usize = 5;
 
@@ -141,17 +141,23 @@ pub fn choose(t: &Trainer, samples: &[&Sample], folds: &Folds) -> Result<(Hyper,
     let splits: Vec<(Vec<&Sample>, Vec<&Sample>)> = (0..folds.count).map(|f| folds.split(samples, f)).collect();
     let fallback = fallback(t);
     let mut per_hyper = Vec::new();
-    for hyper in grid(t.distills()) {
+    let hypers = grid(t.distills());
+    // Per split, every hyperparameter's fit (one training set, trees grown once and cut).
+    let fits: Vec<Option<Vec<Fitted>>> = splits
+        .iter()
+        .map(|(train, _)| (!train.is_empty()).then(|| t.fit_each(train, &hypers)).transpose())
+        .collect::<Result<_, _>>()?;
+    for (h, &hyper) in hypers.iter().enumerate() {
         let (mut tree_rows, mut rows) = (Vec::new(), Vec::new());
-        for (train, test) in &splits {
-            if train.is_empty() {
+        for ((_, test), fits) in splits.iter().zip(&fits) {
+            let Some(fits) = fits else {
                 tree_rows.extend(rows_of(t, test, |_| fallback));
                 rows.extend(rows_of(t, test, |_| fallback));
                 continue;
-            }
-            let fitted = t.fit(train, hyper)?;
+            };
+            let fitted = &fits[h];
             tree_rows.extend(rows_of(t, test, |s| t.walk(&fitted.tree, s.n, s.k)));
-            rows.extend(rows_of(t, test, |s| t.predict(&fitted, s.n, s.k)));
+            rows.extend(rows_of(t, test, |s| t.predict(fitted, s.n, s.k)));
         }
         per_hyper.push((hyper, tree_rows, rows));
     }

@@ -54,7 +54,15 @@ impl Rows<'_> {
 /// Grow a tree of at most `depth` levels whose leaves keep at least `min_leaf` weight.
 pub fn grow(rows: &Rows, depth: usize, min_leaf: f64) -> Grown {
     let all: Vec<usize> = (0..rows.values.len()).collect();
-    node(&Dense::of(rows), &all, depth, min_leaf)
+    let features = rows.values.first().map_or(0, Vec::len);
+    let sorted: Vec<Vec<usize>> = (0..features)
+        .map(|f| {
+            let mut order = all.clone();
+            order.sort_by_key(|&r| (rows.values[r][f], r));
+            order
+        })
+        .collect();
+    node(&Dense::of(rows), &all, &sorted, depth, min_leaf)
 }
 
 /// The allowed candidates' regrets alone, row-major in one contiguous buffer: the split search
@@ -96,22 +104,21 @@ impl<'a> Dense<'a> {
     }
 }
 
-fn node(rows: &Dense, at: &[usize], depth: usize, min_leaf: f64) -> Grown {
+/// Grow the node holding rows `at` (ascending), which `sorted[f]` lists in (value of feature
+/// f, index) order: sorted once for the whole tree and split stably at each node, so every
+/// node sees the order a sort of its own rows would give.
+fn node(rows: &Dense, at: &[usize], sorted: &[Vec<usize>], depth: usize, min_leaf: f64) -> Grown {
     let total: f64 = at.iter().map(|&r| rows.weights[r]).sum();
     if depth == 0 || at.len() < 2 || total < 2.0 * min_leaf {
         return Grown::Leaf;
     }
     let parent = rows.sums(at);
     let parent_cost = Dense::least(&parent);
-    let features = rows.values.first().map_or(0, Vec::len);
     // (cost, feature, le)
     let mut best: Option<(f64, usize, i64)> = None;
     let mut left = vec![0.0; parent.len()];
     let mut right = vec![0.0; parent.len()];
-    let mut sorted = at.to_vec();
-    for f in 0..features {
-        sorted.copy_from_slice(at);
-        sorted.sort_by_key(|&r| (rows.values[r][f], r));
+    for (f, sorted) in sorted.iter().enumerate() {
         left.iter_mut().for_each(|v| *v = 0.0);
         right.copy_from_slice(&parent);
         let mut wl = 0.0;
@@ -135,7 +142,16 @@ fn node(rows: &Dense, at: &[usize], depth: usize, min_leaf: f64) -> Grown {
     }
     match best {
         Some((cost, f, le)) if parent_cost - cost > MIN_DECREASE * total => {
-            Grown::split(at, rows.values, f, le, |side| node(rows, side, depth - 1, min_leaf))
+            let goes_left = |r: &&usize| rows.values[**r][f] <= le;
+            let (left, right): (Vec<usize>, Vec<usize>) = at.iter().partition(goes_left);
+            let (sorted_left, sorted_right): (Vec<Vec<usize>>, Vec<Vec<usize>>) =
+                sorted.iter().map(|order| order.iter().partition::<Vec<usize>, _>(goes_left)).unzip();
+            Grown::Split {
+                feature: f,
+                le,
+                left: Box::new(node(rows, &left, &sorted_left, depth - 1, min_leaf)),
+                right: Box::new(node(rows, &right, &sorted_right, depth - 1, min_leaf)),
+            }
         }
         _ => Grown::Leaf,
     }
@@ -191,6 +207,37 @@ mod tests {
         let g = grow(&with, 3, 1.0);
         assert_eq!(g, grow(&without, 3, 1.0));
         assert_eq!(g, Grown::Split { feature: 0, le: 6, left: Box::new(Grown::Leaf), right: Box::new(Grown::Leaf) });
+    }
+
+    #[test]
+    fn a_deep_tree_cut_is_the_tree_grown_to_that_depth() {
+        // Pseudo-random regrets over a 2-D grid: deep, irregular trees.
+        let mut values = Vec::new();
+        let mut regret = Vec::new();
+        for n in 0..16i64 {
+            for k in 0..12i64 {
+                values.push(vec![n, k, n - k]);
+                let i = (n * 12 + k) as u64;
+                regret.push(
+                    (0..5u64)
+                        .map(|c| (vnni_kernels::fixture::splitmix64(3, i * 5 + c) % 1000) as f64 / 4000.0)
+                        .collect::<Vec<f64>>(),
+                );
+            }
+        }
+        let w = vec![1.0; values.len()];
+        let rows = Rows { values: &values, regret: &regret, weights: &w, allowed: &[true, true, false, true, true] };
+        let deep = grow(&rows, 12, 2.0);
+        fn depth(g: &Grown) -> usize {
+            match g {
+                Grown::Leaf => 0,
+                Grown::Split { left, right, .. } => 1 + depth(left).max(depth(right)),
+            }
+        }
+        assert!(depth(&deep) >= 6, "the rows grow a deep tree ({})", depth(&deep));
+        for d in 0..=12 {
+            assert_eq!(deep.truncated(d), grow(&rows, d, 2.0), "depth {d}");
+        }
     }
 
     #[test]

@@ -84,6 +84,21 @@ impl Grown {
         let (l, r): (Vec<usize>, Vec<usize>) = at.iter().partition(|&&i| values[i][feature] <= le);
         Grown::Split { feature, le, left: Box::new(grow(&l)), right: Box::new(grow(&r)) }
     }
+
+    /// This tree cut to at most `depth` levels. The growers decide each node from its rows
+    /// alone (depth is only a cutoff), so a tree grown deep and cut is the tree grown to
+    /// `depth`: cross-validation grows once per feature set and cuts for every depth.
+    pub fn truncated(&self, depth: usize) -> Grown {
+        match self {
+            Grown::Split { feature, le, left, right } if depth > 0 => Grown::Split {
+                feature: *feature,
+                le: *le,
+                left: Box::new(left.truncated(depth - 1)),
+                right: Box::new(right.truncated(depth - 1)),
+            },
+            _ => Grown::Leaf,
+        }
+    }
 }
 
 /// The path the integer tree takes for feature values `x`.
@@ -226,18 +241,74 @@ impl<'a> Trainer<'a> {
         Ok(self.label_tree(&canonical, &rows, &keys, &values, &features))
     }
 
+    /// Fit one training set with every hyperparameter of `hypers`, in their order (what
+    /// cross-validation does per fold). A distilled tree is grown once per feature set and
+    /// minimum leaf, to the deepest depth asked for, and cut for the others
+    /// ([`Grown::truncated`]: the same trees as growing each).
+    pub fn fit_each(&self, samples: &[&Sample], hypers: &[Hyper]) -> Result<Vec<Fitted>, String> {
+        let (models, Some(data)) = (if self.distills() { self.distilled(samples) } else { (None, None) }) else {
+            return hypers.iter().map(|&h| self.fit(samples, h)).collect();
+        };
+        let mut grown: Vec<(FeatureSet, f32, Grown)> = Vec::new();
+        let mut out = Vec::with_capacity(hypers.len());
+        for h in hypers {
+            let deepest = hypers
+                .iter()
+                .filter(|o| o.set == h.set && o.min_leaf == h.min_leaf)
+                .map(|o| o.depth)
+                .max()
+                .expect("h itself");
+            let at = match grown.iter().position(|(s, m, _)| *s == h.set && *m == h.min_leaf) {
+                Some(i) => i,
+                None => {
+                    let mut deep = *h;
+                    deep.depth = deepest;
+                    grown.push((h.set, h.min_leaf, self.grow_distilled(&data, deep)));
+                    grown.len() - 1
+                }
+            };
+            let tree = self.label_distilled(&data, h.set, &grown[at].2.truncated(h.depth));
+            out.push(Fitted { tree, models: models.clone() });
+        }
+        Ok(out)
+    }
+
     /// A summed-regret tree over the labelled grid and training rows.
     fn fit_distilled(&self, data: &Labelled, hyper: Hyper) -> Node {
-        let features = hyper.set.features(&self.widths);
+        let grown = self.grow_distilled(data, hyper);
+        self.label_distilled(data, hyper.set, &grown)
+    }
+
+    /// The feature values of the labelled points under `set`.
+    fn distilled_values(&self, data: &Labelled, set: FeatureSet) -> (Vec<Feature>, Vec<Vec<i64>>) {
+        let features = set.features(&self.widths);
         let units = self.skeleton.units;
-        let values: Vec<Vec<i64>> =
+        let values =
             data.points.iter().map(|&(n, k)| features.iter().map(|f| f.value(n, k, units)).collect()).collect();
-        let allowed: Vec<bool> = (0..self.corpus.candidates(self.surface).len()).map(|c| self.generic(c)).collect();
+        (features, values)
+    }
+
+    fn allowed(&self) -> Vec<bool> {
+        (0..self.corpus.candidates(self.surface).len()).map(|c| self.generic(c)).collect()
+    }
+
+    /// Grow the summed-regret tree (unlabelled) of `hyper` over `data`.
+    fn grow_distilled(&self, data: &Labelled, hyper: Hyper) -> Grown {
+        let (_, values) = self.distilled_values(data, hyper.set);
+        let allowed = self.allowed();
         let rows =
             regret_tree::Rows { values: &values, regret: &data.regret, weights: &data.weights, allowed: &allowed };
-        let grown = regret_tree::grow(&rows, hyper.depth, f64::from(hyper.min_leaf));
+        regret_tree::grow(&rows, hyper.depth, f64::from(hyper.min_leaf))
+    }
+
+    /// Canonicalize a grown summed-regret tree and label its leaves.
+    fn label_distilled(&self, data: &Labelled, set: FeatureSet, grown: &Grown) -> Node {
+        let (features, values) = self.distilled_values(data, set);
+        let allowed = self.allowed();
+        let rows =
+            regret_tree::Rows { values: &values, regret: &data.regret, weights: &data.weights, allowed: &allowed };
         let all: Vec<usize> = (0..values.len()).collect();
-        let canonical = canonicalize(&grown, &all, &values);
+        let canonical = canonicalize(grown, &all, &values);
         self.label_by(&canonical, &all, &values, &features, &|at: &[usize]| rows.label(at))
     }
 

@@ -213,18 +213,9 @@ impl Basis {
         if occ == 0 {
             return None;
         }
-        // Threads count in whole warps (a CTA of 16 threads holds a warp's slot), which also
-        // keeps D >= 32 * MIN_RATE for the bounds above.
-        let d = l.threads.div_ceil(32) * 32 * rate;
-        let wave = |resident: u64| wave_draw(resident * d);
         let slots = units * occ;
-        let (full, tail) = (l.ctas / slots, l.ctas % slots);
-        let mut w = full * wave(occ);
-        if tail > 0 {
-            w += wave(tail.div_ceil(units));
-        }
         Some(Basis {
-            waves: elements / l.ctas * w / d,
+            waves: waves(l, elements, units, occ, rate),
             elements,
             partials: l.partials,
             cta_rounds: l.ctas.div_ceil(units) << 10,
@@ -232,6 +223,29 @@ impl Basis {
             occupancy: occ,
         })
     }
+
+    /// This basis (of launch `l` on `units` SMs) at another rate: only the waves term depends
+    /// on it (a fit tries every rate on the same rows). `None` outside the rates allowed.
+    pub fn at_rate(self, l: &ModelLaunch, units: u64, rate: u64) -> Option<Basis> {
+        (MIN_RATE..=MAX_RATE)
+            .contains(&rate)
+            .then(|| Basis { waves: waves(l, self.elements, units, self.occupancy, rate), ..self })
+    }
+}
+
+/// [`Basis::waves`] of launch `l` of `elements` on `units` SMs, `occ` CTAs resident per SM.
+fn waves(l: &ModelLaunch, elements: u64, units: u64, occ: u64, rate: u64) -> u64 {
+    // Threads count in whole warps (a CTA of 16 threads holds a warp's slot), which also
+    // keeps D >= 32 * MIN_RATE for the bounds above.
+    let d = l.threads.div_ceil(32) * 32 * rate;
+    let wave = |resident: u64| wave_draw(resident * d);
+    let slots = units * occ;
+    let (full, tail) = (l.ctas / slots, l.ctas % slots);
+    let mut w = full * wave(occ);
+    if tail > 0 {
+        w += wave(tail.div_ceil(units));
+    }
+    elements / l.ctas * w / d
 }
 
 impl CostModel {
