@@ -23,34 +23,6 @@ pub struct Rows<'a> {
     pub allowed: &'a [bool],
 }
 
-impl Rows<'_> {
-    fn sums(&self, at: &[usize]) -> Vec<f64> {
-        let mut s = vec![0.0; self.allowed.len()];
-        for &r in at {
-            for (c, v) in s.iter_mut().enumerate() {
-                *v += self.weights[r] * self.regret[r][c];
-            }
-        }
-        s
-    }
-
-    /// (cost, candidate) of the cheapest allowed candidate for sums `s`, lowest index on ties.
-    fn cheapest(&self, s: &[f64]) -> (f64, usize) {
-        let mut best = (f64::INFINITY, usize::MAX);
-        for (c, &v) in s.iter().enumerate() {
-            if self.allowed[c] && v < best.0 {
-                best = (v, c);
-            }
-        }
-        best
-    }
-
-    /// The label of a leaf holding rows `at`.
-    pub fn label(&self, at: &[usize]) -> usize {
-        self.cheapest(&self.sums(at)).1
-    }
-}
-
 /// Grow a tree of at most `depth` levels whose leaves keep at least `min_leaf` weight.
 pub fn grow(rows: &Rows, depth: usize, min_leaf: f64) -> Grown {
     let all: Vec<usize> = (0..rows.values.len()).collect();
@@ -66,22 +38,32 @@ pub fn grow(rows: &Rows, depth: usize, min_leaf: f64) -> Grown {
 }
 
 /// The allowed candidates' regrets alone, row-major in one contiguous buffer: the split search
-/// reads nothing else, and with the others left out (about half of a decode domain's) its
+/// and the leaf labels read nothing else, and with the others left out (about half of a decode domain's) its
 /// inner loops are shorter and vectorize. Each sum adds the same products in the same order as
 /// over every candidate, and the least allowed sum is found in the same order, so the trees
 /// are the same bit for bit.
-struct Dense<'a> {
+pub struct Dense<'a> {
     values: &'a [Vec<i64>],
     weights: &'a [f64],
     regret: Vec<f64>,
     width: usize,
+    /// The allowed candidates, in index order: column i of `regret` is candidate `allowed[i]`.
+    allowed: Vec<usize>,
 }
 
 impl<'a> Dense<'a> {
-    fn of(rows: &Rows<'a>) -> Dense<'a> {
+    pub fn of(rows: &Rows<'a>) -> Dense<'a> {
         let allowed: Vec<usize> = (0..rows.allowed.len()).filter(|&c| rows.allowed[c]).collect();
         let regret = rows.regret.iter().flat_map(|r| allowed.iter().map(|&c| r[c])).collect();
-        Dense { values: rows.values, weights: rows.weights, regret, width: allowed.len() }
+        Dense { values: rows.values, weights: rows.weights, regret, width: allowed.len(), allowed }
+    }
+
+    /// The label of a leaf holding rows `at`: the allowed candidate of least weighted regret
+    /// sum, the lowest index on ties (`usize::MAX` with none allowed).
+    pub fn label(&self, at: &[usize]) -> usize {
+        let sums = self.sums(at);
+        let least = Dense::least(&sums);
+        sums.iter().position(|&v| v == least).map_or(usize::MAX, |i| self.allowed[i])
     }
 
     fn row(&self, r: usize) -> &[f64] {
@@ -172,8 +154,9 @@ mod tests {
         let rows = Rows { values: &values, regret: &regret, weights: &w, allowed: &[true, true, false] };
         let g = grow(&rows, 3, 1.0);
         assert_eq!(g, Grown::Split { feature: 0, le: 8, left: Box::new(Grown::Leaf), right: Box::new(Grown::Leaf) });
-        assert_eq!(rows.label(&[0, 1, 2]), 0);
-        assert_eq!(rows.label(&[3, 4, 5]), 1);
+        let dense = Dense::of(&rows);
+        assert_eq!(dense.label(&[0, 1, 2]), 0);
+        assert_eq!(dense.label(&[3, 4, 5]), 1);
     }
 
     #[test]
@@ -184,11 +167,11 @@ mod tests {
         let regret = vec![vec![0.0, 0.01], vec![0.0, 0.01], vec![0.5, 0.0]];
         let w = vec![1.0; 3];
         let rows = Rows { values: &values, regret: &regret, weights: &w, allowed: &[true, true] };
-        assert_eq!(rows.label(&[0, 1, 2]), 1);
+        assert_eq!(Dense::of(&rows).label(&[0, 1, 2]), 1);
         let tied = vec![vec![0.0, 0.0]; 3];
         let flat = Rows { values: &values, regret: &tied, weights: &w, allowed: &[true, true] };
         assert_eq!(grow(&flat, 4, 1.0), Grown::Leaf);
-        assert_eq!(flat.label(&[0, 1, 2]), 0, "ties go to the lowest index");
+        assert_eq!(Dense::of(&flat).label(&[0, 1, 2]), 0, "ties go to the lowest index");
     }
 
     #[test]
@@ -258,7 +241,7 @@ mod tests {
         for (v, r) in values.iter().zip(&regret) {
             let path = grown_path(&g, v);
             let reach: Vec<usize> = (0..values.len()).filter(|&i| grown_path(&g, &values[i]) == path).collect();
-            assert_eq!(r[rows.label(&reach)], 0.0, "every row reaches a leaf labelled with its winner");
+            assert_eq!(r[Dense::of(&rows).label(&reach)], 0.0, "every row reaches a leaf labelled with its winner");
         }
     }
 }

@@ -309,7 +309,8 @@ impl<'a> Trainer<'a> {
             regret_tree::Rows { values: &values, regret: &data.regret, weights: &data.weights, allowed: &allowed };
         let all: Vec<usize> = (0..values.len()).collect();
         let canonical = canonicalize(grown, &all, &values);
-        self.label_by(&canonical, &all, &values, &features, &|at: &[usize]| rows.label(at))
+        let dense = regret_tree::Dense::of(&rows);
+        self.label_by(&canonical, &all, &values, &features, &|at: &[usize]| dense.label(at))
     }
 
     /// Convert a grown tree, each leaf labelled by `label` of the rows reaching it; merge
