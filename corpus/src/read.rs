@@ -2,7 +2,8 @@
 //! the line and the column (or JSON key) and says what is wrong: malformed numbers, NaN or
 //! non-positive times where a time is required, unknown candidates, duplicate keys.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -75,10 +76,28 @@ fn check_candidate(path: &Path, line: u64, id: &str) -> Result<(), ReadError> {
     }
 }
 
-/// The key must not have appeared before.
-fn check_unique(
-    seen: &mut BTreeMap<String, u64>,
-    key: String,
+/// Each candidate id of one file, checked against the registry once and numbered: samples
+/// repeat a few dozen ids millions of times.
+#[derive(Default)]
+struct Interned(HashMap<String, u32>);
+
+impl Interned {
+    fn index(&mut self, path: &Path, line: u64, id: &str) -> Result<u32, ReadError> {
+        if let Some(&i) = self.0.get(id) {
+            return Ok(i);
+        }
+        check_candidate(path, line, id)?;
+        let i = self.0.len() as u32;
+        self.0.insert(id.to_string(), i);
+        Ok(i)
+    }
+}
+
+/// The key must not have appeared before (the map is only looked up, never walked, so its
+/// order does not matter).
+fn check_unique<K: Hash + Eq>(
+    seen: &mut HashMap<K, u64>,
+    key: K,
     path: &Path,
     line: u64,
     column: &str,
@@ -92,7 +111,7 @@ fn check_unique(
 
 /// Aggregate timing rows: times of eligible rows finite and positive, candidates known, keys unique.
 pub fn read_timing(path: &Path) -> Result<Vec<TimingRow>, ReadError> {
-    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    let mut seen: HashMap<String, u64> = HashMap::new();
     let mut out = Vec::new();
     for (line, r) in rows::<TimingRow>(path)? {
         check_candidate(path, line, &r.candidate)?;
@@ -119,10 +138,11 @@ pub fn read_timing(path: &Path) -> Result<Vec<TimingRow>, ReadError> {
 /// Raw samples: hex latencies finite and positive, candidates known, (key, pass, round)
 /// unique. Files written before passes existed have no `pass` column: pass 0.
 pub fn read_samples(path: &Path) -> Result<Vec<SampleRow>, ReadError> {
-    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    let mut seen = HashMap::new();
+    let mut ids = Interned::default();
     let mut out = Vec::new();
     for (line, r) in rows::<SampleRow>(path)? {
-        check_candidate(path, line, &r.candidate)?;
+        let candidate = ids.index(path, line, &r.candidate)?;
         match parse_hex_f64(&r.latency_us_hex) {
             Some(v) if v.is_finite() && v > 0.0 => {}
             Some(v) => return Err(row_err(path, line, "latency_us_hex", format!("{v} is not a positive time"))),
@@ -130,10 +150,7 @@ pub fn read_samples(path: &Path) -> Result<Vec<SampleRow>, ReadError> {
                 return Err(row_err(path, line, "latency_us_hex", format!("{:?} is not a hex float", r.latency_us_hex)))
             }
         }
-        let key = format!(
-            "{}|{:?}|{:?}|{}|{}|{}|{}|{}|{}",
-            r.mode, r.source_format, r.codebook, r.m, r.n, r.k, r.candidate, r.pass, r.round
-        );
+        let key = (r.mode, r.source_format, r.codebook, r.m, r.n, r.k, candidate, r.pass, r.round);
         check_unique(&mut seen, key, path, line, "round", "sample")?;
         out.push(r);
     }
@@ -143,7 +160,7 @@ pub fn read_samples(path: &Path) -> Result<Vec<SampleRow>, ReadError> {
 /// A sealed corpus's `cells.csv`: who measured each cell, and how long it took (cells of
 /// older corpora have no time).
 pub fn read_cells(path: &Path) -> Result<Vec<crate::collection::CellProvenance>, ReadError> {
-    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    let mut seen: HashMap<String, u64> = HashMap::new();
     let mut out = Vec::new();
     for (line, r) in rows::<crate::collection::CellProvenance>(path)? {
         check_unique(&mut seen, r.cell.clone(), path, line, "cell", "cell")?;
@@ -177,7 +194,7 @@ pub fn read_certificates(path: &Path) -> Result<Vec<Certificate>, ReadError> {
 /// Kernel resources: one row per kernel, verdicts consistent with the numbers (a kernel with
 /// local memory or zero occupancy must be rejected).
 pub fn read_resources(path: &Path) -> Result<Vec<ResourceRow>, ReadError> {
-    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    let mut seen: HashMap<String, u64> = HashMap::new();
     let mut out = Vec::new();
     for (line, r) in rows::<ResourceRow>(path)? {
         let local = r.stack_bytes > 0

@@ -4,7 +4,7 @@
 //! candidate's pass-to-pass difference (the noise band's evidence, `noise.rs`). Samples are
 //! dropped once these exist.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use vnni_corpus::collection::{CollectionPlan, PHASES, PLAN_FILE};
@@ -113,6 +113,8 @@ pub fn load(dir: &Path) -> Result<Corpus> {
     // order and the generic candidates of a refit are those it was fitted with.
     let decode = registry::candidates_in(backend, Surface::Decode, generation);
     let grouped = registry::candidates_in(backend, Surface::Grouped, generation);
+    let position: [HashMap<&str, usize>; 2] =
+        [&decode, &grouped].map(|list| list.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect());
     let mut cells = Vec::new();
     for phase in PHASES {
         let sealed = phase.ends_with(".sealed");
@@ -123,17 +125,20 @@ pub fn load(dir: &Path) -> Result<Corpus> {
             message: format!("row {}: {message}", line + 2),
         };
         // every candidate's measured samples, by protocol pass
-        let mut samples: BTreeMap<(RowKey, CandidateId), BTreeMap<usize, Vec<f64>>> = BTreeMap::new();
+        // Keyed by the candidate's position in its surface's list (looked up, never walked).
+        let mut samples: HashMap<(RowKey, usize), BTreeMap<usize, Vec<f64>>> = HashMap::new();
         for (line, s) in read_samples(&samples_path)?.into_iter().enumerate() {
             if s.warmup || BASELINES.contains(&s.candidate.as_str()) {
                 continue;
             }
+            // A candidate of neither list has no rows either (the rows check below names it).
+            let Some(&c) = position[usize::from(s.m != 1)].get(s.candidate.as_str()) else { continue };
             let format = s
                 .source_format
                 .ok_or_else(|| bad(&samples_path, line, "a candidate's sample without a source format".into()))?;
             let v = parse_hex_f64(&s.latency_us_hex).expect("validated by read_samples");
             let key = RowKey { format, mode: s.mode, m: s.m, n: s.n, k: s.k };
-            samples.entry((key, s.candidate)).or_default().entry(s.pass).or_default().push(v);
+            samples.entry((key, c)).or_default().entry(s.pass).or_default().push(v);
         }
         let mut grouped_rows: BTreeMap<RowKey, BTreeMap<CandidateId, Measured>> = BTreeMap::new();
         for (line, r) in read_timing(&rows_path)?.into_iter().enumerate() {
@@ -163,19 +168,18 @@ pub fn load(dir: &Path) -> Result<Corpus> {
                 }
             }
             let entries: Vec<Option<Measured>> = list.iter().map(|c| rows.get(&c.id).copied()).collect();
-            let per_pass: Vec<&BTreeMap<usize, Vec<f64>>> = list
-                .iter()
+            let per_pass: Vec<&BTreeMap<usize, Vec<f64>>> = (0..list.len())
                 .zip(&entries)
                 .filter(|(_, e)| e.is_some_and(|e| e.eligible))
-                .filter_map(|(c, _)| samples.get(&(key, c.id.clone())))
+                .filter_map(|(c, _)| samples.get(&(key, c)))
                 .collect();
             let replicates = crate::noise::cell_replicates(&per_pass);
             // the confidence bounds pool every pass
             let mut pooled: Vec<Option<Vec<f64>>> = Vec::with_capacity(list.len());
-            for (c, e) in list.iter().zip(&entries) {
+            for ((i, c), e) in list.iter().enumerate().zip(&entries) {
                 pooled.push(match e {
                     Some(e) if e.eligible => {
-                        let passes = samples.get(&(key, c.id.clone())).ok_or_else(|| FitError::Corpus {
+                        let passes = samples.get(&(key, i)).ok_or_else(|| FitError::Corpus {
                             path: samples_path.clone(),
                             message: format!("no samples for {format} {mode} M={m} {n}x{k} {}", c.id),
                         })?;
@@ -219,7 +223,7 @@ pub fn load(dir: &Path) -> Result<Corpus> {
 /// source format's *name*, then mode, M, N, K: the order of the string keys the learner used
 /// before the vocabulary was typed, which the cell order (and so every committed policy's
 /// bytes) depends on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct RowKey {
     format: SourceFormat,
     mode: Mode,
