@@ -136,6 +136,15 @@ fn zstd_sidecars_round_trip_and_validate_hex_samples() {
     bad[7].pass = 1;
     write_csv(&p, &bad).unwrap();
     assert_eq!(read_samples(&p).unwrap()[7].pass, 1);
+    // ... and so is the same round of another candidate; a candidate the registry does not
+    // know is named wherever it first appears
+    bad[7] = SampleRow { candidate: "decode.wide.tn256.cpt2".parse().unwrap(), ..sample(6, 1.0) };
+    write_csv(&p, &bad).unwrap();
+    assert_eq!(read_samples(&p).unwrap()[7].candidate.as_str(), "decode.wide.tn256.cpt2");
+    bad[300].candidate = "decode.wide.tn999.cpt2".parse().unwrap();
+    write_csv(&p, &bad).unwrap();
+    let e = err_of(read_samples(&p));
+    assert!(e.contains(":302: column candidate: unknown candidate \"decode.wide.tn999.cpt2\""), "{e}");
 }
 
 /// Sample files written before passes existed have no `pass` column: they read as pass 0.
