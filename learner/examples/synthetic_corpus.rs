@@ -32,12 +32,6 @@ fn main() -> Result<(), String> {
         ..Spec::cuda(seed)
     };
     let manifest = write(std::path::Path::new(&out), &spec)?;
-    let cells: usize = spec
-        .ns
-        .iter()
-        .flat_map(|_| spec.ks.iter())
-        .map(|&k| spec.formats.iter().filter(|f| k % f.block_elems() == 0).count())
-        .sum();
-    println!("{out}: corpus {} with {cells} cells at M = 1 (format x shape, both modes)", manifest.corpus_id);
+    println!("{out}: corpus {} with {} cells at M = 1 (format x shape, both modes)", manifest.corpus_id, spec.cells());
     Ok(())
 }

@@ -102,7 +102,7 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
         // The sums of the other columns are those of the first rate, bit for bit.
         let normal = match normal.as_mut() {
             Some(n) => {
-                n.replace_column(WAVES, &x);
+                n.replace_column(WAVES, &x, &y);
                 n
             }
             None => normal.insert(Normal::of(&x, &y)),
@@ -183,21 +183,21 @@ impl<const C: usize> Normal<C> {
         n
     }
 
-    /// Sum column `i` again from `x` (the other columns unchanged): every entry it enters is
-    /// summed as [`Normal::of`] sums it, so the result is that of summing `x` whole.
-    fn replace_column(&mut self, i: usize, x: &[[f64; C]]) {
+    /// Sum column `i` again from `x` and `y` (the other columns unchanged): every entry it
+    /// enters is summed as [`Normal::of`] sums it (a product of two doubles does not depend on
+    /// their order, so row i and column i are the same sums), so the result is that of summing
+    /// `x` whole.
+    fn replace_column(&mut self, i: usize, x: &[[f64; C]], y: &[f64]) {
         let (mut col, mut rhs) = ([0.0; C], 0.0);
-        let mut row_i = [0.0; C];
-        for row in x {
-            for j in 0..C {
-                col[j] += row[i] * row[j];
-                row_i[j] += row[j] * row[i];
+        for (row, t) in x.iter().zip(y) {
+            for (sum, v) in col.iter_mut().zip(row) {
+                *sum += row[i] * v;
             }
-            rhs += row[i] * 1.0;
+            rhs += row[i] * t;
         }
-        for j in 0..C {
-            self.xtx[i][j] = col[j];
-            self.xtx[j][i] = row_i[j];
+        self.xtx[i] = col;
+        for (j, &v) in col.iter().enumerate() {
+            self.xtx[j][i] = v;
         }
         self.xty[i] = rhs;
     }
@@ -307,14 +307,19 @@ mod tests {
         assert!(fit(&desc.id, &rows[..4], 132, res).is_none());
     }
 
+    /// The fixtures' fixed pseudo-random stream of `seed`, as doubles in [0, 1].
+    fn stream(seed: u64) -> impl FnMut() -> f64 {
+        let mut index = 0;
+        move || {
+            index += 1;
+            vnni_kernels::fixture::splitmix64(seed, index) as f64 / u64::MAX as f64
+        }
+    }
+
     #[test]
     fn subsets_of_the_normal_equations_are_the_per_subset_sums_bit_for_bit() {
         // Rows of the fixtures' fixed pseudo-random stream, in [0, 1] like the fit's scaled columns.
-        let mut index = 0;
-        let mut next = || {
-            index += 1;
-            vnni_kernels::fixture::splitmix64(7, index) as f64 / u64::MAX as f64
-        };
+        let mut next = stream(7);
         let x: Vec<[f64; COLS]> = (0..37).map(|_| std::array::from_fn(|_| next())).collect();
         let y: Vec<f64> = (0..37).map(|_| 1.0 + next()).collect();
         let normal = Normal::of(&x, &y);
@@ -349,18 +354,14 @@ mod tests {
 
     #[test]
     fn summing_one_column_again_is_summing_the_rows_again_bit_for_bit() {
-        let mut index = 0;
-        let mut next = || {
-            index += 1;
-            vnni_kernels::fixture::splitmix64(11, index) as f64 / u64::MAX as f64
-        };
+        let mut next = stream(11);
         let mut x: Vec<[f64; COLS]> = (0..41).map(|_| std::array::from_fn(|_| next())).collect();
-        let y = vec![1.0; x.len()];
+        let y: Vec<f64> = (0..x.len()).map(|_| 1.0 + next()).collect();
         let mut normal = Normal::of(&x, &y);
         for row in &mut x {
             row[WAVES] = next() * 3.0;
         }
-        normal.replace_column(WAVES, &x);
+        normal.replace_column(WAVES, &x, &y);
         let whole = Normal::of(&x, &y);
         for i in 0..COLS {
             for j in 0..COLS {

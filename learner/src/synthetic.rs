@@ -92,6 +92,16 @@ impl Spec {
         }
     }
 
+    /// The formats a shape of inner dimension `k` is timed in (K a whole number of blocks).
+    fn formats_at(&self, k: usize) -> BTreeSet<SourceFormat> {
+        self.formats.iter().copied().filter(|f| k % f.block_elems() == 0).collect()
+    }
+
+    /// Cells (a source format and a shape, every mode and M) the corpus holds.
+    pub fn cells(&self) -> usize {
+        self.ns.len() * self.ks.iter().map(|&k| self.formats_at(k).len()).sum::<usize>()
+    }
+
     fn geometries(&self) -> Vec<(usize, usize, Partition)> {
         let mut g: Vec<(usize, usize)> = self.ns.iter().flat_map(|&n| self.ks.iter().map(move |&k| (n, k))).collect();
         g.sort();
@@ -325,7 +335,7 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
             k,
             partition,
             exact_overlay: overlay.contains(&(n, k)),
-            formats: spec.formats.iter().copied().filter(|f| k % f.block_elems() == 0).collect(),
+            formats: spec.formats_at(k),
             names: vec![match spec.families {
                 0 => format!("synthetic.{n}x{k}"),
                 f => format!("family{}.{n}x{k}", n.trailing_zeros() as usize % f),

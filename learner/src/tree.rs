@@ -50,6 +50,20 @@ pub struct Trainer<'a> {
 type Distilled = (Option<Rc<Models>>, Option<Rc<Labelled>>);
 type DistillCache = RefCell<BTreeMap<Vec<usize>, Distilled>>;
 
+/// The labelled points of a distillation under one feature set: the features and each
+/// point's values.
+struct Distillation {
+    features: Vec<Feature>,
+    values: Vec<Vec<i64>>,
+}
+
+impl Distillation {
+    /// The summed-regret tree's training rows: these values, `data`'s regrets and weights.
+    fn rows<'a>(&'a self, data: &'a Labelled, allowed: &'a [bool]) -> regret_tree::Rows<'a> {
+        regret_tree::Rows { values: &self.values, regret: &data.regret, weights: &data.weights, allowed }
+    }
+}
+
 /// What one fit of a domain yields: its tree and, for CUDA decode domains, the cost models
 /// that answer before it (as the policy's evaluator and the tables do).
 #[derive(Debug, Clone)]
@@ -244,30 +258,33 @@ impl<'a> Trainer<'a> {
     /// Fit one training set with every hyperparameter of `hypers`, in their order (what
     /// cross-validation does per fold). A distilled tree is grown once per feature set and
     /// minimum leaf, to the deepest depth asked for, and cut for the others
-    /// ([`Grown::truncated`]: the same trees as growing each).
+    /// ([`Grown::truncated`]: the same trees as growing each); the grid's feature values are
+    /// computed once per feature set.
     pub fn fit_each(&self, samples: &[&Sample], hypers: &[Hyper]) -> Result<Vec<Fitted>, String> {
         let (models, Some(data)) = (if self.distills() { self.distilled(samples) } else { (None, None) }) else {
             return hypers.iter().map(|&h| self.fit(samples, h)).collect();
         };
+        let allowed = self.allowed();
+        let mut sets: Vec<(FeatureSet, Distillation)> = Vec::new();
         let mut grown: Vec<(FeatureSet, f32, Grown)> = Vec::new();
         let mut out = Vec::with_capacity(hypers.len());
         for h in hypers {
-            let deepest = hypers
-                .iter()
-                .filter(|o| o.set == h.set && o.min_leaf == h.min_leaf)
-                .map(|o| o.depth)
-                .max()
-                .expect("h itself");
-            let at = match grown.iter().position(|(s, m, _)| *s == h.set && *m == h.min_leaf) {
-                Some(i) => i,
-                None => {
-                    let mut deep = *h;
-                    deep.depth = deepest;
-                    grown.push((h.set, h.min_leaf, self.grow_distilled(&data, deep)));
-                    grown.len() - 1
-                }
-            };
-            let tree = self.label_distilled(&data, h.set, &grown[at].2.truncated(h.depth));
+            if !sets.iter().any(|(s, _)| *s == h.set) {
+                sets.push((h.set, self.distillation(&data, h.set)));
+            }
+            let d = &sets.iter().find(|(s, _)| *s == h.set).expect("pushed above").1;
+            if !grown.iter().any(|(s, m, _)| *s == h.set && *m == h.min_leaf) {
+                let deepest = hypers
+                    .iter()
+                    .filter(|o| o.set == h.set && o.min_leaf == h.min_leaf)
+                    .map(|o| o.depth)
+                    .max()
+                    .expect("h itself");
+                let tree = regret_tree::grow(&d.rows(&data, &allowed), deepest, f64::from(h.min_leaf));
+                grown.push((h.set, h.min_leaf, tree));
+            }
+            let deep = &grown.iter().find(|(s, m, _)| *s == h.set && *m == h.min_leaf).expect("pushed above").2;
+            let tree = self.label_distilled(d, &d.rows(&data, &allowed), &deep.truncated(h.depth));
             out.push(Fitted { tree, models: models.clone() });
         }
         Ok(out)
@@ -275,42 +292,33 @@ impl<'a> Trainer<'a> {
 
     /// A summed-regret tree over the labelled grid and training rows.
     fn fit_distilled(&self, data: &Labelled, hyper: Hyper) -> Node {
-        let grown = self.grow_distilled(data, hyper);
-        self.label_distilled(data, hyper.set, &grown)
+        let d = self.distillation(data, hyper.set);
+        let allowed = self.allowed();
+        let rows = d.rows(data, &allowed);
+        let grown = regret_tree::grow(&rows, hyper.depth, f64::from(hyper.min_leaf));
+        self.label_distilled(&d, &rows, &grown)
     }
 
-    /// The feature values of the labelled points under `set`.
-    fn distilled_values(&self, data: &Labelled, set: FeatureSet) -> (Vec<Feature>, Vec<Vec<i64>>) {
+    /// The labelled points' feature values under `set`.
+    fn distillation(&self, data: &Labelled, set: FeatureSet) -> Distillation {
         let features = set.features(&self.widths);
         let units = self.skeleton.units;
         let values =
             data.points.iter().map(|&(n, k)| features.iter().map(|f| f.value(n, k, units)).collect()).collect();
-        (features, values)
+        Distillation { features, values }
     }
 
+    /// Which candidates may label a leaf: the generic-legal ones.
     fn allowed(&self) -> Vec<bool> {
         (0..self.corpus.candidates(self.surface).len()).map(|c| self.generic(c)).collect()
     }
 
-    /// Grow the summed-regret tree (unlabelled) of `hyper` over `data`.
-    fn grow_distilled(&self, data: &Labelled, hyper: Hyper) -> Grown {
-        let (_, values) = self.distilled_values(data, hyper.set);
-        let allowed = self.allowed();
-        let rows =
-            regret_tree::Rows { values: &values, regret: &data.regret, weights: &data.weights, allowed: &allowed };
-        regret_tree::grow(&rows, hyper.depth, f64::from(hyper.min_leaf))
-    }
-
-    /// Canonicalize a grown summed-regret tree and label its leaves.
-    fn label_distilled(&self, data: &Labelled, set: FeatureSet, grown: &Grown) -> Node {
-        let (features, values) = self.distilled_values(data, set);
-        let allowed = self.allowed();
-        let rows =
-            regret_tree::Rows { values: &values, regret: &data.regret, weights: &data.weights, allowed: &allowed };
-        let all: Vec<usize> = (0..values.len()).collect();
-        let canonical = canonicalize(grown, &all, &values);
-        let dense = regret_tree::Dense::of(&rows);
-        self.label_by(&canonical, &all, &values, &features, &|at: &[usize]| dense.label(at))
+    /// Canonicalize a grown summed-regret tree over `rows` and label its leaves.
+    fn label_distilled(&self, d: &Distillation, rows: &regret_tree::Rows, grown: &Grown) -> Node {
+        let all: Vec<usize> = (0..d.values.len()).collect();
+        let canonical = canonicalize(grown, &all, &d.values);
+        let dense = regret_tree::Dense::of(rows);
+        self.label_by(&canonical, &all, &d.values, &d.features, &|at: &[usize]| dense.label(at))
     }
 
     /// Convert a grown tree, each leaf labelled by `label` of the rows reaching it; merge

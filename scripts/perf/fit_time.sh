@@ -19,7 +19,7 @@ echo "| corpus | cells | cores | fit (s) |"
 echo "|---|---|---|---|"
 for name in synthetic core; do
   dir=$work/synthetic cells=$(grep -o '[0-9]* cells' "$work/synthetic.txt" | cut -d' ' -f1)
-  if [ "$name" = core ]; then dir=$core cells=1714; fi
+  if [ "$name" = core ]; then dir=$core cells=$(($(wc -l < "$core/cells.csv") - 1)); fi
   start=$(date +%s%N)
   target/release/vnni-dispatch fit --corpus "$dir" --out "$work/$name.json" --ledger "$work/$name-ledger.json" \
     > "$work/$name.log" 2>&1 || true
