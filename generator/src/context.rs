@@ -82,6 +82,10 @@ pub struct ModelCtx {
     pub base: i64,
     /// (mantissa, shift) of the waves, elements, partials, CTA-turn and K-chain coefficients.
     pub coefs: [(i64, i64); 5],
+    /// The model answers for `from <= N * K < below` (`below`: one past the model limit where
+    /// the policy sets none).
+    pub from: i64,
+    pub below: i64,
 }
 
 #[derive(Debug, Serialize)]
@@ -322,6 +326,8 @@ fn model_ctx(policy: &Policy, m: &CostModel, index_of: &impl Fn(&str) -> Result<
         rate: field("rate", m.rate)?,
         base: field("base", m.base)?,
         coefs: [coef(m.waves)?, coef(m.elements)?, coef(m.partials)?, coef(m.cta_rounds)?, coef(m.chain)?],
+        from: field("from_elements", m.from_elements)?,
+        below: field("below_elements", m.below_elements.unwrap_or(vnni_policy::cost::MAX_ELEMENTS + 1))?,
     })
 }
 

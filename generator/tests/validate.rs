@@ -98,7 +98,7 @@ fn a_changed_rust_module_is_caught() {
 fn a_changed_cost_model_is_caught() {
     // A model's waves coefficient, the tail wave, the wave's knee, the occupancy's register
     // rule, in either language.
-    assert_disagrees(mutated(|r| replace_once(&mut r.inc, "{{40000, 15}", "{{400, 15}")), "C++");
+    assert_disagrees(mutated(|r| replace_once(&mut r.inc, "{{40097, 15}", "{{400, 15}")), "C++");
     assert_disagrees(mutated(|r| replace_once(&mut r.inc, "if (tail > 0) w +=", "if (tail > 1) w +=")), "C++");
     assert_disagrees(mutated(|r| replace_once(&mut r.inc, "3 * (draw < kFullDraw", "4 * (draw < kFullDraw")), "C++");
     assert_disagrees(
@@ -109,8 +109,17 @@ fn a_changed_cost_model_is_caught() {
         mutated(|r| replace_once(&mut r.inc, "ceil_div(registers * 32, 256)", "ceil_div(registers * 40, 256)")),
         "C++",
     );
-    assert_disagrees(mutated(|r| replace_once(&mut r.rust, "coef: [(40000, 15)", "coef: [(400, 15)")), "Rust");
+    assert_disagrees(mutated(|r| replace_once(&mut r.rust, "coef: [(40097, 15)", "coef: [(400, 15)")), "Rust");
     assert_disagrees(mutated(|r| replace_once(&mut r.rust, "if tail > 0 {", "if tail > 1 {")), "Rust");
+}
+
+#[test]
+fn a_moved_size_regime_edge_is_caught() {
+    // The example's two-regime candidates change model at 2^24 elements: the edge owned by
+    // the other side, in either language.
+    assert_disagrees(mutated(|r| replace_once(&mut r.inc, "n * k >= e.below", "n * k > e.below")), "C++");
+    assert_disagrees(mutated(|r| replace_once(&mut r.inc, "n * k < e.from", "n * k <= e.from")), "C++");
+    assert_disagrees(mutated(|r| replace_once(&mut r.rust, "(e.from..e.below)", "(e.from..=e.below)")), "Rust");
 }
 
 #[test]

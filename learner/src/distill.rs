@@ -55,8 +55,8 @@ fn resources(t: &Trainer, codebook: vnni_kernels::Codebook) -> Vec<Option<Kernel
     corpus.candidates(t.surface).iter().map(|c| corpus.resources.get(&c.kernel(codebook).symbol()).copied()).collect()
 }
 
-/// The cost models of one domain's training keys: one quantized [`CostModel`] per generic
-/// candidate with enough measured rows, in candidate-id order (the policy's order, so ties
+/// The cost models of one domain's training keys: quantized [`CostModel`]s (one per size
+/// regime) of every generic candidate with enough measured rows, in candidate-id order (the policy's order, so ties
 /// break alike), each with its corpus candidate index and descriptor.
 #[derive(Debug, Clone)]
 pub struct Models {
@@ -90,10 +90,11 @@ impl Models {
                     }
                 }
             }
-            if let Some(m) = cost_model::fit(&desc.id, &rows, units, r) {
-                models.push((c, desc, m));
+            for m in cost_model::fit_regimes(&desc.id, &rows, units, r) {
+                models.push((c, desc.clone(), m));
             }
         }
+        // By id, a candidate's regimes in the order fitted (ascending).
         models.sort_by(|a, b| a.1.id.cmp(&b.1.id));
         (!models.is_empty()).then_some(Models { models, units })
     }
@@ -138,7 +139,7 @@ impl Models {
         out
     }
 
-    /// The number of candidates modelled.
+    /// The number of models (a candidate has one per size regime it was fitted for).
     pub fn len(&self) -> usize {
         self.models.len()
     }

@@ -116,7 +116,7 @@ pub struct DomainFit {
     pub heldout: Option<Heldout>,
     /// The domain whose tree was borrowed, or `None` with `heldout` `None`: the single-leaf fallback.
     pub borrowed_from: Option<DomainKey>,
-    /// CUDA decode domains with cost models: how many candidates are modelled and the
+    /// CUDA decode domains with cost models: how many models (per candidate and size regime) and the
     /// in-sample |predicted / measured - 1| of every modelled candidate on every development cell.
     pub model_errors: Option<(usize, Vec<f64>)>,
     /// Copied from the frozen M = 1 policy of a staged fit, not fitted here.

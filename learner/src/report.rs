@@ -137,9 +137,10 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
     if !modelled.is_empty() {
         let _ = writeln!(
             md,
-            "## Cost models (decode)\n\nPer decode domain, the candidates with a latency model (what the tables \
-             evaluate, quantized) and how far its predictions are from the measured medians on the domain's \
-             development cells, in sample: |predicted / measured - 1| over every modelled candidate and cell.\n\n\
+            "## Cost models (decode)\n\nPer decode domain, the latency models (what the tables evaluate, \
+             quantized; a candidate has one per size regime) and how far their predictions are from the \
+             measured medians on the domain's development cells, in sample: |predicted / measured - 1| over \
+             every modelled candidate and cell.\n\n\
              | domain | models | predictions | median error | p95 error | max error |\n|---|---|---|---|---|---|"
         );
         for d in modelled {

@@ -168,17 +168,35 @@ impl Policy {
         Ok(())
     }
 
-    /// Cost models: decode only, at most one per generic CUDA decode candidate (those the
-    /// learner could fit), sorted, every number inside the bounds `cost.rs` proves
+    /// Cost models: decode only, generic CUDA decode candidates (those the learner could
+    /// fit), sorted by (candidate, size range), a candidate's ranges disjoint (at most one of
+    /// its models answers a shape), every number inside the bounds `cost.rs` proves
     /// overflow-free, and the candidate's launch inside them too (tile and cpt bounded).
     fn check_models(&self, models: &[CostModel], domain: &str, surface: Surface) -> Result<(), PolicyError> {
         if !models.is_empty() && surface != Surface::Decode {
             return Err(bad(format!("{domain}: cost models serve decode domains only")));
         }
-        let ids: Vec<String> = models.iter().map(|m| m.candidate.clone()).collect();
-        unique_sorted(&format!("{domain}: model candidates"), &ids, true)?;
+        for w in models.windows(2) {
+            let (a, b) = (&w[0], &w[1]);
+            let disjoint = a.candidate < b.candidate
+                || (a.candidate == b.candidate && a.below_elements.is_some_and(|e| e <= b.from_elements));
+            if !disjoint {
+                return Err(bad(format!(
+                    "{domain}: models of {} and {} are not sorted by candidate, or their size ranges overlap \
+                     ({}..{:?} then {}..{:?})",
+                    a.candidate, b.candidate, a.from_elements, a.below_elements, b.from_elements, b.below_elements
+                )));
+            }
+        }
         for m in models {
             let at = format!("{domain}: model of {}", m.candidate);
+            let limit = cost::MAX_ELEMENTS;
+            if m.from_elements > limit || m.below_elements.is_some_and(|b| b <= m.from_elements || b > limit + 1) {
+                return Err(bad(format!(
+                    "{at}: size range {}..{:?} is empty or reaches past the model limit 2^36",
+                    m.from_elements, m.below_elements
+                )));
+            }
             let c = self
                 .candidate(&m.candidate)
                 .ok_or_else(|| PolicyError::UnknownCandidate { id: m.candidate.clone() })?;

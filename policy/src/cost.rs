@@ -125,6 +125,17 @@ pub struct CostModel {
     /// absent (zero) in policies fitted before the term existed, which predict as they did.
     #[serde(default)]
     pub chain: Coef,
+    /// The sizes the model answers for: `from_elements <= N * K < below_elements`. A candidate
+    /// may carry one model per size regime (ranges disjoint, `check` enforces it); absent:
+    /// every size, as policies fitted before regimes predict.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub from_elements: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub below_elements: Option<u64>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// The launch a decode candidate makes for N x K, reduced to what the model needs.
@@ -249,6 +260,11 @@ fn waves(l: &ModelLaunch, elements: u64, units: u64, occ: u64, rate: u64) -> u64
 }
 
 impl CostModel {
+    /// Whether N * K = `elements` lies in the model's size range.
+    pub fn covers(&self, elements: u64) -> bool {
+        elements >= self.from_elements && self.below_elements.is_none_or(|b| elements < b)
+    }
+
     /// The model's inputs for `c` at N x K.
     pub fn basis(&self, c: &CandidateDesc, n: u64, k: u64, units: u64) -> Option<Basis> {
         let l = c.model_launch(n, k, units)?;
@@ -257,6 +273,9 @@ impl CostModel {
 
     /// Predicted latency of `c` at N x K (2^-16 us); `None` where the model does not answer.
     pub fn predict(&self, c: &CandidateDesc, n: u64, k: u64, units: u64) -> Option<u64> {
+        if !self.covers(n.checked_mul(k)?) {
+            return None;
+        }
         let b = self.basis(c, n, k, units)?;
         Some(
             self.base
@@ -336,6 +355,8 @@ mod tests {
             partials: Coef::default(),
             cta_rounds: Coef::default(),
             chain: Coef::default(),
+            from_elements: 0,
+            below_elements: None,
         };
         let a = model(&one.id).basis(&one, 16_384, 4096, 132).unwrap();
         let b = model(&two.id).basis(&two, 16_384, 4096, 132).unwrap();
@@ -382,6 +403,8 @@ mod tests {
                         partials: top,
                         cta_rounds: top,
                         chain: top,
+                        from_elements: 0,
+                        below_elements: None,
                     };
                     if let Some(b) = m.basis(&d, n, k, units) {
                         let t = max(&m, &b).unwrap_or_else(|| panic!("{} {n}x{k} units {units} overflows", d.id));
@@ -400,6 +423,8 @@ mod tests {
                 partials: top,
                 cta_rounds: top,
                 chain: top,
+                from_elements: 0,
+                below_elements: None,
             }
             .basis(&d, (1 << 18) + 1, 1 << 18, 132)
             .is_none());

@@ -7,28 +7,41 @@ use vnni_kernels::Codebook;
 use crate::ir::*;
 
 /// Made-up cost models (of a plausible scale: a few us fixed, ~4 TB/s) for every generic decode
-/// candidate, varied enough that the argmin moves with the shape.
+/// candidate, varied enough that the argmin moves with the shape; every third candidate
+/// carries two, one per size regime (split at [`EXAMPLE_REGIME`] elements), each cheaper than
+/// the single models (the small regime's the cheapest), so that the edge decides the answer.
 fn models(candidates: &[CandidateDesc]) -> Vec<CostModel> {
     let generic = candidates.iter().filter(|c| c.surface == Surface::Decode && c.generic_legal);
-    generic
-        .enumerate()
-        .map(|(i, c)| {
-            let i = i as u64;
-            CostModel {
-                candidate: c.id.clone(),
-                registers: 32 + 8 * (i % 8) as u32,
-                shared_static: 0,
-                rate: [4, 8, 16, 32, 64, 128, 256][(i % 7) as usize],
-                base: (3 << 16) + 997 * i,
-                waves: Coef { mantissa: 40_000 + 97 * i, shift: 15 },
-                elements: Coef { mantissa: 30_000 + 31 * i, shift: 24 },
-                partials: Coef { mantissa: 34_000, shift: 18 },
-                cta_rounds: Coef { mantissa: 50_000 + 13 * i, shift: 12 },
-                chain: Coef { mantissa: 20_000 + 7 * i, shift: 14 },
-            }
-        })
-        .collect()
+    // Coefficients scaled by `eighths` / 8.
+    let model = |i: u64, c: &CandidateDesc, eighths: u64| CostModel {
+        candidate: c.id.clone(),
+        registers: 32 + 8 * (i % 8) as u32,
+        shared_static: 0,
+        rate: [4, 8, 16, 32, 64, 128, 256][(i % 7) as usize],
+        base: ((3 << 16) + 997 * i) * eighths / 8,
+        waves: Coef { mantissa: (40_000 + 97 * i) * eighths / 8, shift: 15 },
+        elements: Coef { mantissa: (30_000 + 31 * i) * eighths / 8, shift: 24 },
+        partials: Coef { mantissa: 34_000 * eighths / 8, shift: 18 },
+        cta_rounds: Coef { mantissa: (50_000 + 13 * i) * eighths / 8, shift: 12 },
+        chain: Coef { mantissa: (20_000 + 7 * i) * eighths / 8, shift: 14 },
+        from_elements: 0,
+        below_elements: None,
+    };
+    let mut out = Vec::new();
+    for (i, c) in generic.enumerate() {
+        let i = i as u64;
+        if i % 3 == 0 {
+            out.push(CostModel { below_elements: Some(EXAMPLE_REGIME), ..model(i, c, 4) });
+            out.push(CostModel { from_elements: EXAMPLE_REGIME, ..model(i + 5, c, 6) });
+        } else {
+            out.push(model(i, c, 8));
+        }
+    }
+    out
 }
+
+/// Where the example's two-regime candidates change model (N * K).
+pub const EXAMPLE_REGIME: u64 = 1 << 24;
 
 /// Every codebook, one mode, buckets {1}, {2..=8}, {9..}, aspect edges 1/4 and 4, decode trees
 /// that split on N and on waves (CUDA: cost models in the middle aspect bucket), one overlay

@@ -1,6 +1,6 @@
 use vnni_kernels::registry::{all_candidates, Backend};
 
-use crate::example::example_policy;
+use crate::example::{example_policy, EXAMPLE_REGIME};
 use crate::*;
 
 #[test]
@@ -118,6 +118,15 @@ fn cost_models_answer_where_they_apply_and_trees_elsewhere() {
         }
     }
     assert!(picked.len() >= 2, "the example's argmin moves with the shape: {picked:?}");
+    // A two-regime candidate answers from one model on each side of its edge.
+    let d = p.domains.iter().find(|d| !d.models.is_empty()).unwrap();
+    let (small, large) = (&d.models[0], &d.models[1]);
+    let desc = p.candidate(&small.candidate).unwrap();
+    let (n, k) = (4096u64, EXAMPLE_REGIME / 4096);
+    assert_eq!(large.predict(desc, n, k - 32, p.units), None);
+    assert!(small.predict(desc, n, k - 32, p.units).is_some());
+    assert_eq!(small.predict(desc, n, k, p.units), None);
+    assert!(large.predict(desc, n, k, p.units).is_some());
     // Beyond 2^36 elements the tree answers.
     let big = p.select("s8", "eager", 1, 1 << 19, 1 << 18).unwrap();
     assert_eq!((p.aspect_bucket(1 << 19, 1 << 18), big.via), (1, Via::Tree));
@@ -135,7 +144,18 @@ fn broken_cost_models_are_rejected() {
     assert!(rejected(&p).contains("waves coefficient"));
     let mut p = base.clone();
     p.domains[d].models.swap(0, 1);
-    assert!(rejected(&p).contains("not unique and sorted"));
+    assert!(rejected(&p).contains("size ranges overlap"), "{}", rejected(&p));
+    // The example's first candidate has two regimes; overlapping or empty ranges are refused.
+    assert_eq!(base.domains[d].models[0].candidate, base.domains[d].models[1].candidate);
+    let mut p = base.clone();
+    p.domains[d].models[0].below_elements = Some(EXAMPLE_REGIME + 1);
+    assert!(rejected(&p).contains("size ranges overlap"));
+    let mut p = base.clone();
+    p.domains[d].models[1].below_elements = Some(EXAMPLE_REGIME);
+    assert!(rejected(&p).contains("is empty"));
+    let mut p = base.clone();
+    p.domains[d].models[1].from_elements = cost::MAX_ELEMENTS + 1;
+    assert!(rejected(&p).contains("model limit"));
     let mut p = base.clone();
     let grouped = p.domains.iter().position(|d| d.aspect.is_none()).unwrap();
     p.domains[grouped].models = p.domains[d].models.clone();

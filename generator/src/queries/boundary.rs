@@ -332,15 +332,19 @@ fn corner_queries(policy: &Policy, out: &mut Vec<Query>) {
     }
 }
 
-/// N * K at the cost models' limit (2^36 elements) and just past it, at several aspects.
+/// N * K at the cost models' limit (2^36 elements) and just past it, and at every edge of a
+/// model's size range and beside it, at several aspects.
 fn model_limit_queries(policy: &Policy, out: &mut Vec<Query>) {
     if policy.domains.iter().all(|d| d.models.is_empty()) {
         return;
     }
-    let limit = vnni_policy::cost::MAX_ELEMENTS;
-    for (codebook, mode) in codebook_modes(policy) {
-        for k in [256u64, 4096, 1 << 18, 1 << 26] {
-            let n = limit / k;
+    let mut edges = std::collections::BTreeSet::from([vnni_policy::cost::MAX_ELEMENTS]);
+    for m in policy.domains.iter().flat_map(|d| &d.models) {
+        edges.extend([m.from_elements, m.below_elements.unwrap_or(0)].into_iter().filter(|&e| e > 0));
+    }
+    for ((codebook, mode), &edge) in codebook_modes(policy).flat_map(|cm| edges.iter().map(move |e| (cm, e))) {
+        for k in [256u64, 4096, 1 << 18, 1 << 26].into_iter().filter(|&k| k <= edge) {
+            let n = edge / k;
             for (n, k) in [(n, k), (n + 1, k), (n - 1, k), (n, k + 32)] {
                 if legal_n(n) && legal_k(k) {
                     out.push(Query { codebook, mode, m: 1, n, k });
