@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
-use crate::schema::{parse_hex_f64, Certificate, ResourceRow, SampleRow, TimingRow};
+use crate::schema::{parse_hex_f64, Certificate, PairRequest, ResourceRow, SampleRow, TimingRow};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -130,6 +130,35 @@ pub fn read_timing(path: &Path) -> Result<Vec<TimingRow>, ReadError> {
             r.backend, r.arch, r.mode, r.source_format, r.codebook, r.m, r.n, r.k, r.candidate
         );
         check_unique(&mut seen, key, path, line, "candidate", "key")?;
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// Pair requests (`remeasure.csv`): candidates known and different, regrets finite and
+/// non-negative, the limit one of `regret` / `bound`, cells unique.
+pub fn read_pair_requests(path: &Path) -> Result<Vec<PairRequest>, ReadError> {
+    let mut seen: HashMap<String, u64> = HashMap::new();
+    let mut out = Vec::new();
+    for (line, r) in rows::<PairRequest>(path)? {
+        for (col, id) in [("pick", &r.pick), ("best", &r.best)] {
+            if !known_candidate(id.as_ref()) {
+                return Err(row_err(path, line, col, format!("unknown candidate {id} (not in the registry)")));
+            }
+        }
+        if r.pick == r.best {
+            return Err(row_err(path, line, "best", "the pick is the best: nothing to compare"));
+        }
+        for (col, v) in [("regret", r.regret), ("ucb", r.ucb)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(row_err(path, line, col, format!("{v} is not a non-negative regret")));
+            }
+        }
+        if r.limit != "regret" && r.limit != "bound" {
+            return Err(row_err(path, line, "limit", format!("{:?} is neither regret nor bound", r.limit)));
+        }
+        let key = format!("{}|{}|{}|{}|{}", r.source_format, r.mode, r.m, r.n, r.k);
+        check_unique(&mut seen, key, path, line, "source_format", "cell")?;
         out.push(r);
     }
     Ok(out)

@@ -201,3 +201,26 @@ mod tests {
         assert_eq!(hex_f64(3.0), "0x1.8p+1");
     }
 }
+
+/// One development cell whose held-out pick failed cross-validation (`remeasure.csv`, written
+/// by `fit --report`): the pick and the cell's measured fastest candidate, to be timed again
+/// as a pair (issue 16, item 4) before cross-validation repeats.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairRequest {
+    pub source_format: SourceFormat,
+    pub codebook: Codebook,
+    pub mode: Mode,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    /// What the domain's policy picked with the cell's geometry held out.
+    pub pick: CandidateId,
+    /// The cell's fastest measured candidate.
+    pub best: CandidateId,
+    /// The pick's measured regret (fraction) and its upper confidence bound.
+    pub regret: f64,
+    pub ucb: f64,
+    /// `regret`: the pick's regret reaches the gate's p95 threshold; `bound`: only its upper
+    /// confidence bound does (more samples could settle it).
+    pub limit: String,
+}

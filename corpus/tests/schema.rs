@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use vnni_corpus::read::{read_certificates, read_resources, read_samples, read_timing};
-use vnni_corpus::schema::hex_f64;
+use vnni_corpus::read::{read_certificates, read_pair_requests, read_resources, read_samples, read_timing};
+use vnni_corpus::schema::{hex_f64, PairRequest};
 use vnni_corpus::{write_csv, Certificate, SampleRow, TimingRow};
 
 fn tmp(name: &str) -> PathBuf {
@@ -248,4 +248,46 @@ fn resource_rows_must_agree_with_their_verdicts() {
     rows[4].candidates = "decode.nope".into();
     write_csv(&p, &rows).unwrap();
     assert!(err_of(read_resources(&p)).contains("resources.csv:6: column candidates: unknown candidate"));
+}
+
+fn pair(pick: &str, best: &str, n: usize, limit: &str) -> PairRequest {
+    PairRequest {
+        source_format: "Q4_0".parse().unwrap(),
+        codebook: "s4".parse().unwrap(),
+        mode: "graph".parse().unwrap(),
+        m: 1,
+        n,
+        k: 4096,
+        pick: pick.parse().unwrap(),
+        best: best.parse().unwrap(),
+        regret: 0.07,
+        ucb: 0.09,
+        limit: limit.into(),
+    }
+}
+
+#[test]
+fn pair_requests_round_trip_and_bad_rows_are_named() {
+    let (a, b) = ("decode.fused.c32.cap32", "decode.fused.c32.waves16");
+    let good = vec![pair(a, b, 4096, "regret"), pair(b, a, 8192, "bound")];
+    let p = tmp("remeasure.csv");
+    write_csv(&p, &good).unwrap();
+    assert_eq!(read_pair_requests(&p).unwrap(), good);
+    let mut negative = pair(a, b, 4096, "regret");
+    negative.regret = -0.1;
+    let cases: Vec<(Vec<PairRequest>, &str)> = vec![
+        (vec![pair(a, a, 4096, "regret")], "remeasure.csv:2: column best: the pick is the best"),
+        (vec![pair("decode.warp.tn999", b, 4096, "regret")], "remeasure.csv:2: column pick: unknown candidate"),
+        (vec![pair(a, b, 4096, "noise")], "remeasure.csv:2: column limit: \"noise\" is neither"),
+        (vec![negative], "remeasure.csv:2: column regret: -0.1 is not a non-negative regret"),
+        (
+            vec![pair(a, b, 4096, "regret"), pair(b, a, 4096, "bound")],
+            "remeasure.csv:3: column source_format: duplicate cell (first at line 2)",
+        ),
+    ];
+    for (rows, want) in cases {
+        write_csv(&p, &rows).unwrap();
+        let e = err_of(read_pair_requests(&p));
+        assert!(e.contains(want), "want {want:?} in {e}");
+    }
 }

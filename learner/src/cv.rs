@@ -80,6 +80,8 @@ pub const METHOD_COUNT: usize = 5;
 pub struct Heldout {
     pub hyper: Hyper,
     pub rows: [Vec<(f64, f64)>; METHOD_COUNT],
+    /// The policy's held-out choices, aligned with `rows[0]`: (corpus cell index, candidate).
+    pub picks: Vec<(usize, usize)>,
 }
 
 impl Heldout {
@@ -109,10 +111,15 @@ fn fallback(t: &Trainer) -> usize {
 }
 
 fn rows_of(t: &Trainer, test: &[&Sample], pick: impl Fn(&Sample) -> usize) -> Vec<(f64, f64)> {
+    picks_of(test, pick).into_iter().map(|(i, c)| (t.corpus.cells[i].scored(c), t.corpus.cells[i].ucb[c])).collect()
+}
+
+/// (cell index, candidate) of every alias cell of the test keys.
+fn picks_of(test: &[&Sample], pick: impl Fn(&Sample) -> usize) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     for s in test {
         let c = pick(s);
-        out.extend(s.cells.iter().map(|&i| (t.corpus.cells[i].scored(c), t.corpus.cells[i].ucb[c])));
+        out.extend(s.cells.iter().map(|&i| (i, c)));
     }
     out
 }
@@ -120,24 +127,24 @@ fn rows_of(t: &Trainer, test: &[&Sample], pick: impl Fn(&Sample) -> usize) -> Ve
 /// Cross-validate every grid point, choose one, and score the baselines on the same rows.
 pub fn cross_validate(t: &Trainer, samples: &[Sample], folds: &Folds) -> Result<Heldout, String> {
     let samples: Vec<&Sample> = samples.iter().collect();
-    let (hyper, policy_rows) = choose(t, &samples, folds)?;
+    let (hyper, picks) = choose(t, &samples, folds)?;
     let mut rows: [Vec<(f64, f64)>; METHOD_COUNT] = Default::default();
-    rows[0] = policy_rows;
+    rows[0] = picks.iter().map(|&(i, c)| (t.corpus.cells[i].scored(c), t.corpus.cells[i].ucb[c])).collect();
     for f in 0..folds.count {
         let (train, test) = folds.split(&samples, f);
         for (m, r) in baseline_rows(t, &train, &test).into_iter().enumerate() {
             rows[m + 1].extend(r);
         }
     }
-    Ok(Heldout { hyper, rows })
+    Ok(Heldout { hyper, rows, picks })
 }
 
 /// Cross-validate every grid point on `samples` and choose one: the chosen hyperparameters
-/// and their held-out (regret, UCB) rows of what ships (the cost models' argmin where they
+/// and their held-out picks, (cell index, candidate), of what ships (the cost models' argmin where they
 /// answer, else the tree). The hyperparameters shape only the tree, so they are chosen on the
 /// trees' own held-out picks (where models answer nearly every row, scoring what ships would
 /// tie every grid point and always pick the simplest tree).
-pub fn choose(t: &Trainer, samples: &[&Sample], folds: &Folds) -> Result<(Hyper, Vec<(f64, f64)>), String> {
+pub fn choose(t: &Trainer, samples: &[&Sample], folds: &Folds) -> Result<(Hyper, Vec<(usize, usize)>), String> {
     let splits: Vec<(Vec<&Sample>, Vec<&Sample>)> = (0..folds.count).map(|f| folds.split(samples, f)).collect();
     let fallback = fallback(t);
     let mut per_hyper = Vec::new();
@@ -152,12 +159,12 @@ pub fn choose(t: &Trainer, samples: &[&Sample], folds: &Folds) -> Result<(Hyper,
         for ((_, test), fits) in splits.iter().zip(&fits) {
             let Some(fits) = fits else {
                 tree_rows.extend(rows_of(t, test, |_| fallback));
-                rows.extend(rows_of(t, test, |_| fallback));
+                rows.extend(picks_of(test, |_| fallback));
                 continue;
             };
             let fitted = &fits[h];
             tree_rows.extend(rows_of(t, test, |s| t.walk(&fitted.tree, s.n, s.k)));
-            rows.extend(rows_of(t, test, |s| t.predict(fitted, s.n, s.k)));
+            rows.extend(picks_of(test, |s| t.predict(fitted, s.n, s.k)));
         }
         per_hyper.push((hyper, tree_rows, rows));
     }

@@ -50,6 +50,7 @@ pub mod proxy;
 pub mod regret;
 pub mod regret_stats;
 pub mod regret_tree;
+pub mod remeasure;
 pub mod report;
 pub mod sealed;
 pub mod synthetic;
@@ -114,6 +115,8 @@ pub struct DomainFit {
     pub family_heldout: BTreeMap<String, family_cv::FamilyRegrets>,
     /// Cross-validation outcome (domains with data).
     pub heldout: Option<Heldout>,
+    /// Held-out cells of a domain failing its gate, as pairs to time again (`remeasure.rs`).
+    pub remeasure: Vec<vnni_corpus::schema::PairRequest>,
     /// The domain whose tree was borrowed, or `None` with `heldout` `None`: the single-leaf fallback.
     pub borrowed_from: Option<DomainKey>,
     /// CUDA decode domains with cost models: how many models (per candidate and size regime) and the
@@ -130,6 +133,7 @@ impl DomainFit {
             key,
             family_heldout: BTreeMap::new(),
             heldout: None,
+            remeasure: Vec::new(),
             borrowed_from: None,
             model_errors: None,
             frozen: true,
@@ -215,7 +219,9 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
             passed: s.p95_regret < opts.p95_max && s.ucb_p95_regret < opts.ucb_max,
         };
         let models = fit.policy_models();
-        Ok(DomainResult { tree: fit.tree, models, stats, heldout, model_errors, lofo })
+        let remeasure =
+            if stats.passed { Vec::new() } else { remeasure::failing(&t, &heldout, opts.p95_max, opts.ucb_max) };
+        Ok(DomainResult { tree: fit.tree, models, stats, heldout, model_errors, lofo, remeasure })
     };
     let threads = opts
         .threads
@@ -276,11 +282,19 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
             stats,
         });
         // The report's data moves out of the domain's own result (a borrowed domain has none).
-        let (lofo, model_errors) = match fitted.get_mut(&key) {
-            Some(r) => (r.lofo.take().unwrap_or_default(), r.model_errors.take()),
+        let (lofo, model_errors, remeasure) = match fitted.get_mut(&key) {
+            Some(r) => (r.lofo.take().unwrap_or_default(), r.model_errors.take(), std::mem::take(&mut r.remeasure)),
             None => Default::default(),
         };
-        reports.push(DomainFit { key, family_heldout: lofo, heldout, borrowed_from, model_errors, frozen: false });
+        reports.push(DomainFit {
+            key,
+            family_heldout: lofo,
+            heldout,
+            remeasure,
+            borrowed_from,
+            model_errors,
+            frozen: false,
+        });
     }
     policy.domains = out_domains;
     policy.overlays = overlays::exact_overlays(&corpus, policy.units, &dev);
@@ -338,6 +352,7 @@ struct DomainResult {
     model_errors: Option<(usize, Vec<f64>)>,
     /// Leave one family out (domains with an aspect bucket).
     lofo: Option<BTreeMap<String, family_cv::FamilyRegrets>>,
+    remeasure: Vec<vnni_corpus::schema::PairRequest>,
 }
 
 /// The descriptors of every candidate a tree, model or overlay names, sorted by id.

@@ -132,6 +132,7 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
         );
     }
     let _ = writeln!(md, "\n{BASELINES_LEGEND}\n");
+    md.push_str(&crate::remeasure::section(&fit.domains));
     md.push_str(&crate::noise::bands_section(fit.passes, &fit.bands));
     let modelled: Vec<&DomainFit> = fit.domains.iter().filter(|d| d.model_errors.is_some()).collect();
     if !modelled.is_empty() {
@@ -223,6 +224,9 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files = write_maps(p, codebooks, &fit.geometries, dir, &mut md)?;
     let path = dir.join("report.md");
     write_bytes(&path, md.as_bytes())?;
+    let pairs = dir.join("remeasure.csv");
+    vnni_corpus::write::write_csv(&pairs, &crate::remeasure::all(&fit.domains))?;
+    files.insert(0, pairs);
     files.insert(0, path);
     Ok(files)
 }

@@ -246,6 +246,57 @@ fn the_report_has_markdown_and_decision_maps() {
 }
 
 #[test]
+fn cells_that_fail_cross_validation_become_pair_requests() {
+    let root = common::scratch("remeasure");
+    let dir = root.join("corpus");
+    vnni_learner::synthetic::write(&dir, &small(10)).unwrap();
+    // Thresholds no held-out pick can meet: every domain fails, and its cells whose pick is
+    // not the measured fastest are listed; with the regret threshold out of reach, only
+    // their bounds can hold them back.
+    let strict = FitOptions { p95_max: 1e-9, ucb_max: 1e-9, ..FitOptions::default() };
+    let bound_only = FitOptions { p95_max: 10.0, ucb_max: 1e-9, ..FitOptions::default() };
+    let c = corpus::load(&dir).unwrap();
+    for (opts, limits) in [(strict, &["regret", "bound"][..]), (bound_only, &["bound"][..])] {
+        let f = fit(&dir, &opts).unwrap();
+        let pairs = vnni_learner::remeasure::all(&f.domains);
+        assert!(!pairs.is_empty());
+        for p in &pairs {
+            assert_ne!(p.pick, p.best);
+            assert!(limits.contains(&p.limit.as_str()), "{p:?}");
+            if p.limit == "bound" {
+                assert!(p.ucb >= opts.ucb_max && p.ucb >= p.regret, "{p:?}");
+            }
+            // The best is the cell's fastest measured candidate.
+            let cell = c
+                .cells
+                .iter()
+                .find(|x| {
+                    (x.format, x.mode, x.m as usize, x.n as usize, x.k as usize)
+                        == (p.source_format, p.mode, p.m, p.n, p.k)
+                })
+                .unwrap();
+            let best = c.candidates(cell.surface()).iter().position(|x| x.id == p.best).unwrap();
+            assert_eq!(cell.regret[best], 0.0);
+        }
+        let files = vnni_learner::report::write_report(&f, &root.join("report")).unwrap();
+        let csv = files.iter().find(|p| p.ends_with("remeasure.csv")).unwrap();
+        assert_eq!(vnni_corpus::read::read_pair_requests(csv).unwrap(), pairs);
+        let md = std::fs::read_to_string(&files[0]).unwrap();
+        assert!(md.contains("## Cells that fail cross-validation") && md.contains("**all failing domains**"));
+    }
+    // Domains that pass list nothing.
+    let f = fit(&dir, &FitOptions::default()).unwrap();
+    for (d, r) in f.policy.domains.iter().zip(&f.domains) {
+        if d.stats.as_ref().is_some_and(|s| s.passed) {
+            assert!(r.remeasure.is_empty(), "{}", r.key);
+        }
+    }
+    let loose = fit(&dir, &FitOptions { p95_max: 10.0, ucb_max: 10.0, ..FitOptions::default() }).unwrap();
+    assert!(loose.policy.gates.passed);
+    assert!(vnni_learner::remeasure::all(&loose.domains).is_empty());
+}
+
+#[test]
 fn the_generic_floor_shows_a_literal_winner_without_a_generic_twin() {
     let plain = common::corpus("floor-plain", &small(21));
     let floors = vnni_learner::generic_floor::generic_floor(&corpus::load(&plain).unwrap());

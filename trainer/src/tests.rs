@@ -68,6 +68,7 @@ fn every_subcommand() -> Vec<Command> {
             grouped_m: vnni_measure::shapes::MValues(vec![2, 31]),
             prefill_shapes: Shapes(vec![(128, 256)]),
             prefill_m: vnni_measure::shapes::MValues(vec![64]),
+            pairs: Some(p("remeasure.csv")),
             out: p("b"),
         }),
         Command::Seal(seal::Args {

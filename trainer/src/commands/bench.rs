@@ -4,9 +4,9 @@
 //! (dequantized weights) and cuBLASLt int8 GEMM; writes CSVs and prints the best candidate per
 //! (shape, codebook) against the copy bandwidth, and per prefill shape in TOPS.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use vnni_corpus::schema::hex_f64;
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::Gpu;
@@ -68,6 +68,11 @@ pub struct Args {
     /// Row counts for the prefill tiles (empty: none).
     #[arg(long, default_value = "512,2048")]
     pub prefill_m: MValues,
+    /// Time only the pairs a fit listed (`fit --report R` writes `R/remeasure.csv`): each
+    /// cell's held-out pick against its fastest candidate, in the cell's source format and
+    /// mode, instead of --shapes; writes decode.csv, samples.csv and resources.csv.
+    #[arg(long)]
+    pub pairs: Option<PathBuf>,
     /// Output directory for decode.csv, samples.csv, resources.csv, best.csv, grouped.csv,
     /// prefill.csv.
     #[arg(long, default_value = "target/bench")]
@@ -91,6 +96,7 @@ impl ToArgv for Args {
             .val("grouped-m", &self.grouped_m)
             .val("prefill-shapes", &self.prefill_shapes)
             .val("prefill-m", &self.prefill_m)
+            .opt_path("pairs", self.pairs.as_deref())
             .path("out", &self.out)
             .done()
     }
@@ -177,6 +183,17 @@ struct Measured {
     samples: Vec<SampleRow>,
     grouped: Vec<GroupedBest>,
     prefill: Vec<PrefillRow>,
+}
+
+impl Measured {
+    /// decode.csv, samples.csv and resources.csv into `dir`; the rows with mismatches.
+    fn write(&self, dir: &Path, session: &GpuSession) -> Result<usize> {
+        std::fs::create_dir_all(dir)?;
+        vnni_corpus::write_csv(&dir.join("decode.csv"), &self.rows)?;
+        vnni_corpus::write_csv(&dir.join("samples.csv"), &self.samples)?;
+        vnni_corpus::write_csv(&dir.join("resources.csv"), &session.resources)?;
+        Ok(self.rows.iter().filter(|r| r.mismatches > 0).count())
+    }
 }
 
 /// The fixed inputs of one bench run.
@@ -312,7 +329,65 @@ fn open(args: &Args) -> Result<GpuSession> {
     Ok(session)
 }
 
+/// `--pairs`: each requested cell's two candidates, in its source format and mode.
+fn run_pairs(args: &Args, path: &Path) -> Result<()> {
+    let requests = vnni_corpus::read::read_pair_requests(path)?;
+    let session = open(args)?;
+    let (gpu, protocol) = (&session.gpu, &session.protocol);
+    let (copy_gbps, ..) = copy_bandwidth(gpu, protocol)?;
+    let mut out = Measured::default();
+    for (i, r) in requests.iter().enumerate() {
+        let at = || {
+            format!(
+                "{}: pair {} of {} ({} {} {}x{})",
+                path.display(),
+                i + 1,
+                requests.len(),
+                r.source_format,
+                r.mode,
+                r.n,
+                r.k
+            )
+        };
+        if r.m != 1 {
+            bail!("{}: M = {} (pairs are decode cells, M = 1)", at(), r.m);
+        }
+        if !session.modes.contains(&r.mode) {
+            bail!("{}: its mode is not among --modes {:?}", at(), session.modes);
+        }
+        if !session.codebooks.contains(&r.codebook) {
+            bail!("{}: codebook {} is not among --codebooks", at(), r.codebook);
+        }
+        let pair: Vec<Candidate> = [&r.pick, &r.best]
+            .into_iter()
+            .map(|id| {
+                vnni_kernels::registry::find(id).cloned().with_context(|| format!("{}: unknown candidate {id}", at()))
+            })
+            .collect::<Result<_>>()?;
+        let fx = CellFixture::new(gpu, r.source_format, r.n, r.k, FIXTURE_SEED, protocol.passes)?;
+        let modes = [r.mode];
+        let inputs = CellInputs::decode(&pair, &modes, protocol, &session.rejected, copy_gbps);
+        let cell = run_cell(gpu, &fx, &inputs).with_context(at)?;
+        out.rows.extend(cell.rows);
+        out.samples.extend(cell.samples);
+    }
+    let mismatched = out.write(&args.out, &session)?;
+    println!(
+        "{} | {} pairs, {} candidate rows, {mismatched} with mismatches",
+        gpu.info.name,
+        requests.len(),
+        out.rows.len()
+    );
+    if mismatched > 0 {
+        bail!("{mismatched} candidate rows differ from the CPU reference");
+    }
+    Ok(())
+}
+
 pub fn run(args: &Args) -> Result<()> {
+    if let Some(pairs) = &args.pairs {
+        return run_pairs(args, pairs);
+    }
     let shapes = &args.shapes.0;
     if let Some((n, k)) = args.prefill_shapes.0.iter().find(|s| !shapes.contains(s)) {
         bail!("--prefill-shapes {n}x{k} is not in --shapes: prefill inherits the bpp of that shape's best decode candidate");
@@ -348,14 +423,10 @@ pub fn run(args: &Args) -> Result<()> {
         }
     }
     let best = best_rows(&out.rows);
-    std::fs::create_dir_all(&args.out)?;
-    vnni_corpus::write_csv(&args.out.join("decode.csv"), &out.rows)?;
+    let mismatched = out.write(&args.out, &session)?;
     vnni_corpus::write_csv(&args.out.join("best.csv"), &best)?;
-    vnni_corpus::write_csv(&args.out.join("samples.csv"), &out.samples)?;
-    vnni_corpus::write_csv(&args.out.join("resources.csv"), &session.resources)?;
     vnni_corpus::write_csv(&args.out.join("grouped.csv"), &out.grouped)?;
     vnni_corpus::write_csv(&args.out.join("prefill.csv"), &out.prefill)?;
-    let mismatched = out.rows.iter().filter(|r| r.mismatches > 0).count();
     println!(
         "\n{} | copy {copy_gbps:.0} GB/s | {} candidate rows, {mismatched} with mismatches",
         gpu.info.name,
