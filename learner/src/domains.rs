@@ -97,6 +97,7 @@ pub fn skeleton(corpus: &Corpus) -> Policy {
             learner_version: env!("CARGO_PKG_VERSION").into(),
             frozen_m1: None,
             m1_only: corpus.plan.m1_only,
+            pairs: None,
         },
         units: corpus.plan.units as u64,
         codebooks,

@@ -46,6 +46,7 @@ pub mod ledger;
 pub mod map;
 pub mod noise;
 pub mod overlays;
+pub mod pairs;
 pub mod proxy;
 pub mod regret;
 pub mod regret_stats;
@@ -90,6 +91,9 @@ pub struct FitOptions {
     pub frozen_m1: Option<Policy>,
     /// Threads fitting domains; `None`: one per core. The policy does not depend on it.
     pub threads: Option<usize>,
+    /// Development cells timed again as pairs (the `samples.csv` of `bench --pairs`), applied
+    /// before cross-validation (`pairs.rs`); the policy's provenance records the file's digest.
+    pub pairs: Option<PathBuf>,
 }
 
 impl Default for FitOptions {
@@ -103,6 +107,7 @@ impl Default for FitOptions {
             nested_family_cv: false,
             frozen_m1: None,
             threads: None,
+            pairs: None,
         }
     }
 }
@@ -173,13 +178,22 @@ fn trainer<'a>(corpus: &'a corpus::Corpus, skeleton: &'a Policy, bucket: usize, 
 
 /// Fit a policy from the sealed corpus in `dir`.
 pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
-    let corpus = corpus::load(dir)?;
+    let mut corpus = corpus::load(dir)?;
+    let pairs = opts.pairs.as_deref().map(|p| pairs::apply(&mut corpus, p)).transpose()?;
+    let corpus = corpus;
     let corpus_id = corpus.manifest.corpus_id.clone();
     if let Some(l) = &opts.ledger {
         ledger::refuse_failed(l, &corpus_id)?;
     }
     let mut policy = domains::skeleton(&corpus);
     let frozen = frozen::check(&corpus, &policy, opts.frozen_m1.as_ref())?;
+    if pairs.is_some() && frozen.is_some() {
+        return Err(FitError::Frozen {
+            dir: dir.into(),
+            message: "pairs change M = 1 cells, whose part a staged fit copies: fit the M = 1 stage with them".into(),
+        });
+    }
+    policy.provenance.pairs = pairs.map(|a| vnni_policy::PairEvidence { sha256: a.sha256, cells: a.cells });
     let is_frozen = |p: &Policy, bucket: usize| frozen.is_some() && p.is_decode_bucket(bucket);
     let dev = domains::samples(&corpus, &policy, false);
     let sealed = domains::samples(&corpus, &policy, true);

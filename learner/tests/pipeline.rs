@@ -463,3 +463,79 @@ fn pass_replicates_give_every_domain_a_noise_band_and_ties_inside_it() {
     let md = std::fs::read_to_string(&vnni_learner::report::write_report(&f, &root).unwrap()[0]).unwrap();
     assert!(md.contains("## Noise band (pass replicates)") && md.contains("timed in 2 independent passes"), "{md}");
 }
+
+/// Pair samples of `(candidate, latency)` for one cell, 24 a candidate (a 1% spread).
+fn pair_samples(cell: &corpus::Cell, timed: &[(&str, f64)]) -> Vec<vnni_corpus::SampleRow> {
+    let mut out = Vec::new();
+    for (order, (id, us)) in timed.iter().enumerate() {
+        for round in 0..24 {
+            out.push(vnni_corpus::SampleRow {
+                mode: cell.mode,
+                source_format: Some(cell.format),
+                codebook: Some(cell.codebook),
+                m: cell.m as usize,
+                n: cell.n as usize,
+                k: cell.k as usize,
+                candidate: id.parse().unwrap(),
+                pass: 0,
+                round,
+                order,
+                warmup: false,
+                latency_us_hex: vnni_corpus::schema::hex_f64(us * (1.0 + 0.01 * (round % 3) as f64 / 2.0)),
+            });
+        }
+    }
+    out
+}
+
+#[test]
+fn pairs_timed_again_replace_their_cells_regrets_and_bounds() {
+    let root = common::scratch("pairs");
+    let dir = root.join("corpus");
+    vnni_learner::synthetic::write(&dir, &small(10)).unwrap();
+    let loaded = corpus::load(&dir).unwrap();
+    // A development decode cell, its fastest candidate and another eligible one.
+    let i = loaded.cells.iter().position(|c| c.m == 1 && !c.sealed).unwrap();
+    let cell = loaded.cells[i].clone();
+    let best = (0..cell.regret.len()).find(|&c| cell.regret[c] == 0.0).unwrap();
+    let other = (0..cell.regret.len()).find(|&c| c != best && cell.regret[c] < REGRET_CAP).unwrap();
+    let (b, o) = (loaded.decode[best].id.to_string(), loaded.decode[other].id.to_string());
+    let path = root.join("pairs.samples.csv");
+    let apply = |timed: &[(&str, f64)]| {
+        vnni_corpus::write_csv(&path, &pair_samples(&cell, timed)).unwrap();
+        let mut c = corpus::load(&dir).unwrap();
+        vnni_learner::pairs::apply(&mut c, &path).map(|a| (a, c.cells[i].clone()))
+    };
+    // The other 50% behind the best in the pair (whatever the corpus said): its regret is that
+    // ratio, its bound the pair's alone; the best stays where the corpus put it.
+    let (applied, after) = apply(&[(&b, 10.0), (&o, 15.0)]).unwrap();
+    assert_eq!(applied.cells, 1);
+    assert!((after.regret[other] - 0.5).abs() < 1e-9, "{}", after.regret[other]);
+    assert_eq!((after.regret[best], after.best_us), (0.0, cell.best_us));
+    assert!(after.ucb[other] >= 0.5 && after.ucb[other] < 0.53, "{}", after.ucb[other]);
+    // Faster than the best in the pair: it becomes the best, every regret follows.
+    let (_, after) = apply(&[(&b, 10.0), (&o, 8.0)]).unwrap();
+    assert_eq!(after.regret[other], 0.0);
+    assert!((after.regret[best] - 0.25).abs() < 1e-9);
+    assert!((after.best_us - 0.8 * cell.best_us).abs() < 1e-9 * cell.best_us);
+    // The fit records the file's digest.
+    let f = fit(&dir, &FitOptions { pairs: Some(path.clone()), ..FitOptions::default() }).unwrap();
+    let evidence = f.policy.provenance.pairs.clone().unwrap();
+    assert_eq!(evidence.sha256, vnni_kernels::digest::sha256_hex(&std::fs::read(&path).unwrap()));
+    assert_eq!(evidence.cells, 1);
+    assert!(fit(&dir, &FitOptions::default()).unwrap().policy.provenance.pairs.is_none());
+    // Refused with the file and the cell named: three candidates, a sealed cell, M > 1.
+    let third = (0..cell.regret.len()).find(|&c| c != best && c != other).unwrap();
+    let t = loaded.decode[third].id.to_string();
+    let e = apply(&[(&b, 10.0), (&o, 8.0), (&t, 9.0)]).unwrap_err().to_string();
+    assert!(e.contains("pairs.samples.csv") && e.contains("3 candidates timed, a pair is two"), "{e}");
+    let sealed = loaded.cells.iter().find(|c| c.m == 1 && c.sealed).unwrap().clone();
+    vnni_corpus::write_csv(&path, &pair_samples(&sealed, &[(&b, 1.0), (&o, 1.0)])).unwrap();
+    let e = vnni_learner::pairs::apply(&mut corpus::load(&dir).unwrap(), &path).unwrap_err().to_string();
+    assert!(e.contains("not a development cell of the corpus"), "{e}");
+    let mut grouped = pair_samples(&cell, &[(&b, 1.0), (&o, 1.0)]);
+    grouped[0].m = 4;
+    vnni_corpus::write_csv(&path, &grouped).unwrap();
+    let e = vnni_learner::pairs::apply(&mut corpus::load(&dir).unwrap(), &path).unwrap_err().to_string();
+    assert!(e.contains("pairs are decode cells, M = 1"), "{e}");
+}

@@ -138,6 +138,7 @@ pub fn example_policy(backend: Backend) -> Policy {
             learner_version: "example".into(),
             frozen_m1: None,
             m1_only: false,
+            pairs: None,
         },
         units: 132,
         codebooks,

@@ -234,6 +234,17 @@ pub struct Provenance {
     /// timed, so it is never installed (absent from the JSON when false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub m1_only: bool,
+    /// Development cells timed again as pairs and applied before cross-validation (`fit
+    /// --pairs`; absent from the JSON when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<PairEvidence>,
+}
+
+/// The pair samples a fit applied: the sha256 of the file and the cells it changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairEvidence {
+    pub sha256: String,
+    pub cells: u64,
 }
 
 /// The first 16 characters of a digest (all of a shorter text), for messages.

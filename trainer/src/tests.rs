@@ -147,6 +147,7 @@ fn every_subcommand() -> Vec<Command> {
             min_pass: 0.5,
             ledger: p("l.json"),
             frozen_m1: Some(p("m1.json")),
+            pairs: Some(p("pairs.samples.csv")),
         }),
         Command::Generate(generate::Args {
             policy: p("p.json"),

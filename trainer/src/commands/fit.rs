@@ -47,6 +47,12 @@ pub struct Args {
     /// timed at; its M = 1 part is copied into the new policy and only the batched buckets are fitted.
     #[arg(long)]
     pub frozen_m1: Option<PathBuf>,
+    /// Development cells timed again as pairs (the samples.csv of `bench --pairs
+    /// R/remeasure.csv`), applied before cross-validation; the policy records the file's
+    /// sha256. The fit that listed the pairs should not have spent the sealed look: give it a
+    /// scratch --ledger.
+    #[arg(long)]
+    pub pairs: Option<PathBuf>,
 }
 
 /// The repository's sealed ledger.
@@ -94,6 +100,7 @@ impl ToArgv for Args {
             .val("min-pass", self.min_pass)
             .path("ledger", &self.ledger)
             .opt_path("frozen-m1", self.frozen_m1.as_deref())
+            .opt_path("pairs", self.pairs.as_deref())
             .done()
     }
 }
@@ -118,6 +125,7 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         nested_family_cv: a.nested_family_cv,
         threads: a.threads.map(usize::from),
         frozen_m1: a.frozen_m1.as_deref().map(super::load_policy).transpose()?,
+        pairs: a.pairs.clone(),
         ..Default::default()
     };
     let f = fit(&a.corpus, &opts)?;

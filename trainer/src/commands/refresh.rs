@@ -328,6 +328,7 @@ fn fit_args(corpus: &Path, policy: &Path, report: PathBuf, frozen_m1: Option<Pat
         min_pass: 0.99,
         ledger: PathBuf::from(fit::DEFAULT_LEDGER),
         frozen_m1,
+        pairs: None,
     }
 }
 

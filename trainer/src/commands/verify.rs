@@ -167,6 +167,38 @@ fn refit(tables: &Path, corpora: &BTreeMap<String, PathBuf>) -> Result<()> {
         ledger: None,
         ..Default::default()
     };
+    // Pair evidence a fit applied lives beside its tables: `pairs.samples.csv` (and
+    // `m1-pairs.samples.csv` for the M = 1 stage a staged policy froze).
+    let pairs = |file: &str, digest: Option<&str>| -> Result<Option<PathBuf>> {
+        let path = tables.join(file);
+        match digest {
+            None => Ok(None),
+            Some(want) => {
+                let bytes = std::fs::read(&path).with_context(|| {
+                    format!(
+                        "its policy applied pair samples (sha256 {}): {} is missing",
+                        vnni_policy::short(want),
+                        path.display()
+                    )
+                })?;
+                let got = vnni_kernels::digest::sha256_hex(&bytes);
+                if got != want {
+                    bail!(
+                        "{}: sha256 {} is not the {} its policy applied",
+                        path.display(),
+                        vnni_policy::short(&got),
+                        vnni_policy::short(want)
+                    );
+                }
+                Ok(Some(path))
+            }
+        }
+    };
+    let opts = FitOptions {
+        pairs: pairs("pairs.samples.csv", policy.provenance.pairs.as_ref().map(|p| p.sha256.as_str()))?,
+        ..opts
+    };
+    let m1_pairs = tables.join("m1-pairs.samples.csv");
     // A staged policy: its frozen M = 1 part is refitted from its M = 1 corpus (statistics
     // too), and the batched buckets are refitted beside that refit, not beside the committed text.
     let frozen_m1 = match &policy.provenance.frozen_m1 {
@@ -177,7 +209,8 @@ fn refit(tables: &Path, corpora: &BTreeMap<String, PathBuf>) -> Result<()> {
                     f.m1_corpus_id
                 )
             })?;
-            let m1_policy = fit(m1, &opts)?.policy;
+            let m1_opts = FitOptions { pairs: m1_pairs.is_file().then_some(m1_pairs), ..opts.clone() };
+            let m1_policy = fit(m1, &m1_opts)?.policy;
             let digest = m1_policy.m1_digest();
             if digest != f.m1_digest {
                 bail!(
