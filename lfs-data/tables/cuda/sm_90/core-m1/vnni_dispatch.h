@@ -4,9 +4,9 @@
 // corpus id        33fe0330f728ff8a56aeb3f2fdf35cd3fb613194494d2f2b228e5a8aa74e19fa
 // registry digest  7f2a2d1beb00c4d7133b7e4cc64750023cb2632be7cd6c5cc527caf14b538e08
 // inventory digest 4364fe0387eeb1aaf4c500ed411d95a5247432d2d4e794fbd875ed1c9e3befb6
-// policy digest    a934e34e98a2d5474ed6543866b9afe778df7d2a0f36b1b36bb5372421106229
+// policy digest    420e8b77c765d03b048dab2380de1cc6e20550fb9fed5435de580c8cb278b862
 // backend / arch   cuda / sm_90, profile core, learner 0.1.0
-// gates NOT passed: 5/28 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 520 rows (p95 regret 15.36%, geomean 1.79%; decode 520 rows p95 15.36% geomean 1.79%)
+// gates NOT passed: 9/28 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 520 rows (p95 regret 15.36%, geomean 1.79%; decode 520 rows p95 15.36% geomean 1.79%)
 //
 // Declarations of the generated dispatch tables. The definitions are in the .inc of the same
 // generation: include that in exactly one translation unit, this header in the others.

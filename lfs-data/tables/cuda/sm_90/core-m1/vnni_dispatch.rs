@@ -4,9 +4,9 @@
 // corpus id        33fe0330f728ff8a56aeb3f2fdf35cd3fb613194494d2f2b228e5a8aa74e19fa
 // registry digest  7f2a2d1beb00c4d7133b7e4cc64750023cb2632be7cd6c5cc527caf14b538e08
 // inventory digest 4364fe0387eeb1aaf4c500ed411d95a5247432d2d4e794fbd875ed1c9e3befb6
-// policy digest    a934e34e98a2d5474ed6543866b9afe778df7d2a0f36b1b36bb5372421106229
+// policy digest    420e8b77c765d03b048dab2380de1cc6e20550fb9fed5435de580c8cb278b862
 // backend / arch   cuda / sm_90, profile core, learner 0.1.0
-// gates NOT passed: 5/28 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 520 rows (p95 regret 15.36%, geomean 1.79%; decode 520 rows p95 15.36% geomean 1.79%)
+// gates NOT passed: 9/28 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 520 rows (p95 regret 15.36%, geomean 1.79%; decode 520 rows p95 15.36% geomean 1.79%)
 //
 // Rust dispatch tables: the same tables and decisions as the C++ .inc of this generation.
 // Embed as a module file, e.g. `#[path = "vnni_dispatch.rs"] mod vnni_dispatch;`. Integer
@@ -17,8 +17,8 @@ pub mod provenance {
     pub const CORPUS_ID: &str = "33fe0330f728ff8a56aeb3f2fdf35cd3fb613194494d2f2b228e5a8aa74e19fa";
     pub const REGISTRY_DIGEST: &str = "7f2a2d1beb00c4d7133b7e4cc64750023cb2632be7cd6c5cc527caf14b538e08";
     pub const INVENTORY_DIGEST: &str = "4364fe0387eeb1aaf4c500ed411d95a5247432d2d4e794fbd875ed1c9e3befb6";
-    pub const POLICY_DIGEST: &str = "a934e34e98a2d5474ed6543866b9afe778df7d2a0f36b1b36bb5372421106229";
-    pub const GATES: &str = "gates NOT passed: 5/28 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 520 rows (p95 regret 15.36%, geomean 1.79%; decode 520 rows p95 15.36% geomean 1.79%)";
+    pub const POLICY_DIGEST: &str = "420e8b77c765d03b048dab2380de1cc6e20550fb9fed5435de580c8cb278b862";
+    pub const GATES: &str = "gates NOT passed: 9/28 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 520 rows (p95 regret 15.36%, geomean 1.79%; decode 520 rows p95 15.36% geomean 1.79%)";
     pub const GENERATOR: &str = "vnni-generator 0.1.0 templates b217ab0e700c3f7f";
 }
 
@@ -271,7 +271,15 @@ fn tree_0(n: i64, k: i64) -> usize {
                 if k <= 831 {
                     if k <= 639 {
                         if k <= 383 {
-                            return 7; // decode.fused.c16.cap8
+                            if n <= 655 {
+                                if n <= 295 {
+                                    return 8; // decode.fused.c16.waves1
+                                } else {
+                                    return 17; // decode.fused.c32.cap8
+                                }
+                            } else {
+                                return 7; // decode.fused.c16.cap8
+                            }
                         } else {
                             return 3; // decode.fused.c16.cap16
                         }
@@ -285,15 +293,67 @@ fn tree_0(n: i64, k: i64) -> usize {
                 } else {
                     if n <= 1055 {
                         if k <= 25087 {
-                            return 10; // decode.fused.c16.waves32
+                            if k <= 1151 {
+                                if n <= 263 {
+                                    return 20; // decode.fused.c32.waves2
+                                } else {
+                                    return 4; // decode.fused.c16.cap32
+                                }
+                            } else {
+                                if k <= 22527 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    if n <= 375 {
+                                        if n <= 327 {
+                                            return 31; // decode.kpar.tn128.cpt1.waves2
+                                        } else {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    } else {
+                                        return 11; // decode.fused.c16.waves64
+                                    }
+                                }
+                            }
                         } else {
-                            return 32; // decode.kpar.tn128.cpt1.waves4
+                            if n <= 943 {
+                                if n <= 391 {
+                                    if n <= 375 {
+                                        if n <= 263 {
+                                            return 42; // decode.kpar.tn256.cpt1.waves2
+                                        } else {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        }
+                                    } else {
+                                        return 31; // decode.kpar.tn128.cpt1.waves2
+                                    }
+                                } else {
+                                    if n <= 527 {
+                                        if n <= 455 {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 42; // decode.kpar.tn256.cpt1.waves2
+                                        }
+                                    } else {
+                                        return 32; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                }
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
                         }
                     } else {
                         if k <= 1151 {
                             return 4; // decode.fused.c16.cap32
                         } else {
-                            return 11; // decode.fused.c16.waves64
+                            if k <= 1407 {
+                                if n <= 1759 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
                         }
                     }
                 }
@@ -303,25 +363,121 @@ fn tree_0(n: i64, k: i64) -> usize {
                         if k <= 639 {
                             return 13; // decode.fused.c32.cap16
                         } else {
-                            return 12; // decode.fused.c32.cap12
+                            if k <= 831 {
+                                return 12; // decode.fused.c32.cap12
+                            } else {
+                                return 13; // decode.fused.c32.cap16
+                            }
                         }
                     } else {
                         if k <= 3839 {
-                            return 14; // decode.fused.c32.cap32
+                            if n <= 2239 {
+                                if k <= 1663 {
+                                    return 14; // decode.fused.c32.cap32
+                                } else {
+                                    return 19; // decode.fused.c32.waves16
+                                }
+                            } else {
+                                return 14; // decode.fused.c32.cap32
+                            }
                         } else {
-                            return 21; // decode.fused.c32.waves32
+                            if k <= 16895 {
+                                if n <= 2239 {
+                                    return 19; // decode.fused.c32.waves16
+                                } else {
+                                    return 21; // decode.fused.c32.waves32
+                                }
+                            } else {
+                                if n <= 2879 {
+                                    if n <= 2751 {
+                                        return 32; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        if k <= 25087 {
+                                            return 14; // decode.fused.c32.cap32
+                                        } else {
+                                            return 48; // decode.kpar.tn64.cpt1.cap32
+                                        }
+                                    }
+                                } else {
+                                    if n <= 3135 {
+                                        if k <= 25087 {
+                                            return 14; // decode.fused.c32.cap32
+                                        } else {
+                                            return 26; // decode.kpar.tn128.cpt1.cap32
+                                        }
+                                    } else {
+                                        return 14; // decode.fused.c32.cap32
+                                    }
+                                }
+                            }
                         }
                     }
                 } else {
                     if k <= 10623 {
                         if n <= 5503 {
-                            return 3; // decode.fused.c16.cap16
+                            if k <= 1919 {
+                                if n <= 4991 {
+                                    if k <= 831 {
+                                        return 12; // decode.fused.c32.cap12
+                                    } else {
+                                        return 19; // decode.fused.c32.waves16
+                                    }
+                                } else {
+                                    if k <= 1151 {
+                                        if k <= 831 {
+                                            return 12; // decode.fused.c32.cap12
+                                        } else {
+                                            return 3; // decode.fused.c16.cap16
+                                        }
+                                    } else {
+                                        return 11; // decode.fused.c16.waves64
+                                    }
+                                }
+                            } else {
+                                if n <= 4479 {
+                                    return 10; // decode.fused.c16.waves32
+                                } else {
+                                    if k <= 3327 {
+                                        if k <= 2815 {
+                                            return 3; // decode.fused.c16.cap16
+                                        } else {
+                                            return 11; // decode.fused.c16.waves64
+                                        }
+                                    } else {
+                                        return 3; // decode.fused.c16.cap16
+                                    }
+                                }
+                            }
                         } else {
-                            return 11; // decode.fused.c16.waves64
+                            if k <= 1151 {
+                                if k <= 831 {
+                                    return 12; // decode.fused.c32.cap12
+                                } else {
+                                    return 3; // decode.fused.c16.cap16
+                                }
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
                         }
                     } else {
                         if n <= 5503 {
-                            return 45; // decode.kpar.tn64.cpt1.cap16
+                            if n <= 4991 {
+                                return 32; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                if k <= 13055 {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                } else {
+                                    if n <= 5247 {
+                                        if k <= 22527 {
+                                            return 23; // decode.kpar.tn128.cpt1.cap16
+                                        } else {
+                                            return 45; // decode.kpar.tn64.cpt1.cap16
+                                        }
+                                    } else {
+                                        return 45; // decode.kpar.tn64.cpt1.cap16
+                                    }
+                                }
+                            }
                         } else {
                             return 11; // decode.fused.c16.waves64
                         }
@@ -341,7 +497,15 @@ fn tree_0(n: i64, k: i64) -> usize {
                         if n <= 6783 {
                             return 32; // decode.kpar.tn128.cpt1.waves4
                         } else {
-                            return 44; // decode.kpar.tn64.cpt1.cap12
+                            if n <= 7039 {
+                                return 22; // decode.kpar.tn128.cpt1.cap12
+                            } else {
+                                if k <= 22527 {
+                                    return 13; // decode.fused.c32.cap16
+                                } else {
+                                    return 33; // decode.kpar.tn256.cpt1.cap12
+                                }
+                            }
                         }
                     }
                 } else {
@@ -359,9 +523,21 @@ fn tree_0(n: i64, k: i64) -> usize {
                 if k <= 13055 {
                     if n <= 10495 {
                         if n <= 9471 {
-                            return 2; // decode.fused.c16.cap12
+                            if k <= 1407 {
+                                return 11; // decode.fused.c16.waves64
+                            } else {
+                                if k <= 8575 {
+                                    return 2; // decode.fused.c16.cap12
+                                } else {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            }
                         } else {
-                            return 11; // decode.fused.c16.waves64
+                            if k <= 1663 {
+                                return 12; // decode.fused.c32.cap12
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
                         }
                     } else {
                         return 12; // decode.fused.c32.cap12
@@ -369,13 +545,21 @@ fn tree_0(n: i64, k: i64) -> usize {
                 } else {
                     if n <= 10495 {
                         if n <= 9471 {
-                            return 32; // decode.kpar.tn128.cpt1.waves4
+                            if k <= 25087 {
+                                return 32; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                return 48; // decode.kpar.tn64.cpt1.cap32
+                            }
                         } else {
                             return 11; // decode.fused.c16.waves64
                         }
                     } else {
                         if k <= 15359 {
-                            return 12; // decode.fused.c32.cap12
+                            if n <= 11519 {
+                                return 40; // decode.kpar.tn256.cpt1.cap8
+                            } else {
+                                return 21; // decode.fused.c32.waves32
+                            }
                         } else {
                             return 40; // decode.kpar.tn256.cpt1.cap8
                         }
@@ -401,13 +585,33 @@ fn tree_0(n: i64, k: i64) -> usize {
                         if n <= 13567 {
                             return 32; // decode.kpar.tn128.cpt1.waves4
                         } else {
-                            return 39; // decode.kpar.tn256.cpt1.cap6
+                            if n <= 14079 {
+                                if k <= 16895 {
+                                    return 11; // decode.fused.c16.waves64
+                                } else {
+                                    return 28; // decode.kpar.tn128.cpt1.cap6
+                                }
+                            } else {
+                                if n <= 14591 {
+                                    if k <= 22527 {
+                                        return 11; // decode.fused.c16.waves64
+                                    } else {
+                                        return 39; // decode.kpar.tn256.cpt1.cap6
+                                    }
+                                } else {
+                                    return 39; // decode.kpar.tn256.cpt1.cap6
+                                }
+                            }
                         }
                     } else {
                         if k <= 22527 {
                             return 7; // decode.fused.c16.cap8
                         } else {
-                            return 45; // decode.kpar.tn64.cpt1.cap16
+                            if n <= 17919 {
+                                return 45; // decode.kpar.tn64.cpt1.cap16
+                            } else {
+                                return 7; // decode.fused.c16.cap8
+                            }
                         }
                     }
                 }
@@ -415,15 +619,95 @@ fn tree_0(n: i64, k: i64) -> usize {
                 if n <= 50175 {
                     if n <= 25087 {
                         if k <= 8575 {
-                            return 16; // decode.fused.c32.cap6
+                            if n <= 20991 {
+                                return 21; // decode.fused.c32.waves32
+                            } else {
+                                if n <= 23039 {
+                                    if k <= 3839 {
+                                        return 16; // decode.fused.c32.cap6
+                                    } else {
+                                        return 6; // decode.fused.c16.cap6
+                                    }
+                                } else {
+                                    return 16; // decode.fused.c32.cap6
+                                }
+                            }
                         } else {
-                            return 49; // decode.kpar.tn64.cpt1.cap4
+                            if n <= 22015 {
+                                if n <= 20991 {
+                                    if k <= 22527 {
+                                        return 21; // decode.fused.c32.waves32
+                                    } else {
+                                        return 32; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                } else {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                if n <= 23039 {
+                                    if k <= 13055 {
+                                        return 38; // decode.kpar.tn256.cpt1.cap4
+                                    } else {
+                                        return 49; // decode.kpar.tn64.cpt1.cap4
+                                    }
+                                } else {
+                                    return 38; // decode.kpar.tn256.cpt1.cap4
+                                }
+                            }
                         }
                     } else {
                         if n <= 41983 {
-                            return 32; // decode.kpar.tn128.cpt1.waves4
+                            if k <= 4479 {
+                                if n <= 27135 {
+                                    return 5; // decode.fused.c16.cap4
+                                } else {
+                                    if n <= 29183 {
+                                        return 21; // decode.fused.c32.waves32
+                                    } else {
+                                        return 15; // decode.fused.c32.cap4
+                                    }
+                                }
+                            } else {
+                                if n <= 33791 {
+                                    if n <= 28159 {
+                                        if n <= 27135 {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 25; // decode.kpar.tn128.cpt1.cap3
+                                        }
+                                    } else {
+                                        if n <= 29183 {
+                                            return 21; // decode.fused.c32.waves32
+                                        } else {
+                                            return 36; // decode.kpar.tn256.cpt1.cap3
+                                        }
+                                    }
+                                } else {
+                                    if n <= 37887 {
+                                        if k <= 15359 {
+                                            return 5; // decode.fused.c16.cap4
+                                        } else {
+                                            return 51; // decode.kpar.tn64.cpt1.cap8
+                                        }
+                                    } else {
+                                        if n <= 39935 {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 43; // decode.kpar.tn256.cpt1.waves4
+                                        }
+                                    }
+                                }
+                            }
                         } else {
-                            return 35; // decode.kpar.tn256.cpt1.cap2
+                            if n <= 44031 {
+                                if k <= 7679 {
+                                    return 35; // decode.kpar.tn256.cpt1.cap2
+                                } else {
+                                    return 43; // decode.kpar.tn256.cpt1.waves4
+                                }
+                            } else {
+                                return 35; // decode.kpar.tn256.cpt1.cap2
+                            }
                         }
                     }
                 } else {
@@ -433,7 +717,11 @@ fn tree_0(n: i64, k: i64) -> usize {
                         if n <= 92159 {
                             return 52; // decode.kpar.tn64.cpt1.waves1
                         } else {
-                            return 58; // decode.wide.tn256.cpt1
+                            if k <= 16895 {
+                                return 52; // decode.kpar.tn64.cpt1.waves1
+                            } else {
+                                return 58; // decode.wide.tn256.cpt1
+                            }
                         }
                     }
                 }
@@ -461,17 +749,17 @@ fn tree_1(n: i64, k: i64) -> usize {
                 if n <= 12543 {
                     if k <= 639 {
                         if k <= 383 {
-                            if n <= 3007 {
-                                if n <= 2751 {
+                            if n <= 4223 {
+                                if n <= 2623 {
                                     return 4; // decode.fused.c16.cap32
                                 } else {
                                     return 17; // decode.fused.c32.cap8
                                 }
                             } else {
-                                if n <= 4223 {
-                                    return 17; // decode.fused.c32.cap8
-                                } else {
+                                if n <= 10495 {
                                     return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 17; // decode.fused.c32.cap8
                                 }
                             }
                         } else {
@@ -534,11 +822,7 @@ fn tree_1(n: i64, k: i64) -> usize {
                             }
                         } else {
                             if k <= 383 {
-                                if n <= 23039 {
-                                    return 5; // decode.fused.c16.cap4
-                                } else {
-                                    return 21; // decode.fused.c32.waves32
-                                }
+                                return 15; // decode.fused.c32.cap4
                             } else {
                                 if n <= 24063 {
                                     return 16; // decode.fused.c32.cap6
@@ -548,19 +832,7 @@ fn tree_1(n: i64, k: i64) -> usize {
                             }
                         }
                     } else {
-                        if k <= 383 {
-                            if n <= 32255 {
-                                return 15; // decode.fused.c32.cap4
-                            } else {
-                                if n <= 33791 {
-                                    return 21; // decode.fused.c32.waves32
-                                } else {
-                                    return 15; // decode.fused.c32.cap4
-                                }
-                            }
-                        } else {
-                            return 15; // decode.fused.c32.cap4
-                        }
+                        return 15; // decode.fused.c32.cap4
                     }
                 } else {
                     if n <= 50175 {
@@ -632,11 +904,19 @@ fn tree_1(n: i64, k: i64) -> usize {
                             if k <= 383 {
                                 return 1; // decode.direct.tn64.cpt1
                             } else {
-                                return 54; // decode.kpar.tn64.cpt1.waves4
+                                if k <= 2303 {
+                                    return 54; // decode.kpar.tn64.cpt1.waves4
+                                } else {
+                                    return 15; // decode.fused.c32.cap4
+                                }
                             }
                         } else {
                             if k <= 6655 {
-                                return 5; // decode.fused.c16.cap4
+                                if n <= 71679 {
+                                    return 5; // decode.fused.c16.cap4
+                                } else {
+                                    return 15; // decode.fused.c32.cap4
+                                }
                             } else {
                                 if n <= 71679 {
                                     return 27; // decode.kpar.tn128.cpt1.cap4
@@ -733,13 +1013,13 @@ fn tree_1(n: i64, k: i64) -> usize {
                         if n <= 124927 {
                             if n <= 108543 {
                                 if k <= 7679 {
-                                    return 5; // decode.fused.c16.cap4
+                                    return 15; // decode.fused.c32.cap4
                                 } else {
                                     return 51; // decode.kpar.tn64.cpt1.cap8
                                 }
                             } else {
                                 if n <= 112639 {
-                                    return 5; // decode.fused.c16.cap4
+                                    return 15; // decode.fused.c32.cap4
                                 } else {
                                     return 27; // decode.kpar.tn128.cpt1.cap4
                                 }
@@ -1036,15 +1316,7 @@ fn tree_26(n: i64, k: i64) -> usize {
                                     return 19; // decode.fused.c32.waves16
                                 }
                             } else {
-                                if k <= 1151 {
-                                    if k <= 831 {
-                                        return 14; // decode.fused.c32.cap32
-                                    } else {
-                                        return 21; // decode.fused.c32.waves32
-                                    }
-                                } else {
-                                    return 14; // decode.fused.c32.cap32
-                                }
+                                return 14; // decode.fused.c32.cap32
                             }
                         } else {
                             if n * 1024 / k <= 192 {
@@ -1923,7 +2195,7 @@ fn tree_51(n: i64, k: i64) -> usize {
 fn tree_52(n: i64, k: i64) -> usize {
     if n <= 12543 {
         if n <= 2111 {
-            if n <= 1247 {
+            if n <= 1183 {
                 if k <= 639 {
                     if k <= 383 {
                         return 17; // decode.fused.c32.cap8
@@ -1951,7 +2223,7 @@ fn tree_52(n: i64, k: i64) -> usize {
                         }
                     } else {
                         if k <= 30719 {
-                            if n <= 1183 {
+                            if n <= 1119 {
                                 return 10; // decode.fused.c16.waves32
                             } else {
                                 if k <= 3839 {
@@ -1968,11 +2240,7 @@ fn tree_52(n: i64, k: i64) -> usize {
                                     return 42; // decode.kpar.tn256.cpt1.waves2
                                 }
                             } else {
-                                if n <= 1119 {
-                                    return 10; // decode.fused.c16.waves32
-                                } else {
-                                    return 11; // decode.fused.c16.waves64
-                                }
+                                return 10; // decode.fused.c16.waves32
                             }
                         }
                     }
@@ -2116,7 +2384,11 @@ fn tree_52(n: i64, k: i64) -> usize {
                     } else {
                         if k <= 2303 {
                             if n <= 14591 {
-                                return 7; // decode.fused.c16.cap8
+                                if n <= 13567 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
                             } else {
                                 return 17; // decode.fused.c32.cap8
                             }
@@ -2145,7 +2417,19 @@ fn tree_52(n: i64, k: i64) -> usize {
                         }
                     } else {
                         if k <= 25087 {
-                            return 11; // decode.fused.c16.waves64
+                            if n <= 17919 {
+                                if k <= 16895 {
+                                    return 11; // decode.fused.c16.waves64
+                                } else {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                if k <= 16895 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            }
                         } else {
                             if n <= 17919 {
                                 return 32; // decode.kpar.tn128.cpt1.waves4
@@ -2296,21 +2580,17 @@ fn tree_53(n: i64, k: i64) -> usize {
             }
         } else {
             if n <= 25087 {
-                if n <= 20991 {
-                    if k <= 831 {
-                        if k <= 383 {
-                            return 1; // decode.direct.tn64.cpt1
-                        } else {
+                if k <= 383 {
+                    return 1; // decode.direct.tn64.cpt1
+                } else {
+                    if n <= 20991 {
+                        if k <= 831 {
                             return 16; // decode.fused.c32.cap6
+                        } else {
+                            return 21; // decode.fused.c32.waves32
                         }
                     } else {
-                        return 21; // decode.fused.c32.waves32
-                    }
-                } else {
-                    if n <= 23039 {
-                        if k <= 383 {
-                            return 1; // decode.direct.tn64.cpt1
-                        } else {
+                        if n <= 23039 {
                             if n <= 22015 {
                                 if k <= 831 {
                                     return 16; // decode.fused.c32.cap6
@@ -2324,22 +2604,22 @@ fn tree_53(n: i64, k: i64) -> usize {
                                     return 11; // decode.fused.c16.waves64
                                 }
                             }
-                        }
-                    } else {
-                        if k <= 1663 {
-                            if k <= 383 {
-                                return 1; // decode.direct.tn64.cpt1
-                            } else {
-                                return 16; // decode.fused.c32.cap6
-                            }
                         } else {
-                            return 11; // decode.fused.c16.waves64
+                            if k <= 1663 {
+                                return 16; // decode.fused.c32.cap6
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
                         }
                     }
                 }
             } else {
                 if k <= 383 {
-                    return 1; // decode.direct.tn64.cpt1
+                    if n <= 33791 {
+                        return 58; // decode.wide.tn256.cpt1
+                    } else {
+                        return 1; // decode.direct.tn64.cpt1
+                    }
                 } else {
                     if k <= 1151 {
                         if n <= 27135 {
@@ -2353,7 +2633,11 @@ fn tree_53(n: i64, k: i64) -> usize {
                                 return 21; // decode.fused.c32.waves32
                             } else {
                                 if n <= 31231 {
-                                    return 5; // decode.fused.c16.cap4
+                                    if k <= 639 {
+                                        return 15; // decode.fused.c32.cap4
+                                    } else {
+                                        return 5; // decode.fused.c16.cap4
+                                    }
                                 } else {
                                     return 15; // decode.fused.c32.cap4
                                 }
@@ -2376,13 +2660,17 @@ fn tree_53(n: i64, k: i64) -> usize {
     } else {
         if n <= 100351 {
             if n <= 67583 {
-                if n <= 46079 {
-                    if k <= 1151 {
-                        return 1; // decode.direct.tn64.cpt1
-                    } else {
+                if k <= 831 {
+                    return 1; // decode.direct.tn64.cpt1
+                } else {
+                    if n <= 50175 {
                         if n <= 44031 {
                             if k <= 3839 {
-                                return 6; // decode.fused.c16.cap6
+                                if k <= 1151 {
+                                    return 1; // decode.direct.tn64.cpt1
+                                } else {
+                                    return 6; // decode.fused.c16.cap6
+                                }
                             } else {
                                 if n <= 41983 {
                                     return 24; // decode.kpar.tn128.cpt1.cap2
@@ -2391,38 +2679,58 @@ fn tree_53(n: i64, k: i64) -> usize {
                                 }
                             }
                         } else {
-                            return 21; // decode.fused.c32.waves32
-                        }
-                    }
-                } else {
-                    if n <= 50175 {
-                        if k <= 639 {
-                            return 1; // decode.direct.tn64.cpt1
-                        } else {
                             if k <= 4607 {
                                 return 21; // decode.fused.c32.waves32
                             } else {
-                                return 42; // decode.kpar.tn256.cpt1.waves2
+                                if n <= 48127 {
+                                    return 21; // decode.fused.c32.waves32
+                                } else {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                }
                             }
                         }
                     } else {
-                        if k <= 639 {
-                            return 1; // decode.direct.tn64.cpt1
-                        } else {
-                            return 61; // decode.wide.tn512.cpt1
-                        }
+                        return 61; // decode.wide.tn512.cpt1
                     }
                 }
             } else {
-                if n <= 88063 {
-                    if k <= 383 {
-                        return 1; // decode.direct.tn64.cpt1
+                if n <= 79871 {
+                    if k <= 639 {
+                        if n <= 71679 {
+                            return 0; // decode.direct.tn32.cpt1
+                        } else {
+                            return 1; // decode.direct.tn64.cpt1
+                        }
                     } else {
                         return 0; // decode.direct.tn32.cpt1
                     }
                 } else {
-                    if k <= 3839 {
-                        return 1; // decode.direct.tn64.cpt1
+                    if k <= 9215 {
+                        if n <= 96255 {
+                            if n <= 92159 {
+                                return 1; // decode.direct.tn64.cpt1
+                            } else {
+                                if k <= 3327 {
+                                    if k <= 639 {
+                                        return 1; // decode.direct.tn64.cpt1
+                                    } else {
+                                        return 0; // decode.direct.tn32.cpt1
+                                    }
+                                } else {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
+                        } else {
+                            if k <= 1919 {
+                                return 1; // decode.direct.tn64.cpt1
+                            } else {
+                                if k <= 2303 {
+                                    return 58; // decode.wide.tn256.cpt1
+                                } else {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                }
+                            }
+                        }
                     } else {
                         if n <= 92159 {
                             return 1; // decode.direct.tn64.cpt1
@@ -2455,7 +2763,15 @@ fn tree_53(n: i64, k: i64) -> usize {
                         } else {
                             if n <= 120831 {
                                 if k <= 3839 {
-                                    return 62; // decode.wide.tn512.cpt2
+                                    if k <= 831 {
+                                        return 62; // decode.wide.tn512.cpt2
+                                    } else {
+                                        if k <= 2303 {
+                                            return 59; // decode.wide.tn256.cpt2
+                                        } else {
+                                            return 62; // decode.wide.tn512.cpt2
+                                        }
+                                    }
                                 } else {
                                     return 49; // decode.kpar.tn64.cpt1.cap4
                                 }
@@ -2471,7 +2787,11 @@ fn tree_53(n: i64, k: i64) -> usize {
                                 if k <= 9215 {
                                     return 5; // decode.fused.c16.cap4
                                 } else {
-                                    return 50; // decode.kpar.tn64.cpt1.cap6
+                                    if n <= 108543 {
+                                        return 50; // decode.kpar.tn64.cpt1.cap6
+                                    } else {
+                                        return 49; // decode.kpar.tn64.cpt1.cap4
+                                    }
                                 }
                             } else {
                                 return 49; // decode.kpar.tn64.cpt1.cap4
@@ -2481,9 +2801,17 @@ fn tree_53(n: i64, k: i64) -> usize {
                                 return 61; // decode.wide.tn512.cpt1
                             } else {
                                 if n <= 143359 {
-                                    return 46; // decode.kpar.tn64.cpt1.cap2
+                                    if k <= 13311 {
+                                        return 46; // decode.kpar.tn64.cpt1.cap2
+                                    } else {
+                                        return 49; // decode.kpar.tn64.cpt1.cap4
+                                    }
                                 } else {
-                                    return 49; // decode.kpar.tn64.cpt1.cap4
+                                    if k <= 7679 {
+                                        return 46; // decode.kpar.tn64.cpt1.cap2
+                                    } else {
+                                        return 49; // decode.kpar.tn64.cpt1.cap4
+                                    }
                                 }
                             }
                         }
@@ -2517,7 +2845,11 @@ fn tree_53(n: i64, k: i64) -> usize {
                                 if n <= 258047 {
                                     return 62; // decode.wide.tn512.cpt2
                                 } else {
-                                    return 59; // decode.wide.tn256.cpt2
+                                    if k <= 639 {
+                                        return 62; // decode.wide.tn512.cpt2
+                                    } else {
+                                        return 59; // decode.wide.tn256.cpt2
+                                    }
                                 }
                             }
                         }
@@ -2677,140 +3009,18 @@ fn tree_77(n: i64, k: i64) -> usize {
 // domain 78: s4 graph M bucket 0 aspect bucket 0
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_78(n: i64, k: i64) -> usize {
-    if n <= 12543 {
-        if k <= 15359 {
-            if n <= 6271 {
-                if n <= 2111 {
-                    if k <= 1151 {
-                        if k <= 383 {
-                            if n <= 591 {
-                                if n <= 295 {
-                                    return 8; // decode.fused.c16.waves1
-                                } else {
-                                    return 9; // decode.fused.c16.waves2
-                                }
-                            } else {
-                                return 17; // decode.fused.c32.cap8
-                            }
-                        } else {
-                            if k <= 639 {
-                                if n <= 279 {
-                                    return 9; // decode.fused.c16.waves2
-                                } else {
-                                    return 3; // decode.fused.c16.cap16
-                                }
-                            } else {
-                                if n <= 191 {
-                                    return 10; // decode.fused.c16.waves32
-                                } else {
-                                    return 4; // decode.fused.c16.cap32
-                                }
-                            }
-                        }
-                    } else {
-                        if n <= 1055 {
-                            return 10; // decode.fused.c16.waves32
-                        } else {
-                            return 11; // decode.fused.c16.waves64
-                        }
-                    }
+    if n * k <= 50855935 {
+        if n * 1024 / k <= 31 {
+            if k <= 15359 {
+                if n * 1024 / k <= 20 {
+                    return 54; // decode.kpar.tn64.cpt1.waves4
                 } else {
-                    if n <= 4223 {
-                        if k <= 3839 {
-                            if k <= 639 {
-                                return 13; // decode.fused.c32.cap16
-                            } else {
-                                return 14; // decode.fused.c32.cap32
-                            }
-                        } else {
-                            if n <= 2239 {
-                                return 19; // decode.fused.c32.waves16
-                            } else {
-                                return 21; // decode.fused.c32.waves32
-                            }
-                        }
-                    } else {
-                        if n <= 5503 {
-                            if k <= 8575 {
-                                if k <= 1919 {
-                                    return 10; // decode.fused.c16.waves32
-                                } else {
-                                    return 3; // decode.fused.c16.cap16
-                                }
-                            } else {
-                                if n <= 4479 {
-                                    return 32; // decode.kpar.tn128.cpt1.waves4
-                                } else {
-                                    return 45; // decode.kpar.tn64.cpt1.cap16
-                                }
-                            }
-                        } else {
-                            if k <= 831 {
-                                return 19; // decode.fused.c32.waves16
-                            } else {
-                                if k <= 1151 {
-                                    return 3; // decode.fused.c16.cap16
-                                } else {
-                                    return 11; // decode.fused.c16.waves64
-                                }
-                            }
-                        }
-                    }
+                    return 10; // decode.fused.c16.waves32
                 }
             } else {
-                if n <= 8447 {
-                    if k <= 1151 {
-                        if n <= 6783 {
-                            return 19; // decode.fused.c32.waves16
-                        } else {
-                            return 21; // decode.fused.c32.waves32
-                        }
-                    } else {
-                        return 13; // decode.fused.c32.cap16
-                    }
-                } else {
-                    if k <= 8575 {
-                        if n <= 10495 {
-                            if n <= 9471 {
-                                if k <= 1407 {
-                                    return 11; // decode.fused.c16.waves64
-                                } else {
-                                    return 2; // decode.fused.c16.cap12
-                                }
-                            } else {
-                                return 11; // decode.fused.c16.waves64
-                            }
-                        } else {
-                            return 12; // decode.fused.c32.cap12
-                        }
-                    } else {
-                        if n <= 9983 {
-                            if n <= 9471 {
-                                return 32; // decode.kpar.tn128.cpt1.waves4
-                            } else {
-                                return 11; // decode.fused.c16.waves64
-                            }
-                        } else {
-                            if n <= 10495 {
-                                return 11; // decode.fused.c16.waves64
-                            } else {
-                                return 40; // decode.kpar.tn256.cpt1.cap8
-                            }
-                        }
-                    }
-                }
-            }
-        } else {
-            if n <= 10495 {
                 if n <= 391 {
-                    if n <= 375 {
-                        if k <= 16895 {
-                            if n <= 295 {
-                                return 54; // decode.kpar.tn64.cpt1.waves4
-                            } else {
-                                return 42; // decode.kpar.tn256.cpt1.waves2
-                            }
-                        } else {
+                    if n * 1024 / k <= 15 {
+                        if n * k <= 12124159 {
                             if n <= 263 {
                                 if k <= 25087 {
                                     return 31; // decode.kpar.tn128.cpt1.waves2
@@ -2820,155 +3030,453 @@ fn tree_78(n: i64, k: i64) -> usize {
                             } else {
                                 return 32; // decode.kpar.tn128.cpt1.waves4
                             }
+                        } else {
+                            return 42; // decode.kpar.tn256.cpt1.waves2
                         }
                     } else {
-                        if k <= 30719 {
-                            if k <= 22527 {
-                                return 42; // decode.kpar.tn256.cpt1.waves2
+                        if k <= 22527 {
+                            if n <= 295 {
+                                return 54; // decode.kpar.tn64.cpt1.waves4
                             } else {
-                                return 31; // decode.kpar.tn128.cpt1.waves2
+                                return 42; // decode.kpar.tn256.cpt1.waves2
                             }
                         } else {
-                            return 41; // decode.kpar.tn256.cpt1.waves1
+                            return 31; // decode.kpar.tn128.cpt1.waves2
                         }
                     }
                 } else {
-                    if n <= 2111 {
-                        if n <= 751 {
-                            if k <= 16895 {
-                                if n <= 455 {
-                                    return 42; // decode.kpar.tn256.cpt1.waves2
-                                } else {
-                                    return 10; // decode.fused.c16.waves32
-                                }
-                            } else {
+                    if n * k <= 10518527 {
+                        if n * 1024 / k <= 28 {
+                            if n * 1024 / k <= 21 {
                                 return 32; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                return 42; // decode.kpar.tn256.cpt1.waves2
                             }
                         } else {
-                            if n <= 1055 {
-                                if k <= 22527 {
-                                    return 10; // decode.fused.c16.waves32
+                            return 10; // decode.fused.c16.waves32
+                        }
+                    } else {
+                        return 32; // decode.kpar.tn128.cpt1.waves4
+                    }
+                }
+            }
+        } else {
+            if n <= 2111 {
+                if k <= 1151 {
+                    if k <= 383 {
+                        if n <= 591 {
+                            if n <= 295 {
+                                return 8; // decode.fused.c16.waves1
+                            } else {
+                                return 9; // decode.fused.c16.waves2
+                            }
+                        } else {
+                            return 17; // decode.fused.c32.cap8
+                        }
+                    } else {
+                        if k <= 639 {
+                            if n <= 279 {
+                                return 9; // decode.fused.c16.waves2
+                            } else {
+                                return 3; // decode.fused.c16.cap16
+                            }
+                        } else {
+                            if n <= 191 {
+                                return 10; // decode.fused.c16.waves32
+                            } else {
+                                return 4; // decode.fused.c16.cap32
+                            }
+                        }
+                    }
+                } else {
+                    if n <= 1055 {
+                        if k <= 22527 {
+                            return 10; // decode.fused.c16.waves32
+                        } else {
+                            if k <= 30719 {
+                                if n * 1024 / k <= 40 {
+                                    if n <= 783 {
+                                        return 42; // decode.kpar.tn256.cpt1.waves2
+                                    } else {
+                                        return 32; // decode.kpar.tn128.cpt1.waves4
+                                    }
                                 } else {
-                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                    return 10; // decode.fused.c16.waves32
                                 }
                             } else {
-                                return 11; // decode.fused.c16.waves64
+                                return 10; // decode.fused.c16.waves32
                             }
                         }
                     } else {
-                        if n <= 4223 {
-                            if n <= 3007 {
-                                if n <= 2367 {
-                                    return 32; // decode.kpar.tn128.cpt1.waves4
-                                } else {
-                                    return 26; // decode.kpar.tn128.cpt1.cap32
-                                }
-                            } else {
-                                if n <= 3775 {
-                                    return 14; // decode.fused.c32.cap32
-                                } else {
-                                    return 11; // decode.fused.c16.waves64
-                                }
-                            }
+                        if n * k <= 2220031 {
+                            return 10; // decode.fused.c16.waves32
                         } else {
-                            if n <= 6271 {
-                                if n <= 5503 {
-                                    return 32; // decode.kpar.tn128.cpt1.waves4
-                                } else {
-                                    return 11; // decode.fused.c16.waves64
-                                }
+                            if n * 1024 / k <= 41 {
+                                return 32; // decode.kpar.tn128.cpt1.waves4
                             } else {
-                                if n <= 9471 {
-                                    return 32; // decode.kpar.tn128.cpt1.waves4
-                                } else {
-                                    return 11; // decode.fused.c16.waves64
-                                }
+                                return 11; // decode.fused.c16.waves64
                             }
                         }
                     }
                 }
             } else {
-                return 40; // decode.kpar.tn256.cpt1.cap8
+                if n <= 4223 {
+                    if k <= 3839 {
+                        if k <= 639 {
+                            return 13; // decode.fused.c32.cap16
+                        } else {
+                            if n * k <= 2244607 {
+                                if n * k <= 1998847 {
+                                    return 14; // decode.fused.c32.cap32
+                                } else {
+                                    return 19; // decode.fused.c32.waves16
+                                }
+                            } else {
+                                return 14; // decode.fused.c32.cap32
+                            }
+                        }
+                    } else {
+                        if n * 1024 / k <= 152 {
+                            if n * 1024 / k <= 115 {
+                                return 32; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                return 26; // decode.kpar.tn128.cpt1.cap32
+                            }
+                        } else {
+                            if n <= 2239 {
+                                return 19; // decode.fused.c32.waves16
+                            } else {
+                                return 21; // decode.fused.c32.waves32
+                            }
+                        }
+                    }
+                } else {
+                    if n <= 8447 {
+                        if n <= 6271 {
+                            if n <= 5247 {
+                                if n * k <= 9306111 {
+                                    if n <= 4991 {
+                                        if k <= 831 {
+                                            return 11; // decode.fused.c16.waves64
+                                        } else {
+                                            if n * 1024 / k <= 4369 {
+                                                if k <= 1663 {
+                                                    return 11; // decode.fused.c16.waves64
+                                                } else {
+                                                    return 10; // decode.fused.c16.waves32
+                                                }
+                                            } else {
+                                                return 3; // decode.fused.c16.cap16
+                                            }
+                                        }
+                                    } else {
+                                        return 11; // decode.fused.c16.waves64
+                                    }
+                                } else {
+                                    if k <= 2303 {
+                                        return 11; // decode.fused.c16.waves64
+                                    } else {
+                                        if n * 1024 / k <= 580 {
+                                            return 45; // decode.kpar.tn64.cpt1.cap16
+                                        } else {
+                                            if n <= 4479 {
+                                                if k <= 5631 {
+                                                    return 10; // decode.fused.c16.waves32
+                                                } else {
+                                                    return 3; // decode.fused.c16.cap16
+                                                }
+                                            } else {
+                                                if n * 1024 / k <= 1398 {
+                                                    return 3; // decode.fused.c16.cap16
+                                                } else {
+                                                    return 11; // decode.fused.c16.waves64
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n * 1024 / k <= 709 {
+                                    return 3; // decode.fused.c16.cap16
+                                } else {
+                                    if n * 1024 / k <= 7240 {
+                                        return 11; // decode.fused.c16.waves64
+                                    } else {
+                                        return 19; // decode.fused.c32.waves16
+                                    }
+                                }
+                            }
+                        } else {
+                            if k <= 1151 {
+                                if n <= 6783 {
+                                    return 19; // decode.fused.c32.waves16
+                                } else {
+                                    return 21; // decode.fused.c32.waves32
+                                }
+                            } else {
+                                if n * k <= 9568255 {
+                                    return 19; // decode.fused.c32.waves16
+                                } else {
+                                    return 13; // decode.fused.c32.cap16
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 12543 {
+                            if n * 1024 / k <= 2638 {
+                                if n <= 9471 {
+                                    return 2; // decode.fused.c16.cap12
+                                } else {
+                                    return 11; // decode.fused.c16.waves64
+                                }
+                            } else {
+                                if k <= 1407 {
+                                    return 11; // decode.fused.c16.waves64
+                                } else {
+                                    if n <= 10495 {
+                                        if n <= 9087 {
+                                            if k <= 2303 {
+                                                return 12; // decode.fused.c32.cap12
+                                            } else {
+                                                return 2; // decode.fused.c16.cap12
+                                            }
+                                        } else {
+                                            if k <= 1663 {
+                                                return 12; // decode.fused.c32.cap12
+                                            } else {
+                                                return 11; // decode.fused.c16.waves64
+                                            }
+                                        }
+                                    } else {
+                                        if n * 1024 / k <= 5393 {
+                                            return 12; // decode.fused.c32.cap12
+                                        } else {
+                                            if k <= 1919 {
+                                                return 12; // decode.fused.c32.cap12
+                                            } else {
+                                                if n <= 11135 {
+                                                    return 7; // decode.fused.c16.cap8
+                                                } else {
+                                                    return 17; // decode.fused.c32.cap8
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        } else {
+                            if n * k <= 49676287 {
+                                if n * 1024 / k <= 7642 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 17; // decode.fused.c32.cap8
+                                }
+                            } else {
+                                return 21; // decode.fused.c32.waves32
+                            }
+                        }
+                    }
+                }
             }
         }
     } else {
         if n <= 96255 {
             if n <= 52223 {
-                if n <= 19199 {
-                    if k <= 8575 {
-                        return 7; // decode.fused.c16.cap8
-                    } else {
-                        if n <= 16895 {
-                            if n <= 14079 {
-                                if n <= 13567 {
-                                    return 32; // decode.kpar.tn128.cpt1.waves4
-                                } else {
-                                    return 11; // decode.fused.c16.waves64
-                                }
-                            } else {
-                                if n <= 14591 {
-                                    return 11; // decode.fused.c16.waves64
-                                } else {
-                                    return 39; // decode.kpar.tn256.cpt1.cap6
-                                }
-                            }
-                        } else {
-                            if k <= 22527 {
-                                return 11; // decode.fused.c16.waves64
-                            } else {
-                                return 45; // decode.kpar.tn64.cpt1.cap16
-                            }
-                        }
-                    }
+                if n <= 2111 {
+                    return 11; // decode.fused.c16.waves64
                 } else {
-                    if n <= 25087 {
-                        if n <= 20991 {
-                            if k <= 10623 {
-                                if k <= 4479 {
-                                    return 16; // decode.fused.c32.cap6
-                                } else {
-                                    return 21; // decode.fused.c32.waves32
-                                }
-                            } else {
-                                if n <= 19967 {
+                    if n <= 4223 {
+                        if n <= 3135 {
+                            if n <= 2495 {
+                                if n * 1024 / k <= 90 {
                                     return 32; // decode.kpar.tn128.cpt1.waves4
                                 } else {
-                                    return 49; // decode.kpar.tn64.cpt1.cap4
+                                    return 26; // decode.kpar.tn128.cpt1.cap32
+                                }
+                            } else {
+                                if n <= 2879 {
+                                    return 26; // decode.kpar.tn128.cpt1.cap32
+                                } else {
+                                    return 37; // decode.kpar.tn256.cpt1.cap32
                                 }
                             }
                         } else {
-                            if k <= 5631 {
-                                if n <= 23039 {
-                                    return 6; // decode.fused.c16.cap6
+                            if n <= 3775 {
+                                if n * k <= 65798143 {
+                                    return 21; // decode.fused.c32.waves32
                                 } else {
-                                    return 16; // decode.fused.c32.cap6
+                                    if n * 1024 / k <= 108 {
+                                        return 32; // decode.kpar.tn128.cpt1.waves4
+                                    } else {
+                                        if n <= 3263 {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                        } else {
+                                            return 14; // decode.fused.c32.cap32
+                                        }
+                                    }
                                 }
                             } else {
-                                if n <= 22015 {
-                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                if n <= 4031 {
+                                    return 11; // decode.fused.c16.waves64
                                 } else {
-                                    return 38; // decode.kpar.tn256.cpt1.cap4
+                                    if k <= 15359 {
+                                        return 21; // decode.fused.c32.waves32
+                                    } else {
+                                        return 14; // decode.fused.c32.cap32
+                                    }
                                 }
                             }
                         }
                     } else {
-                        if n <= 33791 {
-                            if n <= 28159 {
-                                if k <= 4479 {
-                                    return 25; // decode.kpar.tn128.cpt1.cap3
+                        if n <= 39935 {
+                            if n * k <= 67502079 {
+                                if n <= 8447 {
+                                    if n <= 6271 {
+                                        if n <= 5503 {
+                                            if n * k <= 52822015 {
+                                                return 23; // decode.kpar.tn128.cpt1.cap16
+                                            } else {
+                                                if n <= 4479 {
+                                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 45; // decode.kpar.tn64.cpt1.cap16
+                                                }
+                                            }
+                                        } else {
+                                            return 11; // decode.fused.c16.waves64
+                                        }
+                                    } else {
+                                        if n <= 7551 {
+                                            return 13; // decode.fused.c32.cap16
+                                        } else {
+                                            if n <= 8063 {
+                                                return 21; // decode.fused.c32.waves32
+                                            } else {
+                                                return 13; // decode.fused.c32.cap16
+                                            }
+                                        }
+                                    }
                                 } else {
-                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                    if n <= 12543 {
+                                        if n <= 10495 {
+                                            if n <= 9471 {
+                                                if k <= 6655 {
+                                                    return 2; // decode.fused.c16.cap12
+                                                } else {
+                                                    return 51; // decode.kpar.tn64.cpt1.cap8
+                                                }
+                                            } else {
+                                                return 11; // decode.fused.c16.waves64
+                                            }
+                                        } else {
+                                            return 12; // decode.fused.c32.cap12
+                                        }
+                                    } else {
+                                        if n <= 18687 {
+                                            if n * k <= 66584575 {
+                                                return 7; // decode.fused.c16.cap8
+                                            } else {
+                                                return 17; // decode.fused.c32.cap8
+                                            }
+                                        } else {
+                                            return 16; // decode.fused.c32.cap6
+                                        }
+                                    }
                                 }
                             } else {
-                                return 36; // decode.kpar.tn256.cpt1.cap3
+                                if n <= 6271 {
+                                    if n <= 5503 {
+                                        if n <= 4991 {
+                                            if n * 1024 / k <= 289 {
+                                                return 32; // decode.kpar.tn128.cpt1.waves4
+                                            } else {
+                                                return 23; // decode.kpar.tn128.cpt1.cap16
+                                            }
+                                        } else {
+                                            if n <= 5247 {
+                                                if k <= 14079 {
+                                                    return 43; // decode.kpar.tn256.cpt1.waves4
+                                                } else {
+                                                    return 23; // decode.kpar.tn128.cpt1.cap16
+                                                }
+                                            } else {
+                                                if k <= 16895 {
+                                                    return 45; // decode.kpar.tn64.cpt1.cap16
+                                                } else {
+                                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                                }
+                                            }
+                                        }
+                                    } else {
+                                        if n * k <= 186646527 {
+                                            return 11; // decode.fused.c16.waves64
+                                        } else {
+                                            return 34; // decode.kpar.tn256.cpt1.cap16
+                                        }
+                                    }
+                                } else {
+                                    if n <= 8447 {
+                                        if n * 1024 / k <= 289 {
+                                            if n <= 7551 {
+                                                return 32; // decode.kpar.tn128.cpt1.waves4
+                                            } else {
+                                                if n <= 8063 {
+                                                    return 21; // decode.fused.c32.waves32
+                                                } else {
+                                                    return 33; // decode.kpar.tn256.cpt1.cap12
+                                                }
+                                            }
+                                        } else {
+                                            if n <= 7551 {
+                                                if n * 1024 / k <= 417 {
+                                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 13; // decode.fused.c32.cap16
+                                                }
+                                            } else {
+                                                if n <= 8063 {
+                                                    return 21; // decode.fused.c32.waves32
+                                                } else {
+                                                    return 13; // decode.fused.c32.cap16
+                                                }
+                                            }
+                                        }
+                                    } else {
+                                        if n <= 12543 {
+                                            if n <= 9983 {
+                                                if n <= 9471 {
+                                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 11; // decode.fused.c16.waves64
+                                                }
+                                            } else {
+                                                if n <= 10495 {
+                                                    return 11; // decode.fused.c16.waves64
+                                                } else {
+                                                    return 40; // decode.kpar.tn256.cpt1.cap8
+                                                }
+                                            }
+                                        } else {
+                                            if n <= 16895 {
+                                                if n <= 14079 {
+                                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 39; // decode.kpar.tn256.cpt1.cap6
+                                                }
+                                            } else {
+                                                if n <= 19199 {
+                                                    return 11; // decode.fused.c16.waves64
+                                                } else {
+                                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
                             }
                         } else {
                             if n <= 50175 {
-                                if n <= 37887 {
-                                    return 5; // decode.fused.c16.cap4
-                                } else {
-                                    return 35; // decode.kpar.tn256.cpt1.cap2
-                                }
+                                return 35; // decode.kpar.tn256.cpt1.cap2
                             } else {
                                 return 61; // decode.wide.tn512.cpt1
                             }
@@ -3239,14 +3747,10 @@ fn tree_79(n: i64, k: i64) -> usize {
                                 }
                             }
                         } else {
-                            if k <= 3839 {
-                                if k <= 383 {
-                                    return 56; // decode.wide.tn128.cpt2
-                                } else {
-                                    return 62; // decode.wide.tn512.cpt2
-                                }
+                            if k <= 383 {
+                                return 56; // decode.wide.tn128.cpt2
                             } else {
-                                if n <= 127615 {
+                                if k <= 3839 {
                                     return 62; // decode.wide.tn512.cpt2
                                 } else {
                                     return 61; // decode.wide.tn512.cpt1
@@ -3532,15 +4036,7 @@ fn tree_104(n: i64, k: i64) -> usize {
                     }
                 } else {
                     if n <= 2111 {
-                        if n * k <= 274431 {
-                            if n <= 191 {
-                                return 4; // decode.fused.c16.cap32
-                            } else {
-                                return 20; // decode.fused.c32.waves2
-                            }
-                        } else {
-                            return 4; // decode.fused.c16.cap32
-                        }
+                        return 4; // decode.fused.c16.cap32
                     } else {
                         if n <= 4223 {
                             if k <= 831 {
@@ -3574,29 +4070,21 @@ fn tree_104(n: i64, k: i64) -> usize {
                     }
                 }
             } else {
-                if n <= 1007 {
+                if n <= 1055 {
                     if n * 1024 / k <= 23 {
-                        if k <= 15359 {
-                            if n * 1024 / k <= 19 {
-                                return 31; // decode.kpar.tn128.cpt1.waves2
-                            } else {
-                                return 10; // decode.fused.c16.waves32
-                            }
+                        if k <= 13055 {
+                            return 10; // decode.fused.c16.waves32
                         } else {
                             return 31; // decode.kpar.tn128.cpt1.waves2
                         }
                     } else {
-                        if n * k <= 14188543 {
-                            return 10; // decode.fused.c16.waves32
-                        } else {
-                            return 11; // decode.fused.c16.waves64
-                        }
+                        return 10; // decode.fused.c16.waves32
                     }
                 } else {
                     if n <= 10495 {
                         if n <= 6271 {
                             if n * k <= 69468159 {
-                                if n * k <= 2080767 {
+                                if n * k <= 2220031 {
                                     return 10; // decode.fused.c16.waves32
                                 } else {
                                     if n * 1024 / k <= 3778 {
@@ -3689,14 +4177,14 @@ fn tree_104(n: i64, k: i64) -> usize {
                         } else {
                             if n <= 20991 {
                                 if n <= 13567 {
-                                    if k <= 5631 {
-                                        if k <= 1919 {
-                                            return 11; // decode.fused.c16.waves64
-                                        } else {
-                                            return 7; // decode.fused.c16.cap8
-                                        }
-                                    } else {
+                                    if n * 1024 / k <= 2234 {
                                         return 28; // decode.kpar.tn128.cpt1.cap6
+                                    } else {
+                                        if n * 1024 / k <= 6692 {
+                                            return 7; // decode.fused.c16.cap8
+                                        } else {
+                                            return 11; // decode.fused.c16.waves64
+                                        }
                                     }
                                 } else {
                                     if n <= 16895 {
@@ -3761,7 +4249,11 @@ fn tree_104(n: i64, k: i64) -> usize {
                         }
                     }
                 } else {
-                    return 11; // decode.fused.c16.waves64
+                    if n * 1024 / k <= 43 {
+                        return 32; // decode.kpar.tn128.cpt1.waves4
+                    } else {
+                        return 11; // decode.fused.c16.waves64
+                    }
                 }
             } else {
                 if n <= 2111 {
@@ -4004,22 +4496,22 @@ fn tree_104(n: i64, k: i64) -> usize {
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_105(n: i64, k: i64) -> usize {
     if n <= 54271 {
-        if n <= 27135 {
-            if n <= 25087 {
-                if n <= 20991 {
-                    if k <= 383 {
-                        return 7; // decode.fused.c16.cap8
-                    } else {
+        if n <= 4031 {
+            return 7; // decode.fused.c16.cap8
+        } else {
+            if n <= 27135 {
+                if n <= 25087 {
+                    if n <= 20991 {
                         if n <= 16895 {
-                            if n <= 6015 {
-                                if n <= 5503 {
-                                    return 3; // decode.fused.c16.cap16
+                            if k <= 383 {
+                                if n <= 10495 {
+                                    return 7; // decode.fused.c16.cap8
                                 } else {
-                                    return 11; // decode.fused.c16.waves64
+                                    return 21; // decode.fused.c32.waves32
                                 }
                             } else {
-                                if n <= 6271 {
-                                    return 11; // decode.fused.c16.waves64
+                                if n <= 5759 {
+                                    return 3; // decode.fused.c16.cap16
                                 } else {
                                     return 21; // decode.fused.c32.waves32
                                 }
@@ -4027,41 +4519,41 @@ fn tree_105(n: i64, k: i64) -> usize {
                         } else {
                             return 7; // decode.fused.c16.cap8
                         }
+                    } else {
+                        if k <= 383 {
+                            return 15; // decode.fused.c32.cap4
+                        } else {
+                            if n <= 24063 {
+                                return 16; // decode.fused.c32.cap6
+                            } else {
+                                if k <= 831 {
+                                    return 16; // decode.fused.c32.cap6
+                                } else {
+                                    return 21; // decode.fused.c32.waves32
+                                }
+                            }
+                        }
                     }
                 } else {
                     if k <= 383 {
                         return 15; // decode.fused.c32.cap4
                     } else {
-                        if n <= 24063 {
-                            return 16; // decode.fused.c32.cap6
-                        } else {
-                            if k <= 831 {
-                                return 16; // decode.fused.c32.cap6
-                            } else {
-                                return 21; // decode.fused.c32.waves32
-                            }
-                        }
+                        return 11; // decode.fused.c16.waves64
                     }
                 }
             } else {
-                if k <= 383 {
-                    return 15; // decode.fused.c32.cap4
-                } else {
-                    return 11; // decode.fused.c16.waves64
-                }
-            }
-        } else {
-            if k <= 4607 {
-                return 21; // decode.fused.c32.waves32
-            } else {
-                if n <= 50175 {
-                    if k <= 5631 {
-                        return 24; // decode.kpar.tn128.cpt1.cap2
-                    } else {
-                        return 42; // decode.kpar.tn256.cpt1.waves2
-                    }
-                } else {
+                if k <= 4607 {
                     return 21; // decode.fused.c32.waves32
+                } else {
+                    if n <= 50175 {
+                        if k <= 5631 {
+                            return 24; // decode.kpar.tn128.cpt1.cap2
+                        } else {
+                            return 42; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    } else {
+                        return 21; // decode.fused.c32.waves32
+                    }
                 }
             }
         }
@@ -4527,7 +5019,7 @@ fn tree_130(n: i64, k: i64) -> usize {
                 } else {
                     if n <= 24063 {
                         if n <= 22015 {
-                            return 36; // decode.kpar.tn256.cpt1.cap3
+                            return 49; // decode.kpar.tn64.cpt1.cap4
                         } else {
                             return 38; // decode.kpar.tn256.cpt1.cap4
                         }
@@ -4597,7 +5089,7 @@ fn tree_130(n: i64, k: i64) -> usize {
                         } else {
                             if n <= 527 {
                                 if k <= 10623 {
-                                    if n <= 439 {
+                                    if n <= 455 {
                                         if n <= 391 {
                                             return 31; // decode.kpar.tn128.cpt1.waves2
                                         } else {
@@ -4721,33 +5213,29 @@ fn tree_130(n: i64, k: i64) -> usize {
                         if n <= 3391 {
                             if n <= 1951 {
                                 if n <= 1311 {
-                                    if n <= 391 {
-                                        if n <= 375 {
-                                            if n <= 263 {
-                                                return 42; // decode.kpar.tn256.cpt1.waves2
-                                            } else {
-                                                return 32; // decode.kpar.tn128.cpt1.waves4
-                                            }
-                                        } else {
-                                            if k <= 22527 {
+                                    if n <= 263 {
+                                        return 42; // decode.kpar.tn256.cpt1.waves2
+                                    } else {
+                                        if n <= 391 {
+                                            if n <= 375 {
                                                 return 32; // decode.kpar.tn128.cpt1.waves4
                                             } else {
-                                                if k <= 25087 {
-                                                    return 41; // decode.kpar.tn256.cpt1.waves1
+                                                if k <= 22527 {
+                                                    return 32; // decode.kpar.tn128.cpt1.waves4
                                                 } else {
                                                     return 31; // decode.kpar.tn128.cpt1.waves2
                                                 }
                                             }
-                                        }
-                                    } else {
-                                        if n <= 527 {
-                                            if n <= 455 {
-                                                return 32; // decode.kpar.tn128.cpt1.waves4
-                                            } else {
-                                                return 42; // decode.kpar.tn256.cpt1.waves2
-                                            }
                                         } else {
-                                            return 32; // decode.kpar.tn128.cpt1.waves4
+                                            if n <= 527 {
+                                                if n <= 455 {
+                                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                                } else {
+                                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                                }
+                                            } else {
+                                                return 32; // decode.kpar.tn128.cpt1.waves4
+                                            }
                                         }
                                     }
                                 } else {
@@ -4759,14 +5247,14 @@ fn tree_130(n: i64, k: i64) -> usize {
                                 } else {
                                     if n <= 3135 {
                                         if n <= 2879 {
-                                            if k <= 30719 {
+                                            if k <= 25087 {
                                                 if n <= 2751 {
                                                     return 26; // decode.kpar.tn128.cpt1.cap32
                                                 } else {
                                                     return 48; // decode.kpar.tn64.cpt1.cap32
                                                 }
                                             } else {
-                                                if n <= 2367 {
+                                                if n <= 2239 {
                                                     return 32; // decode.kpar.tn128.cpt1.waves4
                                                 } else {
                                                     return 48; // decode.kpar.tn64.cpt1.cap32
@@ -5379,7 +5867,7 @@ fn tree_156(n: i64, k: i64) -> usize {
                         return 13; // decode.fused.c32.cap16
                     }
                 } else {
-                    if n <= 2111 {
+                    if n <= 2015 {
                         if n * k <= 274431 {
                             return 20; // decode.fused.c32.waves2
                         } else {
@@ -5422,12 +5910,12 @@ fn tree_156(n: i64, k: i64) -> usize {
                             }
                         }
                     } else {
-                        if n * k <= 7503871 {
+                        if n * k <= 8323071 {
                             if k <= 10623 {
                                 return 10; // decode.fused.c16.waves32
                             } else {
                                 if n <= 527 {
-                                    if n <= 423 {
+                                    if n <= 439 {
                                         return 42; // decode.kpar.tn256.cpt1.waves2
                                     } else {
                                         return 41; // decode.kpar.tn256.cpt1.waves1
@@ -5437,7 +5925,11 @@ fn tree_156(n: i64, k: i64) -> usize {
                                 }
                             }
                         } else {
-                            return 11; // decode.fused.c16.waves64
+                            if n <= 751 {
+                                return 10; // decode.fused.c16.waves32
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
                         }
                     }
                 } else {
@@ -5542,11 +6034,7 @@ fn tree_156(n: i64, k: i64) -> usize {
                                     return 41; // decode.kpar.tn256.cpt1.waves1
                                 } else {
                                     if n * 1024 / k <= 15 {
-                                        if n * k <= 5931007 {
-                                            return 32; // decode.kpar.tn128.cpt1.waves4
-                                        } else {
-                                            return 42; // decode.kpar.tn256.cpt1.waves2
-                                        }
+                                        return 42; // decode.kpar.tn256.cpt1.waves2
                                     } else {
                                         if n <= 295 {
                                             return 31; // decode.kpar.tn128.cpt1.waves2
@@ -5620,7 +6108,11 @@ fn tree_156(n: i64, k: i64) -> usize {
                                     if n <= 2879 {
                                         return 48; // decode.kpar.tn64.cpt1.cap32
                                     } else {
-                                        return 37; // decode.kpar.tn256.cpt1.cap32
+                                        if n * 1024 / k <= 122 {
+                                            return 37; // decode.kpar.tn256.cpt1.cap32
+                                        } else {
+                                            return 42; // decode.kpar.tn256.cpt1.waves2
+                                        }
                                     }
                                 } else {
                                     if n <= 4223 {
@@ -5800,165 +6292,385 @@ fn tree_156(n: i64, k: i64) -> usize {
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_157(n: i64, k: i64) -> usize {
     if n <= 54271 {
-        if k <= 2303 {
-            if n <= 6271 {
+        if n * k <= 75759615 {
+            if n * k <= 2424831 {
                 return 10; // decode.fused.c16.waves32
             } else {
                 if n <= 27135 {
-                    if n <= 25087 {
-                        if n <= 20991 {
-                            return 21; // decode.fused.c32.waves32
+                    if n * k <= 12845055 {
+                        if n <= 6015 {
+                            return 11; // decode.fused.c16.waves64
                         } else {
-                            return 16; // decode.fused.c32.cap6
+                            if k <= 895 {
+                                if n <= 25087 {
+                                    return 21; // decode.fused.c32.waves32
+                                } else {
+                                    return 15; // decode.fused.c32.cap4
+                                }
+                            } else {
+                                if n <= 10495 {
+                                    if n <= 8447 {
+                                        return 21; // decode.fused.c32.waves32
+                                    } else {
+                                        return 3; // decode.fused.c16.cap16
+                                    }
+                                } else {
+                                    return 21; // decode.fused.c32.waves32
+                                }
+                            }
                         }
                     } else {
-                        if k <= 383 {
-                            return 15; // decode.fused.c32.cap4
+                        if n <= 22015 {
+                            if n <= 20991 {
+                                if n <= 15103 {
+                                    if k <= 1151 {
+                                        return 7; // decode.fused.c16.cap8
+                                    } else {
+                                        if n * 1024 / k <= 9922 {
+                                            return 11; // decode.fused.c16.waves64
+                                        } else {
+                                            return 2; // decode.fused.c16.cap12
+                                        }
+                                    }
+                                } else {
+                                    if n <= 16895 {
+                                        if n <= 15615 {
+                                            return 21; // decode.fused.c32.waves32
+                                        } else {
+                                            return 17; // decode.fused.c32.cap8
+                                        }
+                                    } else {
+                                        if n <= 18943 {
+                                            return 7; // decode.fused.c16.cap8
+                                        } else {
+                                            return 17; // decode.fused.c32.cap8
+                                        }
+                                    }
+                                }
+                            } else {
+                                if k <= 1151 {
+                                    return 16; // decode.fused.c32.cap6
+                                } else {
+                                    return 6; // decode.fused.c16.cap6
+                                }
+                            }
                         } else {
-                            return 11; // decode.fused.c16.waves64
+                            if n <= 25087 {
+                                if n <= 24063 {
+                                    return 11; // decode.fused.c16.waves64
+                                } else {
+                                    return 16; // decode.fused.c32.cap6
+                                }
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
                         }
                     }
                 } else {
                     if n <= 44031 {
                         if n <= 41983 {
-                            return 15; // decode.fused.c32.cap4
+                            if n <= 29183 {
+                                if k <= 383 {
+                                    return 15; // decode.fused.c32.cap4
+                                } else {
+                                    return 21; // decode.fused.c32.waves32
+                                }
+                            } else {
+                                if n * 1024 / k <= 15461 {
+                                    return 3; // decode.fused.c16.cap16
+                                } else {
+                                    if n * 1024 / k <= 16676 {
+                                        return 21; // decode.fused.c32.waves32
+                                    } else {
+                                        return 15; // decode.fused.c32.cap4
+                                    }
+                                }
+                            }
                         } else {
-                            return 6; // decode.fused.c16.cap6
+                            if k <= 639 {
+                                return 0; // decode.direct.tn32.cpt1
+                            } else {
+                                return 6; // decode.fused.c16.cap6
+                            }
                         }
                     } else {
-                        if k <= 1663 {
-                            return 21; // decode.fused.c32.waves32
+                        if n * k <= 69468159 {
+                            if n * 1024 / k <= 39457 {
+                                if n <= 46079 {
+                                    return 21; // decode.fused.c32.waves32
+                                } else {
+                                    return 2; // decode.fused.c16.cap12
+                                }
+                            } else {
+                                if k <= 1151 {
+                                    return 21; // decode.fused.c32.waves32
+                                } else {
+                                    return 6; // decode.fused.c16.cap6
+                                }
+                            }
                         } else {
-                            return 6; // decode.fused.c16.cap6
+                            return 24; // decode.kpar.tn128.cpt1.cap2
                         }
                     }
                 }
             }
         } else {
-            if n <= 27135 {
-                if n <= 22015 {
-                    return 6; // decode.fused.c16.cap6
-                } else {
-                    if n <= 25087 {
-                        if k <= 2815 {
-                            return 11; // decode.fused.c16.waves64
-                        } else {
-                            return 16; // decode.fused.c32.cap6
-                        }
-                    } else {
-                        return 11; // decode.fused.c16.waves64
-                    }
-                }
-            } else {
+            if n * 1024 / k <= 24985 {
                 if n <= 41983 {
                     if n <= 33791 {
-                        if n <= 31231 {
-                            return 3; // decode.fused.c16.cap16
+                        if n <= 32255 {
+                            if n <= 27135 {
+                                return 11; // decode.fused.c16.waves64
+                            } else {
+                                if n * k <= 79167487 {
+                                    return 3; // decode.fused.c16.cap16
+                                } else {
+                                    if n * k <= 86507519 {
+                                        return 25; // decode.kpar.tn128.cpt1.cap3
+                                    } else {
+                                        if n * k <= 94896127 {
+                                            return 3; // decode.fused.c16.cap16
+                                        } else {
+                                            return 50; // decode.kpar.tn64.cpt1.cap6
+                                        }
+                                    }
+                                }
+                            }
                         } else {
-                            return 42; // decode.kpar.tn256.cpt1.waves2
+                            if k <= 3327 {
+                                return 21; // decode.fused.c32.waves32
+                            } else {
+                                return 42; // decode.kpar.tn256.cpt1.waves2
+                            }
                         }
                     } else {
                         return 15; // decode.fused.c32.cap4
                     }
                 } else {
-                    return 50; // decode.kpar.tn64.cpt1.cap6
+                    if n * k <= 127926271 {
+                        return 24; // decode.kpar.tn128.cpt1.cap2
+                    } else {
+                        if n * 1024 / k <= 17885 {
+                            if n * k <= 145752063 {
+                                return 24; // decode.kpar.tn128.cpt1.cap2
+                            } else {
+                                if n * k <= 151519231 {
+                                    return 35; // decode.kpar.tn256.cpt1.cap2
+                                } else {
+                                    if k <= 3327 {
+                                        return 36; // decode.kpar.tn256.cpt1.cap3
+                                    } else {
+                                        return 50; // decode.kpar.tn64.cpt1.cap6
+                                    }
+                                }
+                            }
+                        } else {
+                            return 6; // decode.fused.c16.cap6
+                        }
+                    }
+                }
+            } else {
+                if n <= 50175 {
+                    return 24; // decode.kpar.tn128.cpt1.cap2
+                } else {
+                    return 6; // decode.fused.c16.cap6
                 }
             }
         }
     } else {
         if k <= 2303 {
-            if n <= 67583 {
-                if k <= 383 {
-                    return 19; // decode.fused.c32.waves16
-                } else {
-                    if n <= 60415 {
-                        if k <= 639 {
-                            return 0; // decode.direct.tn32.cpt1
+            if n * 1024 / k <= 401407 {
+                if n <= 67583 {
+                    if n * 1024 / k <= 133412 {
+                        if n <= 60415 {
+                            if n * k <= 29622271 {
+                                return 52; // decode.kpar.tn64.cpt1.waves1
+                            } else {
+                                if n * 1024 / k <= 77140 {
+                                    return 7; // decode.fused.c16.cap8
+                                } else {
+                                    return 61; // decode.wide.tn512.cpt1
+                                }
+                            }
                         } else {
-                            return 7; // decode.fused.c16.cap8
+                            if n * 1024 / k <= 129023 {
+                                return 61; // decode.wide.tn512.cpt1
+                            } else {
+                                return 41; // decode.kpar.tn256.cpt1.waves1
+                            }
                         }
                     } else {
-                        if k <= 639 {
-                            return 58; // decode.wide.tn256.cpt1
-                        } else {
-                            return 61; // decode.wide.tn512.cpt1
-                        }
-                    }
-                }
-            } else {
-                if k <= 383 {
-                    if n <= 83967 {
-                        return 15; // decode.fused.c32.cap4
-                    } else {
-                        if n <= 96255 {
-                            return 0; // decode.direct.tn32.cpt1
-                        } else {
-                            return 56; // decode.wide.tn128.cpt2
-                        }
+                        return 19; // decode.fused.c32.waves16
                     }
                 } else {
                     if n <= 100351 {
                         if n <= 92159 {
-                            return 0; // decode.direct.tn32.cpt1
+                            if n * k <= 21102591 {
+                                return 15; // decode.fused.c32.cap4
+                            } else {
+                                if n <= 88063 {
+                                    if n * k <= 160432127 {
+                                        return 0; // decode.direct.tn32.cpt1
+                                    } else {
+                                        return 1; // decode.direct.tn64.cpt1
+                                    }
+                                } else {
+                                    return 1; // decode.direct.tn64.cpt1
+                                }
+                            }
                         } else {
                             return 58; // decode.wide.tn256.cpt1
                         }
                     } else {
                         if n <= 124927 {
-                            return 15; // decode.fused.c32.cap4
+                            if n <= 104447 {
+                                if k <= 895 {
+                                    return 15; // decode.fused.c32.cap4
+                                } else {
+                                    return 7; // decode.fused.c16.cap8
+                                }
+                            } else {
+                                if n * 1024 / k <= 55500 {
+                                    return 36; // decode.kpar.tn256.cpt1.cap3
+                                } else {
+                                    return 15; // decode.fused.c32.cap4
+                                }
+                            }
                         } else {
-                            return 54; // decode.kpar.tn64.cpt1.waves4
-                        }
-                    }
-                }
-            }
-        } else {
-            if k <= 2815 {
-                if n <= 100351 {
-                    if n <= 67583 {
-                        if n <= 62463 {
-                            return 7; // decode.fused.c16.cap8
-                        } else {
-                            return 61; // decode.wide.tn512.cpt1
-                        }
-                    } else {
-                        if n <= 92159 {
-                            return 0; // decode.direct.tn32.cpt1
-                        } else {
-                            return 58; // decode.wide.tn256.cpt1
-                        }
-                    }
-                } else {
-                    if n <= 151999 {
-                        if n <= 135167 {
-                            return 36; // decode.kpar.tn256.cpt1.cap3
-                        } else {
-                            return 46; // decode.kpar.tn64.cpt1.cap2
-                        }
-                    } else {
-                        if n <= 200703 {
-                            return 1; // decode.direct.tn64.cpt1
-                        } else {
-                            return 36; // decode.kpar.tn256.cpt1.cap3
+                            if n <= 135167 {
+                                if n * 1024 / k <= 169846 {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 62; // decode.wide.tn512.cpt2
+                                }
+                            } else {
+                                if n * 1024 / k <= 76212 {
+                                    return 46; // decode.kpar.tn64.cpt1.cap2
+                                } else {
+                                    if n <= 251135 {
+                                        if n * 1024 / k <= 385023 {
+                                            return 54; // decode.kpar.tn64.cpt1.waves4
+                                        } else {
+                                            return 62; // decode.wide.tn512.cpt2
+                                        }
+                                    } else {
+                                        if k <= 1663 {
+                                            return 62; // decode.wide.tn512.cpt2
+                                        } else {
+                                            return 58; // decode.wide.tn256.cpt1
+                                        }
+                                    }
+                                }
+                            }
                         }
                     }
                 }
             } else {
-                if n <= 56319 {
-                    return 36; // decode.kpar.tn256.cpt1.cap3
+                if n <= 247039 {
+                    return 56; // decode.wide.tn128.cpt2
                 } else {
-                    if n <= 258047 {
-                        if n <= 251135 {
-                            return 50; // decode.kpar.tn64.cpt1.cap6
+                    return 62; // decode.wide.tn512.cpt2
+                }
+            }
+        } else {
+            if n * 1024 / k <= 62169 {
+                if n * 1024 / k <= 46147 {
+                    if n <= 56319 {
+                        return 36; // decode.kpar.tn256.cpt1.cap3
+                    } else {
+                        if n * k <= 168296447 {
+                            if n <= 62463 {
+                                return 17; // decode.fused.c32.cap8
+                            } else {
+                                return 61; // decode.wide.tn512.cpt1
+                            }
                         } else {
+                            if n * 1024 / k <= 43962 {
+                                if k <= 2815 {
+                                    if n <= 100351 {
+                                        if n <= 92159 {
+                                            return 0; // decode.direct.tn32.cpt1
+                                        } else {
+                                            return 58; // decode.wide.tn256.cpt1
+                                        }
+                                    } else {
+                                        return 50; // decode.kpar.tn64.cpt1.cap6
+                                    }
+                                } else {
+                                    if n * k <= 203423743 {
+                                        if n <= 62463 {
+                                            return 17; // decode.fused.c32.cap8
+                                        } else {
+                                            return 61; // decode.wide.tn512.cpt1
+                                        }
+                                    } else {
+                                        if n <= 258047 {
+                                            return 50; // decode.kpar.tn64.cpt1.cap6
+                                        } else {
+                                            return 28; // decode.kpar.tn128.cpt1.cap6
+                                        }
+                                    }
+                                }
+                            } else {
+                                if n * 1024 / k <= 45465 {
+                                    return 36; // decode.kpar.tn256.cpt1.cap3
+                                } else {
+                                    return 28; // decode.kpar.tn128.cpt1.cap6
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    if n <= 135167 {
+                        if n <= 124927 {
                             return 36; // decode.kpar.tn256.cpt1.cap3
+                        } else {
+                            return 47; // decode.kpar.tn64.cpt1.cap3
                         }
                     } else {
-                        if k <= 7679 {
+                        if n <= 149695 {
+                            return 46; // decode.kpar.tn64.cpt1.cap2
+                        } else {
+                            if n * 1024 / k <= 47308 {
+                                return 58; // decode.wide.tn256.cpt1
+                            } else {
+                                if n <= 251135 {
+                                    if n * 1024 / k <= 60813 {
+                                        if n * 1024 / k <= 59732 {
+                                            return 49; // decode.kpar.tn64.cpt1.cap4
+                                        } else {
+                                            return 46; // decode.kpar.tn64.cpt1.cap2
+                                        }
+                                    } else {
+                                        if n <= 247039 {
+                                            return 36; // decode.kpar.tn256.cpt1.cap3
+                                        } else {
+                                            return 54; // decode.kpar.tn64.cpt1.waves4
+                                        }
+                                    }
+                                } else {
+                                    return 58; // decode.wide.tn256.cpt1
+                                }
+                            }
+                        }
+                    }
+                }
+            } else {
+                if n <= 200703 {
+                    if n <= 184319 {
+                        if n <= 167935 {
                             return 58; // decode.wide.tn256.cpt1
                         } else {
-                            return 28; // decode.kpar.tn128.cpt1.cap6
+                            return 1; // decode.direct.tn64.cpt1
                         }
+                    } else {
+                        return 58; // decode.wide.tn256.cpt1
+                    }
+                } else {
+                    if n <= 258047 {
+                        return 36; // decode.kpar.tn256.cpt1.cap3
+                    } else {
+                        return 58; // decode.wide.tn256.cpt1
                     }
                 }
             }
@@ -6570,18 +7282,10 @@ fn tree_182(n: i64, k: i64) -> usize {
                                     return 42; // decode.kpar.tn256.cpt1.waves2
                                 } else {
                                     if n <= 4479 {
-                                        if n * k <= 86507519 {
-                                            if n * k <= 82837503 {
-                                                if n * k <= 74448895 {
-                                                    return 43; // decode.kpar.tn256.cpt1.waves4
-                                                } else {
-                                                    return 32; // decode.kpar.tn128.cpt1.waves4
-                                                }
-                                            } else {
-                                                return 4; // decode.fused.c16.cap32
-                                            }
+                                        if n <= 3263 {
+                                            return 32; // decode.kpar.tn128.cpt1.waves4
                                         } else {
-                                            if n <= 3263 {
+                                            if n * k <= 71041023 {
                                                 return 32; // decode.kpar.tn128.cpt1.waves4
                                             } else {
                                                 return 43; // decode.kpar.tn256.cpt1.waves4
@@ -6721,7 +7425,7 @@ fn tree_182(n: i64, k: i64) -> usize {
                                 } else {
                                     if n <= 23039 {
                                         if n <= 22015 {
-                                            if k <= 13055 {
+                                            if k <= 15359 {
                                                 return 51; // decode.kpar.tn64.cpt1.cap8
                                             } else {
                                                 return 43; // decode.kpar.tn256.cpt1.waves4
@@ -6748,7 +7452,7 @@ fn tree_182(n: i64, k: i64) -> usize {
                                             return 39; // decode.kpar.tn256.cpt1.cap6
                                         } else {
                                             if n <= 30207 {
-                                                return 45; // decode.kpar.tn64.cpt1.cap16
+                                                return 50; // decode.kpar.tn64.cpt1.cap6
                                             } else {
                                                 return 43; // decode.kpar.tn256.cpt1.waves4
                                             }
@@ -7349,13 +8053,29 @@ fn tree_208(n: i64, k: i64) -> usize {
                         if n <= 12543 {
                             if k <= 8575 {
                                 if n <= 11135 {
-                                    return 21; // decode.fused.c32.waves32
+                                    if k <= 1919 {
+                                        return 12; // decode.fused.c32.cap12
+                                    } else {
+                                        return 21; // decode.fused.c32.waves32
+                                    }
                                 } else {
-                                    return 12; // decode.fused.c32.cap12
+                                    if k <= 5631 {
+                                        return 12; // decode.fused.c32.cap12
+                                    } else {
+                                        if n <= 12031 {
+                                            return 21; // decode.fused.c32.waves32
+                                        } else {
+                                            return 12; // decode.fused.c32.cap12
+                                        }
+                                    }
                                 }
                             } else {
                                 if n <= 10879 {
-                                    return 21; // decode.fused.c32.waves32
+                                    if k <= 13055 {
+                                        return 21; // decode.fused.c32.waves32
+                                    } else {
+                                        return 40; // decode.kpar.tn256.cpt1.cap8
+                                    }
                                 } else {
                                     return 40; // decode.kpar.tn256.cpt1.cap8
                                 }
@@ -7363,13 +8083,37 @@ fn tree_208(n: i64, k: i64) -> usize {
                         } else {
                             if n <= 13567 {
                                 if k <= 5631 {
-                                    return 7; // decode.fused.c16.cap8
+                                    if k <= 1919 {
+                                        return 11; // decode.fused.c16.waves64
+                                    } else {
+                                        if k <= 4479 {
+                                            return 7; // decode.fused.c16.cap8
+                                        } else {
+                                            return 39; // decode.kpar.tn256.cpt1.cap6
+                                        }
+                                    }
                                 } else {
-                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                    if n <= 13055 {
+                                        return 42; // decode.kpar.tn256.cpt1.waves2
+                                    } else {
+                                        return 39; // decode.kpar.tn256.cpt1.cap6
+                                    }
                                 }
                             } else {
                                 if n <= 18687 {
-                                    return 11; // decode.fused.c16.waves64
+                                    if k <= 7679 {
+                                        if n <= 17919 {
+                                            return 11; // decode.fused.c16.waves64
+                                        } else {
+                                            return 7; // decode.fused.c16.cap8
+                                        }
+                                    } else {
+                                        if n <= 16895 {
+                                            return 39; // decode.kpar.tn256.cpt1.cap6
+                                        } else {
+                                            return 11; // decode.fused.c16.waves64
+                                        }
+                                    }
                                 } else {
                                     return 17; // decode.fused.c32.cap8
                                 }
@@ -7413,69 +8157,109 @@ fn tree_208(n: i64, k: i64) -> usize {
                 }
             }
         } else {
-            if n <= 391 {
-                if n <= 375 {
-                    if k <= 25087 {
-                        if n <= 327 {
+            if n <= 1503 {
+                if n <= 975 {
+                    if n <= 391 {
+                        if n <= 375 {
                             if n <= 263 {
                                 return 54; // decode.kpar.tn64.cpt1.waves4
                             } else {
-                                return 31; // decode.kpar.tn128.cpt1.waves2
+                                if k <= 22527 {
+                                    if n <= 327 {
+                                        return 31; // decode.kpar.tn128.cpt1.waves2
+                                    } else {
+                                        return 32; // decode.kpar.tn128.cpt1.waves4
+                                    }
+                                } else {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                }
                             }
                         } else {
-                            return 32; // decode.kpar.tn128.cpt1.waves4
+                            if k <= 25087 {
+                                return 31; // decode.kpar.tn128.cpt1.waves2
+                            } else {
+                                return 54; // decode.kpar.tn64.cpt1.waves4
+                            }
                         }
                     } else {
-                        if n <= 263 {
-                            return 54; // decode.kpar.tn64.cpt1.waves4
-                        } else {
-                            return 32; // decode.kpar.tn128.cpt1.waves4
-                        }
-                    }
-                } else {
-                    if k <= 25087 {
-                        return 31; // decode.kpar.tn128.cpt1.waves2
-                    } else {
-                        return 54; // decode.kpar.tn64.cpt1.waves4
-                    }
-                }
-            } else {
-                if n <= 2111 {
-                    if n <= 975 {
                         if k <= 22527 {
-                            if n <= 687 {
-                                if n <= 471 {
+                            if n <= 527 {
+                                if n <= 487 {
                                     return 32; // decode.kpar.tn128.cpt1.waves4
                                 } else {
                                     return 11; // decode.fused.c16.waves64
                                 }
                             } else {
+                                if n <= 687 {
+                                    return 11; // decode.fused.c16.waves64
+                                } else {
+                                    return 10; // decode.fused.c16.waves32
+                                }
+                            }
+                        } else {
+                            return 32; // decode.kpar.tn128.cpt1.waves4
+                        }
+                    }
+                } else {
+                    if n <= 1119 {
+                        if k <= 25087 {
+                            if n <= 1055 {
                                 return 10; // decode.fused.c16.waves32
+                            } else {
+                                return 11; // decode.fused.c16.waves64
                             }
                         } else {
                             return 32; // decode.kpar.tn128.cpt1.waves4
                         }
                     } else {
-                        if n <= 1055 {
-                            return 10; // decode.fused.c16.waves32
-                        } else {
+                        if k <= 30719 {
                             return 11; // decode.fused.c16.waves64
+                        } else {
+                            if n <= 1311 {
+                                return 32; // decode.kpar.tn128.cpt1.waves4
+                            } else {
+                                return 11; // decode.fused.c16.waves64
+                            }
                         }
                     }
+                }
+            } else {
+                if n <= 2111 {
+                    return 11; // decode.fused.c16.waves64
                 } else {
                     if n <= 19967 {
                         if n <= 18687 {
                             if n <= 13055 {
                                 if n <= 9471 {
-                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                    if n <= 7295 {
+                                        if n <= 6783 {
+                                            return 42; // decode.kpar.tn256.cpt1.waves2
+                                        } else {
+                                            return 21; // decode.fused.c32.waves32
+                                        }
+                                    } else {
+                                        if n <= 8447 {
+                                            return 21; // decode.fused.c32.waves32
+                                        } else {
+                                            return 42; // decode.kpar.tn256.cpt1.waves2
+                                        }
+                                    }
                                 } else {
-                                    return 40; // decode.kpar.tn256.cpt1.cap8
+                                    if n <= 12543 {
+                                        return 40; // decode.kpar.tn256.cpt1.cap8
+                                    } else {
+                                        return 42; // decode.kpar.tn256.cpt1.waves2
+                                    }
                                 }
                             } else {
                                 if n <= 16895 {
                                     return 39; // decode.kpar.tn256.cpt1.cap6
                                 } else {
-                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                    if n <= 17919 {
+                                        return 42; // decode.kpar.tn256.cpt1.waves2
+                                    } else {
+                                        return 34; // decode.kpar.tn256.cpt1.cap16
+                                    }
                                 }
                             }
                         } else {
@@ -7489,7 +8273,11 @@ fn tree_208(n: i64, k: i64) -> usize {
                         if n <= 25087 {
                             if n <= 23039 {
                                 if n <= 20991 {
-                                    return 17; // decode.fused.c32.cap8
+                                    if k <= 25087 {
+                                        return 17; // decode.fused.c32.cap8
+                                    } else {
+                                        return 40; // decode.kpar.tn256.cpt1.cap8
+                                    }
                                 } else {
                                     return 36; // decode.kpar.tn256.cpt1.cap3
                                 }
@@ -7527,51 +8315,15 @@ fn tree_209(n: i64, k: i64) -> usize {
         if n <= 41983 {
             if n <= 25087 {
                 if n <= 20991 {
-                    if n <= 16895 {
-                        if k <= 383 {
-                            return 2; // decode.fused.c16.cap12
-                        } else {
-                            return 21; // decode.fused.c32.waves32
-                        }
-                    } else {
-                        if n * 1024 / k <= 10556 {
-                            return 11; // decode.fused.c16.waves64
-                        } else {
-                            return 7; // decode.fused.c16.cap8
-                        }
-                    }
+                    return 21; // decode.fused.c32.waves32
                 } else {
-                    if k <= 383 {
-                        return 15; // decode.fused.c32.cap4
-                    } else {
-                        if n * k <= 60555263 {
-                            return 16; // decode.fused.c32.cap6
-                        } else {
-                            return 11; // decode.fused.c16.waves64
-                        }
-                    }
+                    return 16; // decode.fused.c32.cap6
                 }
             } else {
                 if n <= 27135 {
-                    if k <= 383 {
-                        return 15; // decode.fused.c32.cap4
-                    } else {
-                        return 11; // decode.fused.c16.waves64
-                    }
+                    return 11; // decode.fused.c16.waves64
                 } else {
-                    if n <= 33791 {
-                        if k <= 639 {
-                            return 15; // decode.fused.c32.cap4
-                        } else {
-                            return 21; // decode.fused.c32.waves32
-                        }
-                    } else {
-                        if n * 1024 / k <= 20186 {
-                            return 11; // decode.fused.c16.waves64
-                        } else {
-                            return 15; // decode.fused.c32.cap4
-                        }
-                    }
+                    return 21; // decode.fused.c32.waves32
                 }
             }
         } else {
@@ -7583,21 +8335,9 @@ fn tree_209(n: i64, k: i64) -> usize {
                 }
             } else {
                 if n * k <= 25427967 {
-                    if n * k <= 23330815 {
-                        return 0; // decode.direct.tn32.cpt1
-                    } else {
-                        return 1; // decode.direct.tn64.cpt1
-                    }
+                    return 0; // decode.direct.tn32.cpt1
                 } else {
-                    if n * 1024 / k <= 8337 {
-                        return 42; // decode.kpar.tn256.cpt1.waves2
-                    } else {
-                        if n * k <= 223346687 {
-                            return 61; // decode.wide.tn512.cpt1
-                        } else {
-                            return 21; // decode.fused.c32.waves32
-                        }
-                    }
+                    return 61; // decode.wide.tn512.cpt1
                 }
             }
         }
@@ -7607,27 +8347,11 @@ fn tree_209(n: i64, k: i64) -> usize {
                 if n * k <= 14811135 {
                     return 1; // decode.direct.tn64.cpt1
                 } else {
-                    if n * 1024 / k <= 258047 {
-                        return 61; // decode.wide.tn512.cpt1
-                    } else {
-                        return 58; // decode.wide.tn256.cpt1
-                    }
+                    return 61; // decode.wide.tn512.cpt1
                 }
             } else {
                 if n * k <= 673185791 {
-                    if n * k <= 44302335 {
-                        if n * 1024 / k <= 281258 {
-                            return 0; // decode.direct.tn32.cpt1
-                        } else {
-                            return 1; // decode.direct.tn64.cpt1
-                        }
-                    } else {
-                        if n <= 92159 {
-                            return 54; // decode.kpar.tn64.cpt1.waves4
-                        } else {
-                            return 58; // decode.wide.tn256.cpt1
-                        }
-                    }
+                    return 54; // decode.kpar.tn64.cpt1.waves4
                 } else {
                     return 42; // decode.kpar.tn256.cpt1.waves2
                 }
@@ -7635,47 +8359,15 @@ fn tree_209(n: i64, k: i64) -> usize {
         } else {
             if n <= 149695 {
                 if n <= 135167 {
-                    if n <= 104447 {
-                        return 7; // decode.fused.c16.cap8
-                    } else {
-                        if n * k <= 63963135 {
-                            return 5; // decode.fused.c16.cap4
-                        } else {
-                            return 61; // decode.wide.tn512.cpt1
-                        }
-                    }
+                    return 61; // decode.wide.tn512.cpt1
                 } else {
-                    if n * 1024 / k <= 34961 {
-                        return 46; // decode.kpar.tn64.cpt1.cap2
-                    } else {
-                        if n * 1024 / k <= 187050 {
-                            return 7; // decode.fused.c16.cap8
-                        } else {
-                            return 1; // decode.direct.tn64.cpt1
-                        }
-                    }
+                    return 7; // decode.fused.c16.cap8
                 }
             } else {
                 if n <= 184319 {
-                    if n <= 153855 {
-                        return 56; // decode.wide.tn128.cpt2
-                    } else {
-                        if n * k <= 2566914047 {
-                            return 54; // decode.kpar.tn64.cpt1.waves4
-                        } else {
-                            return 62; // decode.wide.tn512.cpt2
-                        }
-                    }
+                    return 54; // decode.kpar.tn64.cpt1.waves4
                 } else {
-                    if n * k <= 118489087 {
-                        if n * k <= 96993279 {
-                            return 54; // decode.kpar.tn64.cpt1.waves4
-                        } else {
-                            return 57; // decode.wide.tn128.cpt4
-                        }
-                    } else {
-                        return 63; // decode.wide.tn512.cpt4
-                    }
+                    return 63; // decode.wide.tn512.cpt4
                 }
             }
         }
@@ -8270,125 +8962,97 @@ fn tree_259(n: i64, k: i64) -> usize {
 #[allow(unused_variables, clippy::needless_return)]
 fn tree_260(n: i64, k: i64) -> usize {
     if n <= 9471 {
-        if n <= 2111 {
-            if k <= 831 {
-                if k <= 639 {
-                    if k <= 383 {
-                        return 7; // decode.fused.c16.cap8
-                    } else {
-                        if n <= 279 {
-                            return 9; // decode.fused.c16.waves2
-                        } else {
-                            return 3; // decode.fused.c16.cap16
-                        }
-                    }
-                } else {
-                    if n <= 359 {
-                        return 20; // decode.fused.c32.waves2
-                    } else {
-                        return 4; // decode.fused.c16.cap32
-                    }
-                }
-            } else {
-                if n <= 1055 {
-                    if k <= 1151 {
-                        if n <= 263 {
-                            return 20; // decode.fused.c32.waves2
+        if n <= 4031 {
+            if n <= 2015 {
+                if n <= 1247 {
+                    if k <= 831 {
+                        if k <= 639 {
+                            return 7; // decode.fused.c16.cap8
                         } else {
                             return 4; // decode.fused.c16.cap32
                         }
                     } else {
-                        if k <= 25087 {
-                            return 10; // decode.fused.c16.waves32
+                        if k <= 1151 {
+                            return 4; // decode.fused.c16.cap32
                         } else {
-                            if n <= 719 {
-                                if n <= 263 {
-                                    return 31; // decode.kpar.tn128.cpt1.waves2
-                                } else {
-                                    return 42; // decode.kpar.tn256.cpt1.waves2
-                                }
-                            } else {
-                                return 10; // decode.fused.c16.waves32
-                            }
+                            return 10; // decode.fused.c16.waves32
                         }
                     }
                 } else {
-                    if k <= 3327 {
-                        return 4; // decode.fused.c16.cap32
+                    if k <= 831 {
+                        if k <= 639 {
+                            return 7; // decode.fused.c16.cap8
+                        } else {
+                            return 4; // decode.fused.c16.cap32
+                        }
+                    } else {
+                        if k <= 3327 {
+                            return 4; // decode.fused.c16.cap32
+                        } else {
+                            return 11; // decode.fused.c16.waves64
+                        }
+                    }
+                }
+            } else {
+                if n <= 2111 {
+                    if k <= 1919 {
+                        if k <= 831 {
+                            return 3; // decode.fused.c16.cap16
+                        } else {
+                            return 4; // decode.fused.c16.cap32
+                        }
                     } else {
                         return 11; // decode.fused.c16.waves64
+                    }
+                } else {
+                    if k <= 1151 {
+                        if k <= 639 {
+                            return 13; // decode.fused.c32.cap16
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
+                    } else {
+                        if k <= 3839 {
+                            return 14; // decode.fused.c32.cap32
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
                     }
                 }
             }
         } else {
-            if n <= 4223 {
-                if k <= 1151 {
-                    if k <= 639 {
-                        return 13; // decode.fused.c32.cap16
+            if k <= 14079 {
+                if n <= 8447 {
+                    if n <= 4223 {
+                        if k <= 3839 {
+                            return 14; // decode.fused.c32.cap32
+                        } else {
+                            return 21; // decode.fused.c32.waves32
+                        }
                     } else {
-                        if k <= 831 {
-                            if n <= 2879 {
-                                return 19; // decode.fused.c32.waves16
-                            } else {
-                                return 12; // decode.fused.c32.cap12
-                            }
+                        if n <= 4735 {
+                            return 19; // decode.fused.c32.waves16
                         } else {
                             return 13; // decode.fused.c32.cap16
                         }
                     }
                 } else {
-                    if k <= 3839 {
-                        return 14; // decode.fused.c32.cap32
-                    } else {
-                        if n <= 2239 {
-                            if k <= 22527 {
-                                return 19; // decode.fused.c32.waves16
-                            } else {
-                                return 32; // decode.kpar.tn128.cpt1.waves4
-                            }
+                    if k <= 8575 {
+                        if k <= 1407 {
+                            return 7; // decode.fused.c16.cap8
                         } else {
-                            if n <= 2367 {
-                                if k <= 22527 {
-                                    return 21; // decode.fused.c32.waves32
-                                } else {
-                                    return 32; // decode.kpar.tn128.cpt1.waves4
-                                }
-                            } else {
-                                return 21; // decode.fused.c32.waves32
-                            }
+                            return 2; // decode.fused.c16.cap12
                         }
+                    } else {
+                        return 32; // decode.kpar.tn128.cpt1.waves4
                     }
                 }
             } else {
-                if k <= 14079 {
-                    if n <= 8447 {
-                        if n <= 6271 {
-                            if k <= 13055 {
-                                if n <= 4479 {
-                                    return 19; // decode.fused.c32.waves16
-                                } else {
-                                    return 3; // decode.fused.c16.cap16
-                                }
-                            } else {
-                                return 43; // decode.kpar.tn256.cpt1.waves4
-                            }
-                        } else {
-                            if k <= 1151 {
-                                return 17; // decode.fused.c32.cap8
-                            } else {
-                                return 13; // decode.fused.c32.cap16
-                            }
-                        }
+                if n <= 4223 {
+                    if k <= 30719 {
+                        return 21; // decode.fused.c32.waves32
                     } else {
-                        if k <= 8575 {
-                            if k <= 1407 {
-                                return 7; // decode.fused.c16.cap8
-                            } else {
-                                return 2; // decode.fused.c16.cap12
-                            }
-                        } else {
-                            return 32; // decode.kpar.tn128.cpt1.waves4
-                        }
+                        return 11; // decode.fused.c16.waves64
                     }
                 } else {
                     return 32; // decode.kpar.tn128.cpt1.waves4
@@ -8401,21 +9065,9 @@ fn tree_260(n: i64, k: i64) -> usize {
                 if n <= 16895 {
                     if n <= 14591 {
                         if n <= 10495 {
-                            if k <= 2303 {
-                                return 7; // decode.fused.c16.cap8
-                            } else {
-                                return 2; // decode.fused.c16.cap12
-                            }
+                            return 2; // decode.fused.c16.cap12
                         } else {
-                            if n <= 12031 {
-                                if k <= 1919 {
-                                    return 17; // decode.fused.c32.cap8
-                                } else {
-                                    return 7; // decode.fused.c16.cap8
-                                }
-                            } else {
-                                return 7; // decode.fused.c16.cap8
-                            }
+                            return 7; // decode.fused.c16.cap8
                         }
                     } else {
                         return 17; // decode.fused.c32.cap8
@@ -8423,11 +9075,7 @@ fn tree_260(n: i64, k: i64) -> usize {
                 } else {
                     if n <= 20991 {
                         if n <= 18687 {
-                            if k <= 2815 {
-                                return 16; // decode.fused.c32.cap6
-                            } else {
-                                return 6; // decode.fused.c16.cap6
-                            }
+                            return 6; // decode.fused.c16.cap6
                         } else {
                             return 16; // decode.fused.c32.cap6
                         }
@@ -8443,55 +9091,15 @@ fn tree_260(n: i64, k: i64) -> usize {
                 if n <= 37887 {
                     if n <= 26111 {
                         if n <= 12543 {
-                            if k <= 6655 {
-                                if n <= 10495 {
-                                    return 2; // decode.fused.c16.cap12
-                                } else {
-                                    return 7; // decode.fused.c16.cap8
-                                }
-                            } else {
-                                if n <= 10495 {
-                                    return 32; // decode.kpar.tn128.cpt1.waves4
-                                } else {
-                                    return 40; // decode.kpar.tn256.cpt1.cap8
-                                }
-                            }
+                            return 40; // decode.kpar.tn256.cpt1.cap8
                         } else {
-                            if n <= 16895 {
-                                if k <= 8575 {
-                                    return 7; // decode.fused.c16.cap8
-                                } else {
-                                    return 39; // decode.kpar.tn256.cpt1.cap6
-                                }
-                            } else {
-                                return 32; // decode.kpar.tn128.cpt1.waves4
-                            }
+                            return 32; // decode.kpar.tn128.cpt1.waves4
                         }
                     } else {
                         if n <= 33791 {
-                            if k <= 5631 {
-                                if n <= 29183 {
-                                    return 5; // decode.fused.c16.cap4
-                                } else {
-                                    return 36; // decode.kpar.tn256.cpt1.cap3
-                                }
-                            } else {
-                                return 36; // decode.kpar.tn256.cpt1.cap3
-                            }
+                            return 36; // decode.kpar.tn256.cpt1.cap3
                         } else {
-                            if k <= 13055 {
-                                if n <= 35839 {
-                                    return 32; // decode.kpar.tn128.cpt1.waves4
-                                } else {
-                                    return 46; // decode.kpar.tn64.cpt1.cap2
-                                }
-                            } else {
-                                if n <= 35839 {
-                                    return 51; // decode.kpar.tn64.cpt1.cap8
-                                } else {
-                                    return 40; // decode.kpar.tn256.cpt1.cap8
-                                }
-                            }
+                            return 32; // decode.kpar.tn128.cpt1.waves4
                         }
                     }
                 } else {
@@ -8533,37 +9141,43 @@ fn tree_260(n: i64, k: i64) -> usize {
 fn tree_261(n: i64, k: i64) -> usize {
     if n <= 33791 {
         if n <= 16895 {
-            if n <= 10495 {
-                if n * k <= 4325375 {
-                    if k <= 383 {
-                        if n <= 4223 {
-                            return 17; // decode.fused.c32.cap8
+            if n * k <= 8519679 {
+                if n * 1024 / k <= 16676 {
+                    if k <= 639 {
+                        if k <= 383 {
+                            if n <= 2239 {
+                                return 2; // decode.fused.c16.cap12
+                            } else {
+                                return 17; // decode.fused.c32.cap8
+                            }
                         } else {
-                            return 2; // decode.fused.c16.cap12
+                            return 3; // decode.fused.c16.cap16
                         }
                     } else {
-                        if n <= 7807 {
-                            return 3; // decode.fused.c16.cap16
+                        if n * k <= 7995391 {
+                            return 2; // decode.fused.c16.cap12
                         } else {
-                            return 13; // decode.fused.c32.cap16
+                            return 21; // decode.fused.c32.waves32
                         }
                     }
                 } else {
-                    if k <= 639 {
-                        return 7; // decode.fused.c16.cap8
-                    } else {
+                    if n * 1024 / k <= 57928 {
                         return 2; // decode.fused.c16.cap12
+                    } else {
+                        return 58; // decode.wide.tn256.cpt1
                     }
                 }
             } else {
-                if n * 1024 / k <= 24985 {
+                if n <= 10495 {
+                    return 2; // decode.fused.c16.cap12
+                } else {
                     if n <= 15103 {
                         if n <= 12543 {
                             if k <= 1151 {
                                 return 17; // decode.fused.c32.cap8
                             } else {
                                 if n <= 12031 {
-                                    return 12; // decode.fused.c32.cap12
+                                    return 2; // decode.fused.c16.cap12
                                 } else {
                                     return 21; // decode.fused.c32.waves32
                                 }
@@ -8576,21 +9190,11 @@ fn tree_261(n: i64, k: i64) -> usize {
                             }
                         }
                     } else {
-                        if n * k <= 15990783 {
-                            if n <= 16127 {
-                                return 17; // decode.fused.c32.cap8
-                            } else {
-                                return 21; // decode.fused.c32.waves32
-                            }
+                        if n * k <= 12386303 {
+                            return 17; // decode.fused.c32.cap8
                         } else {
                             return 21; // decode.fused.c32.waves32
                         }
-                    }
-                } else {
-                    if n * 1024 / k <= 57928 {
-                        return 2; // decode.fused.c16.cap12
-                    } else {
-                        return 58; // decode.wide.tn256.cpt1
                     }
                 }
             }
@@ -8625,11 +9229,7 @@ fn tree_261(n: i64, k: i64) -> usize {
                         }
                     }
                 } else {
-                    if n * k <= 15990783 {
-                        return 58; // decode.wide.tn256.cpt1
-                    } else {
-                        return 55; // decode.wide.tn128.cpt1
-                    }
+                    return 58; // decode.wide.tn256.cpt1
                 }
             }
         }
@@ -8637,7 +9237,7 @@ fn tree_261(n: i64, k: i64) -> usize {
         if n <= 176127 {
             if n * k <= 625737727 {
                 if n <= 67583 {
-                    if n <= 50175 {
+                    if n <= 48127 {
                         if n * 1024 / k <= 13984 {
                             if n <= 46079 {
                                 if n * 1024 / k <= 12921 {
@@ -8646,19 +9246,27 @@ fn tree_261(n: i64, k: i64) -> usize {
                                     return 16; // decode.fused.c32.cap6
                                 }
                             } else {
-                                if k <= 5631 {
-                                    return 42; // decode.kpar.tn256.cpt1.waves2
-                                } else {
-                                    return 24; // decode.kpar.tn128.cpt1.cap2
-                                }
+                                return 42; // decode.kpar.tn256.cpt1.waves2
                             }
                         } else {
-                            if n <= 46079 {
-                                if n * k <= 21102591 {
-                                    return 52; // decode.kpar.tn64.cpt1.waves1
-                                } else {
+                            if n * k <= 31981567 {
+                                if n * 1024 / k <= 49407 {
                                     return 0; // decode.direct.tn32.cpt1
+                                } else {
+                                    return 1; // decode.direct.tn64.cpt1
                                 }
+                            } else {
+                                if n <= 46079 {
+                                    return 0; // decode.direct.tn32.cpt1
+                                } else {
+                                    return 30; // decode.kpar.tn128.cpt1.waves1
+                                }
+                            }
+                        }
+                    } else {
+                        if n <= 50175 {
+                            if n * 1024 / k <= 9863 {
+                                return 42; // decode.kpar.tn256.cpt1.waves2
                             } else {
                                 if k <= 831 {
                                     return 1; // decode.direct.tn64.cpt1
@@ -8666,28 +9274,20 @@ fn tree_261(n: i64, k: i64) -> usize {
                                     return 30; // decode.kpar.tn128.cpt1.waves1
                                 }
                             }
+                        } else {
+                            return 61; // decode.wide.tn512.cpt1
                         }
-                    } else {
-                        return 61; // decode.wide.tn512.cpt1
                     }
                 } else {
                     if n * k <= 400556031 {
                         if n * k <= 25427967 {
-                            if n <= 83967 {
-                                return 1; // decode.direct.tn64.cpt1
-                            } else {
-                                return 52; // decode.kpar.tn64.cpt1.waves1
-                            }
+                            return 1; // decode.direct.tn64.cpt1
                         } else {
-                            if n * 1024 / k <= 540671 {
-                                if n * 1024 / k <= 516095 {
-                                    return 54; // decode.kpar.tn64.cpt1.waves4
-                                } else {
-                                    return 55; // decode.wide.tn128.cpt1
-                                }
+                            if n * 1024 / k <= 516095 {
+                                return 54; // decode.kpar.tn64.cpt1.waves4
                             } else {
                                 if n <= 159743 {
-                                    return 53; // decode.kpar.tn64.cpt1.waves2
+                                    return 1; // decode.direct.tn64.cpt1
                                 } else {
                                     return 54; // decode.kpar.tn64.cpt1.waves4
                                 }
@@ -9867,22 +10467,14 @@ fn tree_312(n: i64, k: i64) -> usize {
                         if n <= 359 {
                             return 20; // decode.fused.c32.waves2
                         } else {
-                            if n <= 2015 {
-                                if n <= 1503 {
-                                    return 4; // decode.fused.c16.cap32
-                                } else {
-                                    return 12; // decode.fused.c32.cap12
-                                }
-                            } else {
-                                return 19; // decode.fused.c32.waves16
-                            }
+                            return 12; // decode.fused.c32.cap12
                         }
                     }
                 } else {
                     if n <= 1055 {
                         if k <= 1151 {
-                            if k <= 959 {
-                                return 14; // decode.fused.c32.cap32
+                            if n <= 191 {
+                                return 9; // decode.fused.c16.waves2
                             } else {
                                 return 4; // decode.fused.c16.cap32
                             }
@@ -9898,7 +10490,7 @@ fn tree_312(n: i64, k: i64) -> usize {
                     }
                 }
             } else {
-                if n <= 4991 {
+                if n <= 4735 {
                     if n <= 4223 {
                         if k <= 3839 {
                             if k <= 639 {
@@ -9938,7 +10530,7 @@ fn tree_312(n: i64, k: i64) -> usize {
                             }
                         } else {
                             if k <= 8575 {
-                                return 3; // decode.fused.c16.cap16
+                                return 10; // decode.fused.c16.waves32
                             } else {
                                 return 32; // decode.kpar.tn128.cpt1.waves4
                             }
@@ -9949,21 +10541,21 @@ fn tree_312(n: i64, k: i64) -> usize {
                         if n <= 6271 {
                             if n <= 5503 {
                                 if k <= 3839 {
-                                    if k <= 1151 {
+                                    if n <= 4991 {
                                         return 19; // decode.fused.c32.waves16
                                     } else {
-                                        return 11; // decode.fused.c16.waves64
+                                        if k <= 1151 {
+                                            return 19; // decode.fused.c32.waves16
+                                        } else {
+                                            return 11; // decode.fused.c16.waves64
+                                        }
                                     }
                                 } else {
-                                    if k <= 13055 {
-                                        if k <= 10623 {
-                                            return 3; // decode.fused.c16.cap16
-                                        } else {
-                                            return 32; // decode.kpar.tn128.cpt1.waves4
-                                        }
+                                    if k <= 10623 {
+                                        return 3; // decode.fused.c16.cap16
                                     } else {
-                                        if k <= 14079 {
-                                            return 22; // decode.kpar.tn128.cpt1.cap12
+                                        if n <= 5247 {
+                                            return 23; // decode.kpar.tn128.cpt1.cap16
                                         } else {
                                             return 32; // decode.kpar.tn128.cpt1.waves4
                                         }
@@ -10059,7 +10651,23 @@ fn tree_312(n: i64, k: i64) -> usize {
         } else {
             if n <= 10495 {
                 if n <= 527 {
-                    return 42; // decode.kpar.tn256.cpt1.waves2
+                    if k <= 30719 {
+                        return 42; // decode.kpar.tn256.cpt1.waves2
+                    } else {
+                        if n <= 391 {
+                            if n <= 375 {
+                                if n <= 279 {
+                                    return 42; // decode.kpar.tn256.cpt1.waves2
+                                } else {
+                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                                }
+                            } else {
+                                return 31; // decode.kpar.tn128.cpt1.waves2
+                            }
+                        } else {
+                            return 42; // decode.kpar.tn256.cpt1.waves2
+                        }
+                    }
                 } else {
                     if n <= 2111 {
                         if n <= 1007 {
@@ -10198,7 +10806,7 @@ fn tree_312(n: i64, k: i64) -> usize {
                             }
                         } else {
                             if n <= 16127 {
-                                if k <= 22527 {
+                                if k <= 16895 {
                                     return 21; // decode.fused.c32.waves32
                                 } else {
                                     return 39; // decode.kpar.tn256.cpt1.cap6
@@ -10223,17 +10831,17 @@ fn tree_312(n: i64, k: i64) -> usize {
                                 if n <= 22015 {
                                     return 32; // decode.kpar.tn128.cpt1.waves4
                                 } else {
-                                    if k <= 15359 {
-                                        if n <= 24063 {
+                                    if k <= 22527 {
+                                        if k <= 15359 {
                                             return 21; // decode.fused.c32.waves32
                                         } else {
                                             return 38; // decode.kpar.tn256.cpt1.cap4
                                         }
                                     } else {
-                                        if n <= 23039 {
-                                            return 36; // decode.kpar.tn256.cpt1.cap3
+                                        if k <= 25087 {
+                                            return 21; // decode.fused.c32.waves32
                                         } else {
-                                            return 38; // decode.kpar.tn256.cpt1.cap4
+                                            return 40; // decode.kpar.tn256.cpt1.cap8
                                         }
                                     }
                                 }
@@ -10303,119 +10911,27 @@ fn tree_313(n: i64, k: i64) -> usize {
         if n <= 18943 {
             if n <= 8447 {
                 if k <= 383 {
-                    if n <= 4223 {
-                        return 17; // decode.fused.c32.cap8
-                    } else {
-                        if n <= 6271 {
-                            return 7; // decode.fused.c16.cap8
-                        } else {
-                            return 17; // decode.fused.c32.cap8
-                        }
-                    }
+                    return 17; // decode.fused.c32.cap8
                 } else {
-                    if k <= 639 {
-                        return 13; // decode.fused.c32.cap16
-                    } else {
-                        if k <= 831 {
-                            return 12; // decode.fused.c32.cap12
-                        } else {
-                            return 13; // decode.fused.c32.cap16
-                        }
-                    }
+                    return 13; // decode.fused.c32.cap16
                 }
             } else {
                 if n <= 12543 {
-                    if k <= 639 {
-                        if n <= 10495 {
-                            return 7; // decode.fused.c16.cap8
-                        } else {
-                            return 17; // decode.fused.c32.cap8
-                        }
-                    } else {
-                        if n <= 10495 {
-                            if n <= 9983 {
-                                return 2; // decode.fused.c16.cap12
-                            } else {
-                                return 11; // decode.fused.c16.waves64
-                            }
-                        } else {
-                            if k <= 831 {
-                                if n <= 11519 {
-                                    return 21; // decode.fused.c32.waves32
-                                } else {
-                                    return 12; // decode.fused.c32.cap12
-                                }
-                            } else {
-                                return 21; // decode.fused.c32.waves32
-                            }
-                        }
-                    }
+                    return 2; // decode.fused.c16.cap12
                 } else {
-                    if n <= 16895 {
-                        if n <= 14591 {
-                            if k <= 1151 {
-                                return 7; // decode.fused.c16.cap8
-                            } else {
-                                return 11; // decode.fused.c16.waves64
-                            }
-                        } else {
-                            return 17; // decode.fused.c32.cap8
-                        }
-                    } else {
-                        return 7; // decode.fused.c16.cap8
-                    }
+                    return 7; // decode.fused.c16.cap8
                 }
             }
         } else {
             if n <= 37887 {
                 if n <= 25087 {
-                    if n <= 20991 {
-                        if k <= 383 {
-                            return 15; // decode.fused.c32.cap4
-                        } else {
-                            if k <= 831 {
-                                return 16; // decode.fused.c32.cap6
-                            } else {
-                                return 21; // decode.fused.c32.waves32
-                            }
-                        }
-                    } else {
-                        if k <= 383 {
-                            return 15; // decode.fused.c32.cap4
-                        } else {
-                            if n <= 23039 {
-                                return 16; // decode.fused.c32.cap6
-                            } else {
-                                if k <= 1151 {
-                                    return 16; // decode.fused.c32.cap6
-                                } else {
-                                    return 21; // decode.fused.c32.waves32
-                                }
-                            }
-                        }
-                    }
+                    return 16; // decode.fused.c32.cap6
                 } else {
                     return 15; // decode.fused.c32.cap4
                 }
             } else {
                 if n <= 44031 {
-                    if k <= 383 {
-                        return 0; // decode.direct.tn32.cpt1
-                    } else {
-                        if k <= 2815 {
-                            return 16; // decode.fused.c32.cap6
-                        } else {
-                            if n <= 41983 {
-                                return 24; // decode.kpar.tn128.cpt1.cap2
-                            } else {
-                                if k <= 3839 {
-                                    return 16; // decode.fused.c32.cap6
-                                } else {
-                                    return 49; // decode.kpar.tn64.cpt1.cap4
-                                }
-                            }
-                        }
-                    }
+                    return 16; // decode.fused.c32.cap6
                 } else {
                     return 21; // decode.fused.c32.waves32
                 }
@@ -10424,138 +10940,30 @@ fn tree_313(n: i64, k: i64) -> usize {
     } else {
         if n <= 100351 {
             if n <= 67583 {
-                if k <= 383 {
-                    if n <= 54271 {
-                        return 0; // decode.direct.tn32.cpt1
-                    } else {
-                        if n <= 58367 {
-                            return 1; // decode.direct.tn64.cpt1
-                        } else {
-                            if n <= 64511 {
-                                return 61; // decode.wide.tn512.cpt1
-                            } else {
-                                return 52; // decode.kpar.tn64.cpt1.waves1
-                            }
-                        }
-                    }
+                if n * 1024 / k <= 129023 {
+                    return 61; // decode.wide.tn512.cpt1
                 } else {
-                    if k <= 639 {
-                        if n <= 64511 {
-                            if n <= 54271 {
-                                return 0; // decode.direct.tn32.cpt1
-                            } else {
-                                return 61; // decode.wide.tn512.cpt1
-                            }
-                        } else {
-                            return 19; // decode.fused.c32.waves16
-                        }
-                    } else {
-                        return 61; // decode.wide.tn512.cpt1
-                    }
+                    return 52; // decode.kpar.tn64.cpt1.waves1
                 }
             } else {
                 if n <= 92159 {
-                    if n <= 71679 {
-                        if k <= 6655 {
-                            if k <= 4607 {
-                                if k <= 639 {
-                                    return 52; // decode.kpar.tn64.cpt1.waves1
-                                } else {
-                                    return 21; // decode.fused.c32.waves32
-                                }
-                            } else {
-                                return 15; // decode.fused.c32.cap4
-                            }
-                        } else {
-                            return 49; // decode.kpar.tn64.cpt1.cap4
-                        }
-                    } else {
-                        return 52; // decode.kpar.tn64.cpt1.waves1
-                    }
+                    return 52; // decode.kpar.tn64.cpt1.waves1
                 } else {
-                    if k <= 383 {
-                        return 56; // decode.wide.tn128.cpt2
-                    } else {
-                        if k <= 639 {
-                            return 53; // decode.kpar.tn64.cpt1.waves2
-                        } else {
-                            if n <= 96255 {
-                                if k <= 1919 {
-                                    return 0; // decode.direct.tn32.cpt1
-                                } else {
-                                    return 41; // decode.kpar.tn256.cpt1.waves1
-                                }
-                            } else {
-                                return 58; // decode.wide.tn256.cpt1
-                            }
-                        }
-                    }
+                    return 58; // decode.wide.tn256.cpt1
                 }
             }
         } else {
             if n <= 112639 {
-                if k <= 831 {
-                    return 56; // decode.wide.tn128.cpt2
+                if n * 1024 / k <= 137078 {
+                    return 15; // decode.fused.c32.cap4
                 } else {
-                    if k <= 11263 {
-                        return 15; // decode.fused.c32.cap4
-                    } else {
-                        return 51; // decode.kpar.tn64.cpt1.cap8
-                    }
+                    return 56; // decode.wide.tn128.cpt2
                 }
             } else {
                 if n <= 233471 {
-                    if n <= 135167 {
-                        if k <= 2815 {
-                            if n <= 116735 {
-                                return 56; // decode.wide.tn128.cpt2
-                            } else {
-                                return 62; // decode.wide.tn512.cpt2
-                            }
-                        } else {
-                            if n <= 120831 {
-                                if k <= 3327 {
-                                    return 61; // decode.wide.tn512.cpt1
-                                } else {
-                                    return 49; // decode.kpar.tn64.cpt1.cap4
-                                }
-                            } else {
-                                return 61; // decode.wide.tn512.cpt1
-                            }
-                        }
-                    } else {
-                        if n <= 153855 {
-                            if k <= 5631 {
-                                return 56; // decode.wide.tn128.cpt2
-                            } else {
-                                if n <= 143359 {
-                                    return 46; // decode.kpar.tn64.cpt1.cap2
-                                } else {
-                                    return 15; // decode.fused.c32.cap4
-                                }
-                            }
-                        } else {
-                            if k <= 639 {
-                                if n <= 167935 {
-                                    return 59; // decode.wide.tn256.cpt2
-                                } else {
-                                    return 56; // decode.wide.tn128.cpt2
-                                }
-                            } else {
-                                if n <= 184319 {
-                                    return 52; // decode.kpar.tn64.cpt1.waves1
-                                } else {
-                                    return 59; // decode.wide.tn256.cpt2
-                                }
-                            }
-                        }
-                    }
+                    return 59; // decode.wide.tn256.cpt2
                 } else {
-                    if k <= 5631 {
-                        return 57; // decode.wide.tn128.cpt4
-                    } else {
-                        return 62; // decode.wide.tn512.cpt2
-                    }
+                    return 57; // decode.wide.tn128.cpt4
                 }
             }
         }
@@ -10786,8 +11194,12 @@ fn tree_338(n: i64, k: i64) -> usize {
                     } else {
                         if n <= 4991 {
                             if n * k <= 23724031 {
-                                if n * 1024 / k <= 5594 {
-                                    if n * 1024 / k <= 4889 {
+                                if k <= 831 {
+                                    return 11; // decode.fused.c16.waves64
+                                } else {
+                                    if k <= 959 {
+                                        return 13; // decode.fused.c32.cap16
+                                    } else {
                                         if k <= 1663 {
                                             if k <= 1407 {
                                                 return 10; // decode.fused.c16.waves32
@@ -10797,11 +11209,7 @@ fn tree_338(n: i64, k: i64) -> usize {
                                         } else {
                                             return 10; // decode.fused.c16.waves32
                                         }
-                                    } else {
-                                        return 13; // decode.fused.c32.cap16
                                     }
-                                } else {
-                                    return 11; // decode.fused.c16.waves64
                                 }
                             } else {
                                 if n <= 4735 {
@@ -10811,9 +11219,13 @@ fn tree_338(n: i64, k: i64) -> usize {
                                 }
                             }
                         } else {
-                            if n * 1024 / k <= 1041 {
-                                if k <= 5631 {
-                                    return 32; // decode.kpar.tn128.cpt1.waves4
+                            if n * 1024 / k <= 1354 {
+                                if n * k <= 26411007 {
+                                    if k <= 4479 {
+                                        return 3; // decode.fused.c16.cap16
+                                    } else {
+                                        return 32; // decode.kpar.tn128.cpt1.waves4
+                                    }
                                 } else {
                                     return 11; // decode.fused.c16.waves64
                                 }
@@ -10825,15 +11237,7 @@ fn tree_338(n: i64, k: i64) -> usize {
                                         return 10; // decode.fused.c16.waves32
                                     }
                                 } else {
-                                    if n * 1024 / k <= 1354 {
-                                        if k <= 4479 {
-                                            return 3; // decode.fused.c16.cap16
-                                        } else {
-                                            return 11; // decode.fused.c16.waves64
-                                        }
-                                    } else {
-                                        return 11; // decode.fused.c16.waves64
-                                    }
+                                    return 11; // decode.fused.c16.waves64
                                 }
                             }
                         }
@@ -10893,14 +11297,14 @@ fn tree_338(n: i64, k: i64) -> usize {
                         }
                     }
                 } else {
-                    if n * k <= 13959167 {
-                        if k <= 1407 {
-                            return 11; // decode.fused.c16.waves64
+                    if n <= 9471 {
+                        if n * k <= 13959167 {
+                            if k <= 1407 {
+                                return 11; // decode.fused.c16.waves64
+                            } else {
+                                return 19; // decode.fused.c32.waves16
+                            }
                         } else {
-                            return 19; // decode.fused.c32.waves16
-                        }
-                    } else {
-                        if n <= 9471 {
                             if n * 1024 / k <= 1747 {
                                 return 51; // decode.kpar.tn64.cpt1.cap8
                             } else {
@@ -10914,27 +11318,27 @@ fn tree_338(n: i64, k: i64) -> usize {
                                     }
                                 }
                             }
-                        } else {
-                            if n <= 10495 {
-                                if n * k <= 25034751 {
-                                    if k <= 2303 {
-                                        if n * 1024 / k <= 5594 {
-                                            return 11; // decode.fused.c16.waves64
-                                        } else {
-                                            return 2; // decode.fused.c16.cap12
-                                        }
+                        }
+                    } else {
+                        if n <= 10495 {
+                            if n * k <= 25034751 {
+                                if k <= 2303 {
+                                    if n * 1024 / k <= 5594 {
+                                        return 11; // decode.fused.c16.waves64
                                     } else {
-                                        return 12; // decode.fused.c32.cap12
+                                        return 2; // decode.fused.c16.cap12
                                     }
                                 } else {
-                                    return 11; // decode.fused.c16.waves64
+                                    return 12; // decode.fused.c32.cap12
                                 }
                             } else {
-                                if n * k <= 66584575 {
-                                    return 12; // decode.fused.c32.cap12
-                                } else {
-                                    return 21; // decode.fused.c32.waves32
-                                }
+                                return 11; // decode.fused.c16.waves64
+                            }
+                        } else {
+                            if n * k <= 66584575 {
+                                return 12; // decode.fused.c32.cap12
+                            } else {
+                                return 21; // decode.fused.c32.waves32
                             }
                         }
                     }
@@ -11093,7 +11497,7 @@ fn tree_338(n: i64, k: i64) -> usize {
                                 return 25; // decode.kpar.tn128.cpt1.cap3
                             } else {
                                 if n <= 29183 {
-                                    if k <= 10623 {
+                                    if k <= 8575 {
                                         return 21; // decode.fused.c32.waves32
                                     } else {
                                         return 36; // decode.kpar.tn256.cpt1.cap3
@@ -11175,11 +11579,7 @@ fn tree_339(n: i64, k: i64) -> usize {
                         if k <= 639 {
                             return 13; // decode.fused.c32.cap16
                         } else {
-                            if k <= 831 {
-                                return 12; // decode.fused.c32.cap12
-                            } else {
-                                return 13; // decode.fused.c32.cap16
-                            }
+                            return 21; // decode.fused.c32.waves32
                         }
                     }
                 }
@@ -11193,31 +11593,15 @@ fn tree_339(n: i64, k: i64) -> usize {
                         }
                     } else {
                         if n <= 10495 {
-                            if n <= 9983 {
-                                return 2; // decode.fused.c16.cap12
-                            } else {
-                                return 11; // decode.fused.c16.waves64
-                            }
+                            return 2; // decode.fused.c16.cap12
                         } else {
-                            if k <= 831 {
-                                if n <= 11519 {
-                                    return 21; // decode.fused.c32.waves32
-                                } else {
-                                    return 12; // decode.fused.c32.cap12
-                                }
-                            } else {
-                                return 21; // decode.fused.c32.waves32
-                            }
+                            return 12; // decode.fused.c32.cap12
                         }
                     }
                 } else {
                     if n <= 16895 {
                         if n <= 14591 {
-                            if k <= 1151 {
-                                return 7; // decode.fused.c16.cap8
-                            } else {
-                                return 11; // decode.fused.c16.waves64
-                            }
+                            return 7; // decode.fused.c16.cap8
                         } else {
                             return 17; // decode.fused.c32.cap8
                         }
@@ -11233,25 +11617,13 @@ fn tree_339(n: i64, k: i64) -> usize {
                         if k <= 383 {
                             return 15; // decode.fused.c32.cap4
                         } else {
-                            if k <= 831 {
-                                return 16; // decode.fused.c32.cap6
-                            } else {
-                                return 21; // decode.fused.c32.waves32
-                            }
+                            return 21; // decode.fused.c32.waves32
                         }
                     } else {
                         if k <= 383 {
                             return 15; // decode.fused.c32.cap4
                         } else {
-                            if n <= 23039 {
-                                return 16; // decode.fused.c32.cap6
-                            } else {
-                                if k <= 831 {
-                                    return 16; // decode.fused.c32.cap6
-                                } else {
-                                    return 21; // decode.fused.c32.waves32
-                                }
-                            }
+                            return 16; // decode.fused.c32.cap6
                         }
                     }
                 } else {
@@ -11259,29 +11631,13 @@ fn tree_339(n: i64, k: i64) -> usize {
                         if k <= 831 {
                             return 15; // decode.fused.c32.cap4
                         } else {
-                            if k <= 2815 {
-                                return 5; // decode.fused.c16.cap4
-                            } else {
-                                return 25; // decode.kpar.tn128.cpt1.cap3
-                            }
+                            return 5; // decode.fused.c16.cap4
                         }
                     } else {
                         if n <= 29183 {
-                            if k <= 639 {
-                                return 15; // decode.fused.c32.cap4
-                            } else {
-                                return 21; // decode.fused.c32.waves32
-                            }
+                            return 21; // decode.fused.c32.waves32
                         } else {
-                            if n <= 33791 {
-                                return 15; // decode.fused.c32.cap4
-                            } else {
-                                if k <= 1919 {
-                                    return 15; // decode.fused.c32.cap4
-                                } else {
-                                    return 21; // decode.fused.c32.waves32
-                                }
-                            }
+                            return 15; // decode.fused.c32.cap4
                         }
                     }
                 }
@@ -11297,15 +11653,7 @@ fn tree_339(n: i64, k: i64) -> usize {
                         if k <= 1407 {
                             return 16; // decode.fused.c32.cap6
                         } else {
-                            if n <= 41983 {
-                                return 24; // decode.kpar.tn128.cpt1.cap2
-                            } else {
-                                if k <= 1919 {
-                                    return 16; // decode.fused.c32.cap6
-                                } else {
-                                    return 46; // decode.kpar.tn64.cpt1.cap2
-                                }
-                            }
+                            return 46; // decode.kpar.tn64.cpt1.cap2
                         }
                     }
                 } else {
@@ -11321,19 +11669,11 @@ fn tree_339(n: i64, k: i64) -> usize {
                         if n <= 58367 {
                             return 0; // decode.direct.tn32.cpt1
                         } else {
-                            if n <= 62463 {
-                                return 19; // decode.fused.c32.waves16
-                            } else {
-                                return 52; // decode.kpar.tn64.cpt1.waves1
-                            }
+                            return 52; // decode.kpar.tn64.cpt1.waves1
                         }
                     } else {
                         if n <= 64511 {
-                            if n <= 54271 {
-                                return 0; // decode.direct.tn32.cpt1
-                            } else {
-                                return 61; // decode.wide.tn512.cpt1
-                            }
+                            return 61; // decode.wide.tn512.cpt1
                         } else {
                             return 19; // decode.fused.c32.waves16
                         }
@@ -11345,11 +11685,7 @@ fn tree_339(n: i64, k: i64) -> usize {
                 if n <= 96255 {
                     if n <= 75775 {
                         if k <= 639 {
-                            if n <= 71679 {
-                                return 0; // decode.direct.tn32.cpt1
-                            } else {
-                                return 52; // decode.kpar.tn64.cpt1.waves1
-                            }
+                            return 52; // decode.kpar.tn64.cpt1.waves1
                         } else {
                             return 21; // decode.fused.c32.waves32
                         }
@@ -11375,43 +11711,15 @@ fn tree_339(n: i64, k: i64) -> usize {
                 if n <= 233471 {
                     if n <= 135167 {
                         if k <= 2815 {
-                            if n <= 116735 {
-                                return 56; // decode.wide.tn128.cpt2
-                            } else {
-                                return 62; // decode.wide.tn512.cpt2
-                            }
+                            return 62; // decode.wide.tn512.cpt2
                         } else {
-                            if n <= 120831 {
-                                return 49; // decode.kpar.tn64.cpt1.cap4
-                            } else {
-                                return 61; // decode.wide.tn512.cpt1
-                            }
+                            return 61; // decode.wide.tn512.cpt1
                         }
                     } else {
                         if n <= 153855 {
-                            if k <= 5631 {
-                                return 56; // decode.wide.tn128.cpt2
-                            } else {
-                                if k <= 15359 {
-                                    return 46; // decode.kpar.tn64.cpt1.cap2
-                                } else {
-                                    return 27; // decode.kpar.tn128.cpt1.cap4
-                                }
-                            }
+                            return 56; // decode.wide.tn128.cpt2
                         } else {
-                            if n <= 192511 {
-                                if n <= 167935 {
-                                    return 59; // decode.wide.tn256.cpt2
-                                } else {
-                                    return 0; // decode.direct.tn32.cpt1
-                                }
-                            } else {
-                                if n <= 200703 {
-                                    return 62; // decode.wide.tn512.cpt2
-                                } else {
-                                    return 59; // decode.wide.tn256.cpt2
-                                }
-                            }
+                            return 59; // decode.wide.tn256.cpt2
                         }
                     }
                 } else {
@@ -11957,23 +12265,23 @@ struct Overlay {
 static OVERLAYS: &[&[Overlay]] = &[
     // nl4
     &[
-        Overlay { mode: 0, bucket: 0, n: 128, k: 896, candidate: 21 }, // decode.fused.c32.waves32
-        Overlay { mode: 0, bucket: 0, n: 256, k: 1536, candidate: 21 }, // decode.fused.c32.waves32
-        Overlay { mode: 0, bucket: 0, n: 256, k: 2048, candidate: 11 }, // decode.fused.c16.waves64
+        Overlay { mode: 0, bucket: 0, n: 128, k: 896, candidate: 18 }, // decode.fused.c32.waves1
+        Overlay { mode: 0, bucket: 0, n: 256, k: 1536, candidate: 10 }, // decode.fused.c16.waves32
+        Overlay { mode: 0, bucket: 0, n: 256, k: 2048, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 512, k: 2048, candidate: 4 }, // decode.fused.c16.cap32
         Overlay { mode: 0, bucket: 0, n: 512, k: 3584, candidate: 10 }, // decode.fused.c16.waves32
-        Overlay { mode: 0, bucket: 0, n: 768, k: 2048, candidate: 11 }, // decode.fused.c16.waves64
+        Overlay { mode: 0, bucket: 0, n: 768, k: 2048, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 896, k: 896, candidate: 19 }, // decode.fused.c32.waves16
-        Overlay { mode: 0, bucket: 0, n: 896, k: 4864, candidate: 11 }, // decode.fused.c16.waves64
-        Overlay { mode: 0, bucket: 0, n: 1024, k: 2048, candidate: 4 }, // decode.fused.c16.cap32
-        Overlay { mode: 0, bucket: 0, n: 1024, k: 2560, candidate: 11 }, // decode.fused.c16.waves64
+        Overlay { mode: 0, bucket: 0, n: 896, k: 4864, candidate: 10 }, // decode.fused.c16.waves32
+        Overlay { mode: 0, bucket: 0, n: 1024, k: 2048, candidate: 10 }, // decode.fused.c16.waves32
+        Overlay { mode: 0, bucket: 0, n: 1024, k: 2560, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 4096, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 5120, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 8192, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1536, k: 1536, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 1536, k: 3072, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 1536, k: 8960, candidate: 11 }, // decode.fused.c16.waves64
-        Overlay { mode: 0, bucket: 0, n: 2048, k: 768, candidate: 14 }, // decode.fused.c32.cap32
+        Overlay { mode: 0, bucket: 0, n: 2048, k: 768, candidate: 4 }, // decode.fused.c16.cap32
         Overlay { mode: 0, bucket: 0, n: 2048, k: 2048, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 2048, k: 4096, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 2048, k: 11008, candidate: 11 }, // decode.fused.c16.waves64
@@ -12096,7 +12404,7 @@ static OVERLAYS: &[&[Overlay]] = &[
     ],
     // s4
     &[
-        Overlay { mode: 0, bucket: 0, n: 128, k: 896, candidate: 19 }, // decode.fused.c32.waves16
+        Overlay { mode: 0, bucket: 0, n: 128, k: 896, candidate: 18 }, // decode.fused.c32.waves1
         Overlay { mode: 0, bucket: 0, n: 256, k: 1536, candidate: 20 }, // decode.fused.c32.waves2
         Overlay { mode: 0, bucket: 0, n: 256, k: 2048, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 512, k: 2048, candidate: 10 }, // decode.fused.c16.waves32
@@ -12105,14 +12413,14 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 896, k: 896, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 896, k: 4864, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 2048, candidate: 4 }, // decode.fused.c16.cap32
-        Overlay { mode: 0, bucket: 0, n: 1024, k: 2560, candidate: 14 }, // decode.fused.c32.cap32
-        Overlay { mode: 0, bucket: 0, n: 1024, k: 4096, candidate: 10 }, // decode.fused.c16.waves32
+        Overlay { mode: 0, bucket: 0, n: 1024, k: 2560, candidate: 10 }, // decode.fused.c16.waves32
+        Overlay { mode: 0, bucket: 0, n: 1024, k: 4096, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 1024, k: 5120, candidate: 10 }, // decode.fused.c16.waves32
-        Overlay { mode: 0, bucket: 0, n: 1024, k: 8192, candidate: 10 }, // decode.fused.c16.waves32
+        Overlay { mode: 0, bucket: 0, n: 1024, k: 8192, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 1536, k: 1536, candidate: 2 }, // decode.fused.c16.cap12
-        Overlay { mode: 0, bucket: 0, n: 1536, k: 3072, candidate: 4 }, // decode.fused.c16.cap32
+        Overlay { mode: 0, bucket: 0, n: 1536, k: 3072, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 1536, k: 8960, candidate: 11 }, // decode.fused.c16.waves64
-        Overlay { mode: 0, bucket: 0, n: 2048, k: 768, candidate: 10 }, // decode.fused.c16.waves32
+        Overlay { mode: 0, bucket: 0, n: 2048, k: 768, candidate: 4 }, // decode.fused.c16.cap32
         Overlay { mode: 0, bucket: 0, n: 2048, k: 2048, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 2048, k: 4096, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 2048, k: 11008, candidate: 11 }, // decode.fused.c16.waves64
@@ -12235,23 +12543,23 @@ static OVERLAYS: &[&[Overlay]] = &[
     ],
     // s5
     &[
-        Overlay { mode: 0, bucket: 0, n: 128, k: 896, candidate: 12 }, // decode.fused.c32.cap12
-        Overlay { mode: 0, bucket: 0, n: 256, k: 1536, candidate: 21 }, // decode.fused.c32.waves32
+        Overlay { mode: 0, bucket: 0, n: 128, k: 896, candidate: 18 }, // decode.fused.c32.waves1
+        Overlay { mode: 0, bucket: 0, n: 256, k: 1536, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 256, k: 2048, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 512, k: 2048, candidate: 10 }, // decode.fused.c16.waves32
-        Overlay { mode: 0, bucket: 0, n: 512, k: 3584, candidate: 10 }, // decode.fused.c16.waves32
+        Overlay { mode: 0, bucket: 0, n: 512, k: 3584, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 768, k: 2048, candidate: 10 }, // decode.fused.c16.waves32
-        Overlay { mode: 0, bucket: 0, n: 896, k: 896, candidate: 14 }, // decode.fused.c32.cap32
+        Overlay { mode: 0, bucket: 0, n: 896, k: 896, candidate: 4 }, // decode.fused.c16.cap32
         Overlay { mode: 0, bucket: 0, n: 896, k: 4864, candidate: 10 }, // decode.fused.c16.waves32
-        Overlay { mode: 0, bucket: 0, n: 1024, k: 2048, candidate: 11 }, // decode.fused.c16.waves64
+        Overlay { mode: 0, bucket: 0, n: 1024, k: 2048, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 2560, candidate: 10 }, // decode.fused.c16.waves32
-        Overlay { mode: 0, bucket: 0, n: 1024, k: 4096, candidate: 11 }, // decode.fused.c16.waves64
+        Overlay { mode: 0, bucket: 0, n: 1024, k: 4096, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 5120, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 8192, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1536, k: 1536, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 1536, k: 3072, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 1536, k: 8960, candidate: 11 }, // decode.fused.c16.waves64
-        Overlay { mode: 0, bucket: 0, n: 2048, k: 768, candidate: 19 }, // decode.fused.c32.waves16
+        Overlay { mode: 0, bucket: 0, n: 2048, k: 768, candidate: 4 }, // decode.fused.c16.cap32
         Overlay { mode: 0, bucket: 0, n: 2048, k: 2048, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 2048, k: 4096, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 2048, k: 11008, candidate: 11 }, // decode.fused.c16.waves64
@@ -12381,8 +12689,8 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 768, k: 2048, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 896, k: 4864, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 2048, candidate: 14 }, // decode.fused.c32.cap32
-        Overlay { mode: 0, bucket: 0, n: 1024, k: 2560, candidate: 11 }, // decode.fused.c16.waves64
-        Overlay { mode: 0, bucket: 0, n: 1024, k: 4096, candidate: 11 }, // decode.fused.c16.waves64
+        Overlay { mode: 0, bucket: 0, n: 1024, k: 2560, candidate: 10 }, // decode.fused.c16.waves32
+        Overlay { mode: 0, bucket: 0, n: 1024, k: 4096, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 5120, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 8192, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1536, k: 1536, candidate: 11 }, // decode.fused.c16.waves64
@@ -12505,7 +12813,7 @@ static OVERLAYS: &[&[Overlay]] = &[
     ],
     // s8
     &[
-        Overlay { mode: 0, bucket: 0, n: 128, k: 896, candidate: 17 }, // decode.fused.c32.cap8
+        Overlay { mode: 0, bucket: 0, n: 128, k: 896, candidate: 9 }, // decode.fused.c16.waves2
         Overlay { mode: 0, bucket: 0, n: 256, k: 1536, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 256, k: 2048, candidate: 9 }, // decode.fused.c16.waves2
         Overlay { mode: 0, bucket: 0, n: 512, k: 2048, candidate: 10 }, // decode.fused.c16.waves32
@@ -12514,14 +12822,14 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 896, k: 896, candidate: 3 }, // decode.fused.c16.cap16
         Overlay { mode: 0, bucket: 0, n: 896, k: 4864, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 2048, candidate: 21 }, // decode.fused.c32.waves32
-        Overlay { mode: 0, bucket: 0, n: 1024, k: 2560, candidate: 19 }, // decode.fused.c32.waves16
+        Overlay { mode: 0, bucket: 0, n: 1024, k: 2560, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 4096, candidate: 10 }, // decode.fused.c16.waves32
-        Overlay { mode: 0, bucket: 0, n: 1024, k: 5120, candidate: 10 }, // decode.fused.c16.waves32
+        Overlay { mode: 0, bucket: 0, n: 1024, k: 5120, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 1024, k: 8192, candidate: 10 }, // decode.fused.c16.waves32
-        Overlay { mode: 0, bucket: 0, n: 1536, k: 1536, candidate: 19 }, // decode.fused.c32.waves16
+        Overlay { mode: 0, bucket: 0, n: 1536, k: 1536, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 1536, k: 3072, candidate: 14 }, // decode.fused.c32.cap32
         Overlay { mode: 0, bucket: 0, n: 1536, k: 8960, candidate: 11 }, // decode.fused.c16.waves64
-        Overlay { mode: 0, bucket: 0, n: 2048, k: 768, candidate: 10 }, // decode.fused.c16.waves32
+        Overlay { mode: 0, bucket: 0, n: 2048, k: 768, candidate: 12 }, // decode.fused.c32.cap12
         Overlay { mode: 0, bucket: 0, n: 2048, k: 2048, candidate: 14 }, // decode.fused.c32.cap32
         Overlay { mode: 0, bucket: 0, n: 2048, k: 4096, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 2048, k: 11008, candidate: 11 }, // decode.fused.c16.waves64
@@ -12647,21 +12955,21 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 128, k: 896, candidate: 8 }, // decode.fused.c16.waves1
         Overlay { mode: 0, bucket: 0, n: 256, k: 1536, candidate: 18 }, // decode.fused.c32.waves1
         Overlay { mode: 0, bucket: 0, n: 256, k: 2048, candidate: 10 }, // decode.fused.c16.waves32
-        Overlay { mode: 0, bucket: 0, n: 512, k: 2048, candidate: 11 }, // decode.fused.c16.waves64
+        Overlay { mode: 0, bucket: 0, n: 512, k: 2048, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 512, k: 3584, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 768, k: 2048, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 896, k: 896, candidate: 4 }, // decode.fused.c16.cap32
         Overlay { mode: 0, bucket: 0, n: 896, k: 4864, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 2048, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 2560, candidate: 10 }, // decode.fused.c16.waves32
-        Overlay { mode: 0, bucket: 0, n: 1024, k: 4096, candidate: 14 }, // decode.fused.c32.cap32
-        Overlay { mode: 0, bucket: 0, n: 1024, k: 5120, candidate: 10 }, // decode.fused.c16.waves32
+        Overlay { mode: 0, bucket: 0, n: 1024, k: 4096, candidate: 10 }, // decode.fused.c16.waves32
+        Overlay { mode: 0, bucket: 0, n: 1024, k: 5120, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 1024, k: 8192, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1536, k: 1536, candidate: 4 }, // decode.fused.c16.cap32
         Overlay { mode: 0, bucket: 0, n: 1536, k: 3072, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 1536, k: 8960, candidate: 11 }, // decode.fused.c16.waves64
-        Overlay { mode: 0, bucket: 0, n: 2048, k: 768, candidate: 4 }, // decode.fused.c16.cap32
-        Overlay { mode: 0, bucket: 0, n: 2048, k: 2048, candidate: 14 }, // decode.fused.c32.cap32
+        Overlay { mode: 0, bucket: 0, n: 2048, k: 768, candidate: 13 }, // decode.fused.c32.cap16
+        Overlay { mode: 0, bucket: 0, n: 2048, k: 2048, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 2048, k: 4096, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 2048, k: 11008, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 2560, k: 4096, candidate: 14 }, // decode.fused.c32.cap32
@@ -12790,7 +13098,7 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 512, k: 3584, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 768, k: 2048, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 896, k: 896, candidate: 19 }, // decode.fused.c32.waves16
-        Overlay { mode: 0, bucket: 0, n: 896, k: 4864, candidate: 10 }, // decode.fused.c16.waves32
+        Overlay { mode: 0, bucket: 0, n: 896, k: 4864, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 1024, k: 2048, candidate: 14 }, // decode.fused.c32.cap32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 2560, candidate: 10 }, // decode.fused.c16.waves32
         Overlay { mode: 0, bucket: 0, n: 1024, k: 4096, candidate: 10 }, // decode.fused.c16.waves32
@@ -12799,7 +13107,7 @@ static OVERLAYS: &[&[Overlay]] = &[
         Overlay { mode: 0, bucket: 0, n: 1536, k: 1536, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 1536, k: 3072, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 1536, k: 8960, candidate: 10 }, // decode.fused.c16.waves32
-        Overlay { mode: 0, bucket: 0, n: 2048, k: 768, candidate: 11 }, // decode.fused.c16.waves64
+        Overlay { mode: 0, bucket: 0, n: 2048, k: 768, candidate: 12 }, // decode.fused.c32.cap12
         Overlay { mode: 0, bucket: 0, n: 2048, k: 2048, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 2048, k: 4096, candidate: 11 }, // decode.fused.c16.waves64
         Overlay { mode: 0, bucket: 0, n: 2048, k: 11008, candidate: 11 }, // decode.fused.c16.waves64
@@ -12984,7 +13292,7 @@ static MODELS: &[Model] = &[
     Model { candidate: 2, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 221724, coef: [(40547, 16), (33082, 26), (0, 0), (61721, 13), (36271, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
     Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 184285, coef: [(35577, 17), (57082, 25), (0, 0), (42343, 11), (47345, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
     Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 194781, coef: [(44071, 17), (49851, 25), (0, 0), (38312, 11), (44809, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
-    Model { candidate: 4, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 192170, coef: [(38333, 18), (48949, 24), (0, 0), (64497, 11), (51705, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
+    Model { candidate: 4, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 192091, coef: [(38310, 18), (48936, 24), (0, 0), (64523, 11), (51719, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
     Model { candidate: 4, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 181668, coef: [(50851, 19), (50489, 24), (0, 0), (34729, 10), (54040, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap32
     Model { candidate: 5, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 157378, coef: [(53906, 17), (0, 0), (0, 0), (49794, 12), (47913, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap4
     Model { candidate: 5, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 202774, coef: [(34997, 16), (0, 0), (0, 0), (61706, 14), (44029, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap4
@@ -12996,12 +13304,12 @@ static MODELS: &[Model] = &[
     Model { candidate: 8, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 215246, coef: [(39839, 16), (0, 0), (0, 0), (0, 0), (43421, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves1
     Model { candidate: 9, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 206974, coef: [(36741, 16), (53514, 30), (0, 0), (0, 0), (44179, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves2
     Model { candidate: 9, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 221884, coef: [(36887, 16), (46994, 29), (0, 0), (0, 0), (43862, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves2
-    Model { candidate: 10, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 236780, coef: [(42289, 17), (59622, 24), (0, 0), (0, 0), (37139, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
+    Model { candidate: 10, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 234173, coef: [(41933, 17), (58547, 24), (0, 0), (0, 0), (37807, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
     Model { candidate: 10, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 227669, coef: [(37585, 17), (49278, 24), (0, 0), (41496, 16), (41823, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves32
-    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 6, base: 233200, coef: [(34884, 19), (56820, 24), (0, 0), (58035, 13), (48386, 8)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
-    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 245548, coef: [(38851, 20), (55955, 24), (0, 0), (43381, 13), (39055, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
-    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 160877, coef: [(32979, 17), (42203, 24), (0, 0), (65016, 11), (43756, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
-    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 202370, coef: [(60315, 17), (35529, 24), (0, 0), (37121, 11), (63800, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
+    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 6, base: 232944, coef: [(34996, 19), (56699, 24), (0, 0), (58527, 13), (47980, 8)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
+    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 245250, coef: [(38992, 20), (55897, 24), (0, 0), (43866, 13), (38830, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
+    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 160218, coef: [(32855, 17), (42125, 24), (0, 0), (65298, 11), (43859, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
+    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 202274, coef: [(60372, 17), (35522, 24), (0, 0), (36959, 11), (63780, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
     Model { candidate: 13, fused: true, partials: false, registers: 56, shared_static: 0, rate: 45, base: 162238, coef: [(36165, 16), (43475, 24), (0, 0), (46135, 10), (32803, 13)], from: 0, below: 67108864 }, // decode.fused.c32.cap16
     Model { candidate: 13, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 175545, coef: [(41922, 18), (41812, 24), (0, 0), (44266, 10), (49463, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap16
     Model { candidate: 14, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 146350, coef: [(59150, 16), (46464, 24), (0, 0), (46419, 9), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c32.cap32
@@ -13012,14 +13320,14 @@ static MODELS: &[Model] = &[
     Model { candidate: 16, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 241112, coef: [(38561, 16), (55671, 26), (0, 0), (36600, 15), (34081, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap6
     Model { candidate: 17, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 158177, coef: [(38632, 17), (58930, 25), (0, 0), (48085, 11), (45645, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
     Model { candidate: 17, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 208738, coef: [(63369, 17), (45217, 25), (0, 0), (52796, 13), (37913, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
-    Model { candidate: 18, fused: true, partials: false, registers: 56, shared_static: 0, rate: 256, base: 198959, coef: [(47122, 17), (0, 0), (0, 0), (0, 0), (48733, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
+    Model { candidate: 18, fused: true, partials: false, registers: 56, shared_static: 0, rate: 256, base: 198278, coef: [(46814, 17), (0, 0), (0, 0), (0, 0), (48794, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
     Model { candidate: 18, fused: true, partials: false, registers: 56, shared_static: 0, rate: 362, base: 229807, coef: [(56326, 18), (0, 0), (0, 0), (0, 0), (51843, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves1
-    Model { candidate: 19, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 226263, coef: [(47076, 17), (40755, 24), (0, 0), (47265, 14), (35008, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves16
+    Model { candidate: 19, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 227605, coef: [(45602, 17), (40582, 24), (0, 0), (54927, 17), (36063, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves16
     Model { candidate: 19, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 229579, coef: [(43914, 17), (42883, 24), (0, 0), (0, 0), (36112, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
     Model { candidate: 20, fused: true, partials: false, registers: 56, shared_static: 0, rate: 256, base: 206744, coef: [(35842, 17), (0, 0), (0, 0), (0, 0), (50162, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
     Model { candidate: 20, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 240760, coef: [(49522, 18), (0, 0), (0, 0), (0, 0), (52414, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves2
-    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 219059, coef: [(38516, 18), (46148, 24), (0, 0), (32943, 11), (51451, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
-    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 231888, coef: [(59989, 19), (47826, 24), (0, 0), (54659, 12), (52148, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 218759, coef: [(38637, 18), (46049, 24), (0, 0), (33171, 11), (51455, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 231197, coef: [(60492, 19), (47733, 24), (0, 0), (55352, 12), (52144, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 464534, coef: [(36572, 16), (33690, 24), (40635, 17), (0, 0), (55967, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 432093, coef: [(45754, 17), (49219, 24), (36832, 16), (0, 0), (37066, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 464425, coef: [(40767, 16), (42585, 24), (37002, 17), (47992, 15), (62228, 9)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
@@ -13040,8 +13348,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 310722, coef: [(42286, 17), (56088, 25), (36837, 13), (0, 0), (42379, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 482985, coef: [(34650, 16), (38614, 23), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 443510, coef: [(56949, 19), (33073, 23), (0, 0), (0, 0), (41315, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 518248, coef: [(36246, 18), (61973, 23), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 497999, coef: [(46947, 22), (57404, 23), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 518432, coef: [(49411, 23), (64720, 23), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 498487, coef: [(46940, 22), (57381, 23), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 440805, coef: [(37037, 18), (34529, 23), (0, 0), (33653, 11), (43464, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 421160, coef: [(50536, 18), (59562, 24), (44674, 16), (0, 0), (45157, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 455650, coef: [(59065, 18), (37291, 23), (0, 0), (35818, 11), (59902, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap16
@@ -13060,8 +13368,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 388386, coef: [(63642, 18), (47488, 24), (52746, 16), (60746, 13), (45665, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 478597, coef: [(62173, 19), (36081, 23), (0, 0), (0, 0), (37542, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves1
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 428236, coef: [(35583, 21), (58308, 24), (0, 0), (0, 0), (53032, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves1
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 506095, coef: [(37346, 20), (54480, 23), (0, 0), (0, 0), (48121, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 482186, coef: [(0, 0), (45857, 23), (0, 0), (0, 0), (41392, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 506022, coef: [(37856, 20), (54443, 23), (0, 0), (0, 0), (48111, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 482040, coef: [(0, 0), (45823, 23), (0, 0), (0, 0), (41445, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 529274, coef: [(0, 0), (56280, 25), (40515, 19), (0, 0), (37074, 6)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 538423, coef: [(0, 0), (41755, 24), (0, 0), (0, 0), (33714, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 44, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 473119, coef: [(40341, 16), (56679, 25), (59810, 18), (0, 0), (54081, 8)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap12
@@ -13110,8 +13418,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 208945, coef: [(57600, 17), (47489, 24), (0, 0), (44282, 13), (56097, 8)], from: 67108864, below: 68719476737 }, // decode.direct.tn64.cpt1
     Model { candidate: 2, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 184183, coef: [(57600, 18), (59472, 24), (0, 0), (40775, 13), (46599, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap12
     Model { candidate: 2, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 187033, coef: [(34557, 19), (36313, 23), (0, 0), (42966, 13), (50414, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
-    Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 175567, coef: [(0, 0), (38451, 29), (0, 0), (59391, 13), (48688, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
-    Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 177925, coef: [(0, 0), (56168, 28), (0, 0), (63979, 13), (45936, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
+    Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 174982, coef: [(0, 0), (56741, 32), (0, 0), (59548, 13), (48931, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
+    Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 177345, coef: [(0, 0), (41750, 28), (0, 0), (64133, 13), (46159, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
     Model { candidate: 4, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 192870, coef: [(0, 0), (52847, 22), (0, 0), (37780, 13), (52563, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
     Model { candidate: 4, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 198108, coef: [(0, 0), (47758, 22), (0, 0), (50226, 13), (47262, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap32
     Model { candidate: 5, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 199614, coef: [(42435, 16), (0, 0), (0, 0), (48461, 14), (37866, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap4
@@ -13126,20 +13434,20 @@ static MODELS: &[Model] = &[
     Model { candidate: 9, fused: true, partials: false, registers: 56, shared_static: 0, rate: 256, base: 236473, coef: [(52338, 16), (0, 0), (0, 0), (48170, 15), (39071, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves2
     Model { candidate: 10, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 223001, coef: [(0, 0), (40238, 23), (0, 0), (38036, 14), (43811, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
     Model { candidate: 10, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 222270, coef: [(0, 0), (40947, 23), (0, 0), (37059, 14), (43770, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves32
-    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 218579, coef: [(42064, 16), (0, 0), (0, 0), (39888, 14), (42358, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
-    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 219212, coef: [(40493, 16), (0, 0), (0, 0), (40723, 14), (43210, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
-    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 177017, coef: [(36005, 15), (0, 0), (0, 0), (51880, 12), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
-    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 178481, coef: [(35111, 15), (0, 0), (0, 0), (54312, 12), (0, 0)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
+    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 218560, coef: [(42057, 16), (0, 0), (0, 0), (39894, 14), (42362, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
+    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 219191, coef: [(40489, 16), (0, 0), (0, 0), (40729, 14), (43212, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
+    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 177005, coef: [(36005, 15), (0, 0), (0, 0), (51882, 12), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
+    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 178469, coef: [(35111, 15), (0, 0), (0, 0), (54315, 12), (0, 0)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
     Model { candidate: 13, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 174349, coef: [(0, 0), (49185, 24), (0, 0), (65312, 12), (37214, 5)], from: 0, below: 67108864 }, // decode.fused.c32.cap16
     Model { candidate: 13, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 176803, coef: [(0, 0), (52534, 24), (0, 0), (35145, 11), (34079, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap16
     Model { candidate: 14, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 190662, coef: [(0, 0), (0, 0), (0, 0), (40351, 12), (35180, 4)], from: 0, below: 67108864 }, // decode.fused.c32.cap32
     Model { candidate: 14, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 197999, coef: [(0, 0), (0, 0), (0, 0), (53144, 12), (63437, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap32
-    Model { candidate: 15, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 201923, coef: [(44139, 18), (62667, 24), (0, 0), (42160, 13), (40385, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap4
-    Model { candidate: 15, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 204703, coef: [(62529, 20), (40106, 23), (0, 0), (41253, 13), (39144, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap4
+    Model { candidate: 15, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 195775, coef: [(49101, 19), (33909, 23), (0, 0), (43544, 13), (43218, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap4
+    Model { candidate: 15, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 198431, coef: [(0, 0), (41450, 23), (0, 0), (42704, 13), (42303, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap4
     Model { candidate: 16, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 198487, coef: [(0, 0), (48351, 23), (0, 0), (48286, 13), (41546, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap6
     Model { candidate: 16, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 201767, coef: [(51209, 18), (43024, 23), (0, 0), (52969, 13), (54860, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap6
-    Model { candidate: 17, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 172706, coef: [(38045, 17), (0, 0), (0, 0), (53655, 12), (62573, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
-    Model { candidate: 17, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 173254, coef: [(44992, 18), (45120, 26), (0, 0), (54241, 12), (65485, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
+    Model { candidate: 17, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 171640, coef: [(35991, 17), (0, 0), (0, 0), (53838, 12), (63777, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
+    Model { candidate: 17, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 172187, coef: [(43467, 18), (41477, 26), (0, 0), (54429, 12), (33193, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
     Model { candidate: 18, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 197215, coef: [(65232, 17), (36611, 26), (0, 0), (49335, 14), (40833, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
     Model { candidate: 18, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 203205, coef: [(60470, 17), (64773, 26), (0, 0), (42576, 14), (40736, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves1
     Model { candidate: 19, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 226954, coef: [(41342, 16), (0, 0), (0, 0), (55765, 15), (40846, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves16
@@ -13226,8 +13534,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 59, fused: false, partials: false, registers: 63, shared_static: 0, rate: 181, base: 179253, coef: [(35773, 16), (36928, 24), (0, 0), (63983, 12), (39411, 7)], from: 67108864, below: 68719476737 }, // decode.wide.tn256.cpt2
     Model { candidate: 60, fused: false, partials: false, registers: 68, shared_static: 0, rate: 512, base: 143012, coef: [(64934, 17), (42048, 26), (0, 0), (35974, 11), (34298, 5)], from: 0, below: 67108864 }, // decode.wide.tn256.cpt4
     Model { candidate: 60, fused: false, partials: false, registers: 68, shared_static: 0, rate: 512, base: 142927, coef: [(35563, 16), (37487, 27), (0, 0), (39013, 11), (33658, 5)], from: 67108864, below: 68719476737 }, // decode.wide.tn256.cpt4
-    Model { candidate: 61, fused: false, partials: false, registers: 104, shared_static: 0, rate: 181, base: 131685, coef: [(43401, 16), (50479, 24), (0, 0), (34425, 8), (0, 0)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt1
-    Model { candidate: 61, fused: false, partials: false, registers: 104, shared_static: 0, rate: 512, base: 130733, coef: [(48399, 16), (50778, 24), (0, 0), (34093, 8), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt1
+    Model { candidate: 61, fused: false, partials: false, registers: 104, shared_static: 0, rate: 181, base: 131563, coef: [(43411, 16), (50446, 24), (0, 0), (34441, 8), (0, 0)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt1
+    Model { candidate: 61, fused: false, partials: false, registers: 104, shared_static: 0, rate: 512, base: 130622, coef: [(48409, 16), (50750, 24), (0, 0), (34106, 8), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt1
     Model { candidate: 62, fused: false, partials: false, registers: 63, shared_static: 0, rate: 128, base: 150055, coef: [(52567, 17), (53981, 24), (0, 0), (47202, 10), (36382, 7)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt2
     Model { candidate: 62, fused: false, partials: false, registers: 63, shared_static: 0, rate: 128, base: 160291, coef: [(53367, 17), (56424, 24), (0, 0), (39620, 10), (34166, 7)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt2
     Model { candidate: 63, fused: false, partials: false, registers: 68, shared_static: 0, rate: 181, base: 124700, coef: [(57231, 17), (45068, 24), (0, 0), (45691, 10), (40113, 6)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt4
@@ -13238,8 +13546,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 512, base: 148500, coef: [(48082, 17), (41842, 26), (0, 0), (0, 0), (47398, 7)], from: 67108864, below: 68719476737 }, // decode.direct.tn64.cpt1
     Model { candidate: 2, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 106179, coef: [(55666, 16), (35530, 25), (0, 0), (59983, 12), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.cap12
     Model { candidate: 2, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 141415, coef: [(43510, 16), (36423, 27), (0, 0), (47608, 13), (34497, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
-    Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 103527, coef: [(58129, 17), (50942, 25), (0, 0), (36922, 11), (35457, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
-    Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 113281, coef: [(48889, 17), (42008, 25), (0, 0), (35875, 11), (43494, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
+    Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 103515, coef: [(58647, 17), (50447, 25), (0, 0), (36859, 11), (35281, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
+    Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 112768, coef: [(48167, 17), (42722, 25), (0, 0), (36010, 11), (43688, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
     Model { candidate: 4, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 89671, coef: [(36315, 19), (50602, 24), (0, 0), (34055, 10), (56332, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
     Model { candidate: 4, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 99804, coef: [(42246, 19), (50932, 24), (0, 0), (33039, 10), (54357, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap32
     Model { candidate: 5, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 96808, coef: [(61216, 17), (0, 0), (0, 0), (57616, 13), (45764, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap4
@@ -13254,14 +13562,14 @@ static MODELS: &[Model] = &[
     Model { candidate: 9, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 145122, coef: [(36363, 16), (0, 0), (0, 0), (0, 0), (43555, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves2
     Model { candidate: 10, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 133415, coef: [(51436, 17), (50197, 24), (0, 0), (50673, 16), (37767, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
     Model { candidate: 10, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 148726, coef: [(40898, 17), (50888, 24), (0, 0), (0, 0), (39183, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves32
-    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 32, base: 127271, coef: [(58210, 17), (49160, 24), (0, 0), (36606, 12), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
-    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 162172, coef: [(42547, 20), (53710, 24), (0, 0), (33348, 13), (64926, 8)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
-    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 93921, coef: [(43473, 17), (39591, 24), (0, 0), (48511, 11), (39210, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
-    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 125148, coef: [(32805, 16), (32980, 24), (0, 0), (56196, 12), (59630, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
+    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 32, base: 127362, coef: [(58199, 17), (49216, 24), (0, 0), (36494, 12), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
+    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 162634, coef: [(42300, 20), (53775, 24), (0, 0), (65391, 14), (32869, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
+    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 93903, coef: [(43386, 17), (39601, 24), (0, 0), (48527, 11), (39246, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
+    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 125098, coef: [(65509, 17), (32999, 24), (0, 0), (56255, 12), (59714, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
     Model { candidate: 13, fused: true, partials: false, registers: 56, shared_static: 0, rate: 362, base: 86935, coef: [(36981, 18), (42143, 24), (0, 0), (40043, 10), (51411, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap16
     Model { candidate: 13, fused: true, partials: false, registers: 56, shared_static: 0, rate: 362, base: 98399, coef: [(41791, 18), (40647, 24), (0, 0), (40184, 10), (49768, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap16
-    Model { candidate: 14, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 52788, coef: [(60918, 16), (45481, 24), (0, 0), (45344, 9), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c32.cap32
-    Model { candidate: 14, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 74680, coef: [(57886, 16), (45643, 24), (0, 0), (45388, 9), (0, 0)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap32
+    Model { candidate: 14, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 52724, coef: [(60912, 16), (45459, 24), (0, 0), (45370, 9), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c32.cap32
+    Model { candidate: 14, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 74547, coef: [(57883, 16), (45632, 24), (0, 0), (45419, 9), (0, 0)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap32
     Model { candidate: 15, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 90977, coef: [(33274, 16), (40327, 26), (0, 0), (51774, 12), (38053, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap4
     Model { candidate: 15, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 135935, coef: [(37177, 16), (65231, 30), (0, 0), (0, 0), (40957, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap4
     Model { candidate: 16, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 118985, coef: [(56042, 17), (35975, 25), (0, 0), (54150, 12), (40164, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap6
@@ -13274,18 +13582,18 @@ static MODELS: &[Model] = &[
     Model { candidate: 19, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 150041, coef: [(47531, 17), (41519, 24), (0, 0), (0, 0), (33785, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
     Model { candidate: 20, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 122914, coef: [(54718, 18), (0, 0), (0, 0), (0, 0), (52725, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
     Model { candidate: 20, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 155084, coef: [(51430, 18), (0, 0), (0, 0), (0, 0), (52060, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves2
-    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 123933, coef: [(51764, 18), (42849, 24), (0, 0), (34344, 11), (50182, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
-    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 153843, coef: [(61223, 19), (45803, 24), (0, 0), (43489, 12), (52009, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 123985, coef: [(51771, 18), (42865, 24), (0, 0), (34291, 11), (50179, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 153999, coef: [(61174, 19), (45814, 24), (0, 0), (43316, 12), (52008, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 243484, coef: [(53047, 18), (61338, 24), (44163, 16), (0, 0), (42408, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 276875, coef: [(49964, 17), (51404, 24), (46609, 17), (63772, 16), (63204, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap12
-    Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 261972, coef: [(47539, 17), (51218, 24), (41423, 16), (0, 0), (33540, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
-    Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 259528, coef: [(39354, 17), (56118, 24), (0, 0), (44799, 12), (35346, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap16
+    Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 261989, coef: [(47559, 17), (51228, 24), (41411, 16), (0, 0), (33528, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
+    Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 259594, coef: [(39420, 17), (56102, 24), (0, 0), (44769, 12), (35315, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap16
     Model { candidate: 24, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 172397, coef: [(34395, 16), (51451, 25), (34507, 14), (0, 0), (55969, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap2
     Model { candidate: 24, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 214687, coef: [(36282, 16), (33835, 24), (0, 0), (0, 0), (50553, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap2
     Model { candidate: 25, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 237788, coef: [(65125, 17), (56841, 25), (42116, 15), (0, 0), (55915, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap3
     Model { candidate: 25, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 236283, coef: [(63620, 17), (63763, 25), (37552, 15), (0, 0), (56679, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap3
-    Model { candidate: 26, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 259536, coef: [(41216, 27), (44183, 23), (40871, 16), (0, 0), (48420, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap32
-    Model { candidate: 26, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 270774, coef: [(62639, 17), (61868, 25), (40760, 16), (0, 0), (40884, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap32
+    Model { candidate: 26, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 259562, coef: [(56688, 25), (44126, 23), (40852, 16), (0, 0), (48389, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap32
+    Model { candidate: 26, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 270848, coef: [(62891, 17), (61519, 25), (40733, 16), (0, 0), (40839, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap32
     Model { candidate: 27, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 199469, coef: [(33924, 16), (58604, 25), (47356, 15), (0, 0), (58041, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap4
     Model { candidate: 27, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 235941, coef: [(36540, 16), (34182, 24), (39097, 16), (0, 0), (50066, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap4
     Model { candidate: 28, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 252438, coef: [(56970, 17), (65019, 25), (39431, 16), (0, 0), (36915, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap6
@@ -13296,8 +13604,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 227938, coef: [(34025, 18), (35934, 24), (37959, 15), (0, 0), (48420, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 253254, coef: [(52921, 19), (61137, 24), (60800, 16), (0, 0), (41952, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 267519, coef: [(34811, 18), (56712, 24), (0, 0), (0, 0), (43275, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 255998, coef: [(0, 0), (41840, 23), (54795, 16), (0, 0), (42565, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 316118, coef: [(34979, 21), (48224, 23), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 255975, coef: [(0, 0), (41794, 23), (54826, 16), (0, 0), (42621, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 316140, coef: [(35018, 21), (48191, 23), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 241293, coef: [(33874, 17), (49689, 24), (50235, 16), (0, 0), (43244, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 264223, coef: [(64449, 18), (55237, 24), (58230, 17), (35508, 13), (41044, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 251694, coef: [(41296, 17), (48840, 24), (56141, 17), (39851, 12), (39347, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap16
@@ -13316,8 +13624,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 240404, coef: [(42215, 17), (46918, 24), (42366, 16), (0, 0), (38097, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 265678, coef: [(0, 0), (57138, 24), (48036, 17), (0, 0), (52560, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves1
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 255486, coef: [(0, 0), (49604, 24), (0, 0), (0, 0), (57135, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves1
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 262319, coef: [(0, 0), (64304, 24), (39536, 16), (0, 0), (57518, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 304627, coef: [(0, 0), (37401, 23), (0, 0), (0, 0), (51850, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 262350, coef: [(0, 0), (64316, 24), (39446, 16), (0, 0), (57517, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 304522, coef: [(0, 0), (37377, 23), (0, 0), (0, 0), (51889, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 247963, coef: [(0, 0), (0, 0), (34070, 15), (0, 0), (43596, 6)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 387138, coef: [(0, 0), (40680, 25), (0, 0), (0, 0), (38409, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 44, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 243946, coef: [(56195, 18), (56563, 24), (44606, 16), (0, 0), (45312, 7)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap12
@@ -13496,24 +13804,24 @@ static MODELS: &[Model] = &[
     Model { candidate: 2, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 250371, coef: [(38487, 16), (63880, 25), (0, 0), (42135, 13), (38930, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
     Model { candidate: 3, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 189641, coef: [(46515, 18), (43382, 24), (0, 0), (43052, 11), (38615, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
     Model { candidate: 3, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 187188, coef: [(54600, 18), (42472, 24), (0, 0), (42930, 11), (37320, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
-    Model { candidate: 4, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 189867, coef: [(33946, 19), (63718, 24), (0, 0), (34798, 10), (42376, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
+    Model { candidate: 4, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 187679, coef: [(38665, 19), (62533, 24), (0, 0), (35195, 10), (42302, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
     Model { candidate: 4, fused: true, partials: false, registers: 54, shared_static: 0, rate: 512, base: 178976, coef: [(40894, 21), (62348, 24), (0, 0), (37930, 10), (46162, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap32
     Model { candidate: 5, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 187308, coef: [(52920, 17), (57224, 26), (0, 0), (38156, 12), (34938, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap4
     Model { candidate: 5, fused: true, partials: false, registers: 54, shared_static: 0, rate: 181, base: 206828, coef: [(62611, 17), (46276, 27), (0, 0), (37286, 13), (37339, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap4
     Model { candidate: 6, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 191929, coef: [(52893, 17), (40015, 25), (0, 0), (38722, 12), (35830, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap6
     Model { candidate: 6, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 237499, coef: [(36130, 16), (35712, 25), (0, 0), (41777, 16), (59548, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap6
-    Model { candidate: 7, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 181505, coef: [(53796, 17), (53240, 25), (0, 0), (53498, 12), (57771, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap8
-    Model { candidate: 7, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 195754, coef: [(40224, 16), (39617, 25), (0, 0), (36913, 12), (38455, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap8
+    Model { candidate: 7, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 181275, coef: [(53421, 17), (53087, 25), (0, 0), (54286, 12), (58058, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap8
+    Model { candidate: 7, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 195640, coef: [(40118, 16), (39473, 25), (0, 0), (37544, 12), (38614, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap8
     Model { candidate: 8, fused: true, partials: false, registers: 54, shared_static: 0, rate: 181, base: 213231, coef: [(51826, 17), (34281, 26), (0, 0), (0, 0), (39952, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves1
     Model { candidate: 8, fused: true, partials: false, registers: 54, shared_static: 0, rate: 181, base: 192642, coef: [(57578, 17), (43117, 28), (0, 0), (63979, 14), (39480, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves1
     Model { candidate: 9, fused: true, partials: false, registers: 54, shared_static: 0, rate: 256, base: 209955, coef: [(32777, 16), (0, 0), (0, 0), (0, 0), (40697, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves2
     Model { candidate: 9, fused: true, partials: false, registers: 54, shared_static: 0, rate: 181, base: 216292, coef: [(52222, 17), (46287, 27), (0, 0), (0, 0), (40022, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves2
-    Model { candidate: 10, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 230075, coef: [(41230, 18), (65258, 25), (0, 0), (40664, 13), (44276, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
-    Model { candidate: 10, fused: true, partials: false, registers: 54, shared_static: 0, rate: 512, base: 251167, coef: [(44248, 18), (52372, 24), (0, 0), (40518, 15), (38718, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves32
-    Model { candidate: 11, fused: true, partials: false, registers: 54, shared_static: 0, rate: 4, base: 230687, coef: [(42146, 20), (49320, 24), (0, 0), (63161, 13), (52417, 8)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
+    Model { candidate: 10, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 230406, coef: [(42513, 18), (33710, 24), (0, 0), (39985, 13), (43747, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
+    Model { candidate: 10, fused: true, partials: false, registers: 54, shared_static: 0, rate: 512, base: 251660, coef: [(44703, 18), (52889, 24), (0, 0), (37880, 15), (38488, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves32
+    Model { candidate: 11, fused: true, partials: false, registers: 54, shared_static: 0, rate: 4, base: 229746, coef: [(42746, 20), (49155, 24), (0, 0), (64512, 13), (50462, 8)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
     Model { candidate: 11, fused: true, partials: false, registers: 54, shared_static: 0, rate: 4, base: 250871, coef: [(59716, 21), (49631, 24), (0, 0), (36809, 13), (47993, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
-    Model { candidate: 12, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 194773, coef: [(42586, 17), (49133, 24), (0, 0), (46670, 11), (60386, 7)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
-    Model { candidate: 12, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 216715, coef: [(55455, 17), (45816, 24), (0, 0), (65194, 12), (49131, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
+    Model { candidate: 12, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 194840, coef: [(42630, 17), (49141, 24), (0, 0), (46533, 11), (60351, 7)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
+    Model { candidate: 12, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 216762, coef: [(55480, 17), (45826, 24), (0, 0), (64943, 12), (49112, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
     Model { candidate: 13, fused: true, partials: false, registers: 54, shared_static: 0, rate: 11, base: 166792, coef: [(62829, 20), (55822, 24), (0, 0), (47891, 10), (45669, 7)], from: 0, below: 67108864 }, // decode.fused.c32.cap16
     Model { candidate: 13, fused: true, partials: false, registers: 54, shared_static: 0, rate: 11, base: 168316, coef: [(48231, 20), (57022, 24), (0, 0), (47348, 10), (56086, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap16
     Model { candidate: 14, fused: true, partials: false, registers: 54, shared_static: 0, rate: 512, base: 136285, coef: [(43801, 16), (60275, 24), (0, 0), (50787, 9), (42696, 10)], from: 0, below: 67108864 }, // decode.fused.c32.cap32
@@ -13524,7 +13832,7 @@ static MODELS: &[Model] = &[
     Model { candidate: 16, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 233485, coef: [(63491, 17), (56363, 25), (0, 0), (0, 0), (60283, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap6
     Model { candidate: 17, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 168106, coef: [(37510, 17), (39631, 24), (0, 0), (52016, 11), (32854, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
     Model { candidate: 17, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 195611, coef: [(60931, 17), (35114, 24), (0, 0), (64693, 12), (47185, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
-    Model { candidate: 18, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 196462, coef: [(55975, 16), (0, 0), (0, 0), (46656, 15), (37243, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
+    Model { candidate: 18, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 195597, coef: [(55094, 16), (0, 0), (0, 0), (49967, 15), (38209, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
     Model { candidate: 18, fused: true, partials: false, registers: 54, shared_static: 0, rate: 512, base: 211328, coef: [(57271, 18), (61818, 28), (0, 0), (0, 0), (45466, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves1
     Model { candidate: 19, fused: true, partials: false, registers: 54, shared_static: 0, rate: 512, base: 228240, coef: [(49681, 18), (57109, 24), (0, 0), (47099, 13), (36322, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves16
     Model { candidate: 19, fused: true, partials: false, registers: 54, shared_static: 0, rate: 512, base: 239086, coef: [(50470, 18), (58868, 24), (0, 0), (35559, 13), (34998, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
@@ -13552,22 +13860,22 @@ static MODELS: &[Model] = &[
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 347232, coef: [(55629, 17), (50948, 25), (58333, 14), (0, 0), (55153, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 490926, coef: [(37658, 17), (40920, 24), (0, 0), (0, 0), (53425, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 464341, coef: [(55134, 18), (44362, 24), (0, 0), (0, 0), (65327, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 519264, coef: [(41459, 18), (54535, 23), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 520601, coef: [(32979, 19), (64091, 23), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 518774, coef: [(42065, 18), (54306, 23), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 519611, coef: [(35146, 19), (63737, 23), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 436698, coef: [(0, 0), (44247, 23), (52708, 20), (49277, 11), (37192, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 422750, coef: [(0, 0), (42298, 23), (63230, 16), (0, 0), (39856, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 474880, coef: [(34800, 17), (33911, 23), (0, 0), (57399, 12), (48049, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap16
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 452475, coef: [(45407, 17), (54517, 24), (37673, 16), (0, 0), (51764, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap16
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 152555, coef: [(36397, 20), (44479, 24), (0, 0), (46307, 8), (43314, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap2
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 292155, coef: [(42654, 17), (33181, 24), (43693, 15), (36687, 12), (34260, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap2
-    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 362914, coef: [(40389, 18), (46556, 24), (54644, 17), (51236, 10), (38758, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
-    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 354940, coef: [(33318, 17), (44357, 24), (63880, 16), (33248, 10), (63049, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
+    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 362659, coef: [(40164, 18), (46513, 24), (54882, 17), (51471, 10), (38794, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
+    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 354888, coef: [(33206, 17), (44372, 24), (63537, 16), (33414, 10), (63137, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
     Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 472218, coef: [(0, 0), (52666, 23), (0, 0), (38144, 11), (49942, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 447696, coef: [(50481, 21), (46441, 23), (43046, 16), (0, 0), (62833, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 377039, coef: [(34058, 17), (45321, 24), (51206, 18), (49444, 11), (33858, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap4
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 366458, coef: [(49594, 17), (36501, 24), (33511, 15), (0, 0), (63133, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap4
-    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 432207, coef: [(44361, 18), (59785, 24), (43518, 17), (35381, 12), (35057, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap6
-    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 415002, coef: [(53797, 18), (56541, 24), (50447, 16), (0, 0), (35244, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap6
+    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 432309, coef: [(44404, 18), (59852, 24), (43355, 17), (35105, 12), (35042, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap6
+    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 415075, coef: [(53801, 18), (56604, 24), (50274, 16), (0, 0), (35234, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap6
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 400874, coef: [(35008, 17), (49421, 24), (0, 0), (34016, 10), (63739, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 369921, coef: [(39345, 17), (44507, 24), (59548, 16), (50640, 12), (33751, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 484161, coef: [(59377, 21), (55526, 24), (0, 0), (0, 0), (39777, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves1
@@ -13618,8 +13926,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 63, fused: false, partials: false, registers: 96, shared_static: 0, rate: 23, base: 0, coef: [(53020, 22), (51930, 25), (0, 0), (47748, 8), (51461, 6)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt4
     Model { candidate: 0, fused: false, partials: false, registers: 80, shared_static: 0, rate: 128, base: 190643, coef: [(61631, 17), (35064, 23), (0, 0), (33070, 15), (59631, 11)], from: 0, below: 67108864 }, // decode.direct.tn32.cpt1
     Model { candidate: 0, fused: false, partials: false, registers: 80, shared_static: 0, rate: 128, base: 189731, coef: [(62082, 17), (34659, 23), (0, 0), (34487, 15), (60444, 11)], from: 67108864, below: 68719476737 }, // decode.direct.tn32.cpt1
-    Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 128, base: 185934, coef: [(57667, 17), (35648, 23), (0, 0), (33377, 14), (46978, 10)], from: 0, below: 67108864 }, // decode.direct.tn64.cpt1
-    Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 128, base: 184518, coef: [(54978, 17), (35564, 23), (0, 0), (38996, 14), (59403, 10)], from: 67108864, below: 68719476737 }, // decode.direct.tn64.cpt1
+    Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 128, base: 183699, coef: [(58836, 17), (35213, 23), (0, 0), (33967, 14), (44794, 10)], from: 0, below: 67108864 }, // decode.direct.tn64.cpt1
+    Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 128, base: 182204, coef: [(55897, 17), (35141, 23), (0, 0), (40001, 14), (58249, 10)], from: 67108864, below: 68719476737 }, // decode.direct.tn64.cpt1
     Model { candidate: 2, fused: true, partials: false, registers: 54, shared_static: 0, rate: 4, base: 172165, coef: [(0, 0), (59686, 25), (0, 0), (40928, 13), (40079, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap12
     Model { candidate: 2, fused: true, partials: false, registers: 54, shared_static: 0, rate: 4, base: 174292, coef: [(0, 0), (38830, 24), (0, 0), (43516, 13), (36533, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
     Model { candidate: 3, fused: true, partials: false, registers: 54, shared_static: 0, rate: 4, base: 176309, coef: [(0, 0), (0, 0), (0, 0), (58192, 13), (47945, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
@@ -13650,16 +13958,16 @@ static MODELS: &[Model] = &[
     Model { candidate: 15, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 204536, coef: [(37221, 17), (57873, 24), (0, 0), (43454, 13), (54631, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap4
     Model { candidate: 16, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 190453, coef: [(54206, 17), (41035, 24), (0, 0), (56605, 13), (61523, 7)], from: 0, below: 67108864 }, // decode.fused.c32.cap6
     Model { candidate: 16, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 192656, coef: [(45293, 17), (49022, 24), (0, 0), (58703, 13), (61556, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap6
-    Model { candidate: 17, fused: true, partials: false, registers: 54, shared_static: 0, rate: 362, base: 173059, coef: [(43074, 17), (0, 0), (0, 0), (55093, 12), (57515, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
-    Model { candidate: 17, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 174901, coef: [(52403, 18), (47454, 25), (0, 0), (55977, 12), (51535, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
+    Model { candidate: 17, fused: true, partials: false, registers: 54, shared_static: 0, rate: 362, base: 173132, coef: [(43194, 17), (0, 0), (0, 0), (55074, 12), (57458, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
+    Model { candidate: 17, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 174975, coef: [(52940, 18), (47303, 25), (0, 0), (55960, 12), (51419, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
     Model { candidate: 18, fused: true, partials: false, registers: 54, shared_static: 0, rate: 181, base: 169342, coef: [(63456, 17), (41371, 26), (0, 0), (48855, 14), (36215, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
     Model { candidate: 18, fused: true, partials: false, registers: 54, shared_static: 0, rate: 181, base: 173001, coef: [(60600, 17), (56585, 26), (0, 0), (45402, 14), (36174, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves1
     Model { candidate: 19, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 228499, coef: [(54858, 18), (63702, 24), (0, 0), (36054, 15), (59389, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves16
     Model { candidate: 19, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 228138, coef: [(42221, 17), (50108, 24), (0, 0), (35226, 15), (55537, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
     Model { candidate: 20, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 173853, coef: [(55359, 17), (51821, 25), (0, 0), (45626, 14), (64782, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
     Model { candidate: 20, fused: true, partials: false, registers: 54, shared_static: 0, rate: 181, base: 174283, coef: [(63495, 17), (44815, 26), (0, 0), (45368, 14), (35979, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves2
-    Model { candidate: 21, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 233332, coef: [(62608, 16), (33616, 26), (0, 0), (56542, 15), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
-    Model { candidate: 21, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 233294, coef: [(61571, 16), (44284, 26), (0, 0), (56260, 15), (0, 0)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 233274, coef: [(62624, 16), (33417, 26), (0, 0), (56631, 15), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 233234, coef: [(61581, 16), (44167, 26), (0, 0), (56336, 15), (0, 0)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 389028, coef: [(0, 0), (33168, 22), (65277, 17), (0, 0), (65515, 9)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 389193, coef: [(0, 0), (35352, 22), (33624, 16), (0, 0), (64110, 10)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 415376, coef: [(0, 0), (41935, 22), (52983, 17), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
@@ -13678,8 +13986,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 29, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 417661, coef: [(0, 0), (60879, 24), (64897, 17), (0, 0), (61434, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap8
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 205346, coef: [(61420, 17), (37159, 23), (33897, 12), (59074, 15), (39425, 12)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves1
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 203404, coef: [(58701, 17), (36975, 23), (33911, 12), (41495, 14), (47189, 11)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
-    Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 224102, coef: [(63753, 16), (0, 0), (35348, 13), (0, 0), (52619, 11)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
-    Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 220289, coef: [(64476, 17), (35413, 23), (35426, 13), (58877, 16), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
+    Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 224092, coef: [(63757, 16), (0, 0), (35350, 13), (0, 0), (52531, 11)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
+    Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 220267, coef: [(64468, 17), (35418, 23), (35428, 13), (59028, 16), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
     Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 299372, coef: [(52510, 17), (61552, 24), (54060, 15), (0, 0), (36852, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
     Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 291806, coef: [(42361, 17), (64919, 24), (55407, 15), (0, 0), (48504, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 383347, coef: [(0, 0), (38572, 22), (36444, 16), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap12
@@ -13703,7 +14011,7 @@ static MODELS: &[Model] = &[
     Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 319675, coef: [(64698, 17), (35308, 24), (47317, 15), (0, 0), (50771, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
     Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 312488, coef: [(59305, 17), (35812, 24), (48625, 15), (0, 0), (59860, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 374336, coef: [(0, 0), (64288, 24), (49812, 16), (0, 0), (52294, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves4
-    Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 374070, coef: [(0, 0), (37286, 23), (49938, 16), (0, 0), (45854, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves4
+    Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 374062, coef: [(0, 0), (37299, 23), (49940, 16), (0, 0), (45838, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 44, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 392639, coef: [(0, 0), (37625, 22), (34026, 16), (0, 0), (57502, 14)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap12
     Model { candidate: 44, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 390689, coef: [(0, 0), (37520, 22), (34746, 16), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.cap12
     Model { candidate: 45, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 395975, coef: [(0, 0), (41640, 22), (55481, 17), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap16
@@ -13732,8 +14040,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 56, fused: false, partials: false, registers: 64, shared_static: 0, rate: 181, base: 151178, coef: [(49522, 16), (53738, 25), (0, 0), (35573, 12), (35163, 9)], from: 67108864, below: 68719476737 }, // decode.wide.tn128.cpt2
     Model { candidate: 57, fused: false, partials: false, registers: 96, shared_static: 0, rate: 512, base: 150951, coef: [(41269, 16), (48970, 26), (0, 0), (44992, 12), (34662, 6)], from: 0, below: 67108864 }, // decode.wide.tn128.cpt4
     Model { candidate: 57, fused: false, partials: false, registers: 96, shared_static: 0, rate: 512, base: 153931, coef: [(43392, 16), (39044, 26), (0, 0), (43919, 12), (33498, 6)], from: 67108864, below: 68719476737 }, // decode.wide.tn128.cpt4
-    Model { candidate: 58, fused: false, partials: false, registers: 80, shared_static: 0, rate: 128, base: 181386, coef: [(60933, 17), (34076, 23), (0, 0), (52810, 12), (40071, 10)], from: 0, below: 67108864 }, // decode.wide.tn256.cpt1
-    Model { candidate: 58, fused: false, partials: false, registers: 80, shared_static: 0, rate: 128, base: 179639, coef: [(59025, 17), (33948, 23), (0, 0), (57299, 12), (49937, 10)], from: 67108864, below: 68719476737 }, // decode.wide.tn256.cpt1
+    Model { candidate: 58, fused: false, partials: false, registers: 80, shared_static: 0, rate: 128, base: 173307, coef: [(61171, 17), (33280, 23), (0, 0), (62645, 12), (45251, 10)], from: 0, below: 67108864 }, // decode.wide.tn256.cpt1
+    Model { candidate: 58, fused: false, partials: false, registers: 80, shared_static: 0, rate: 128, base: 171700, coef: [(59337, 17), (33173, 23), (0, 0), (33411, 11), (54645, 10)], from: 67108864, below: 68719476737 }, // decode.wide.tn256.cpt1
     Model { candidate: 59, fused: false, partials: false, registers: 64, shared_static: 0, rate: 181, base: 134473, coef: [(35914, 16), (39250, 24), (0, 0), (48978, 11), (53904, 8)], from: 0, below: 67108864 }, // decode.wide.tn256.cpt2
     Model { candidate: 59, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 141133, coef: [(36804, 16), (53866, 24), (0, 0), (41778, 11), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn256.cpt2
     Model { candidate: 60, fused: false, partials: false, registers: 96, shared_static: 0, rate: 512, base: 129948, coef: [(33414, 16), (37244, 25), (0, 0), (60152, 11), (39605, 6)], from: 0, below: 67108864 }, // decode.wide.tn256.cpt4
@@ -13741,7 +14049,7 @@ static MODELS: &[Model] = &[
     Model { candidate: 61, fused: false, partials: false, registers: 122, shared_static: 0, rate: 4, base: 125868, coef: [(0, 0), (33886, 23), (0, 0), (45652, 9), (38649, 7)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt1
     Model { candidate: 61, fused: false, partials: false, registers: 122, shared_static: 0, rate: 4, base: 124306, coef: [(0, 0), (33065, 23), (0, 0), (47096, 9), (38828, 7)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt1
     Model { candidate: 62, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 109093, coef: [(51039, 17), (56824, 24), (0, 0), (34841, 9), (45403, 8)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt2
-    Model { candidate: 62, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 124288, coef: [(51583, 17), (61040, 24), (0, 0), (57183, 10), (40564, 8)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt2
+    Model { candidate: 62, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 124322, coef: [(51532, 17), (61080, 24), (0, 0), (57137, 10), (40661, 8)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt2
     Model { candidate: 63, fused: false, partials: false, registers: 96, shared_static: 0, rate: 181, base: 108320, coef: [(33773, 16), (48311, 24), (0, 0), (35074, 9), (51933, 9)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt4
     Model { candidate: 63, fused: false, partials: false, registers: 96, shared_static: 0, rate: 181, base: 118237, coef: [(37834, 16), (48215, 24), (0, 0), (62641, 10), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt4
     Model { candidate: 0, fused: false, partials: false, registers: 80, shared_static: 0, rate: 512, base: 96218, coef: [(57801, 17), (63576, 28), (0, 0), (54943, 13), (36067, 7)], from: 0, below: 67108864 }, // decode.direct.tn32.cpt1
@@ -13758,8 +14066,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 5, fused: true, partials: false, registers: 54, shared_static: 0, rate: 181, base: 121980, coef: [(32830, 16), (37038, 28), (0, 0), (35702, 13), (36650, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap4
     Model { candidate: 6, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 127601, coef: [(65147, 17), (63471, 26), (0, 0), (41937, 13), (64403, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap6
     Model { candidate: 6, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 149700, coef: [(36775, 16), (61857, 26), (0, 0), (34179, 16), (58903, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap6
-    Model { candidate: 7, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 117636, coef: [(36330, 16), (42495, 25), (0, 0), (34407, 12), (42869, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap8
-    Model { candidate: 7, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 117547, coef: [(40986, 16), (36318, 25), (0, 0), (64562, 13), (36543, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap8
+    Model { candidate: 7, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 117634, coef: [(36328, 16), (42493, 25), (0, 0), (34414, 12), (42871, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap8
+    Model { candidate: 7, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 117546, coef: [(40985, 16), (36317, 25), (0, 0), (64572, 13), (36544, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap8
     Model { candidate: 8, fused: true, partials: false, registers: 54, shared_static: 0, rate: 181, base: 116220, coef: [(58149, 17), (0, 0), (0, 0), (51880, 16), (39508, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves1
     Model { candidate: 8, fused: true, partials: false, registers: 54, shared_static: 0, rate: 181, base: 123359, coef: [(56054, 17), (37229, 27), (0, 0), (36072, 16), (39285, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves1
     Model { candidate: 9, fused: true, partials: false, registers: 54, shared_static: 0, rate: 181, base: 118809, coef: [(52584, 17), (0, 0), (0, 0), (0, 0), (40242, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves2
@@ -13768,8 +14076,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 10, fused: true, partials: false, registers: 54, shared_static: 0, rate: 512, base: 173239, coef: [(51987, 18), (55620, 24), (0, 0), (37163, 16), (35567, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves32
     Model { candidate: 11, fused: true, partials: false, registers: 54, shared_static: 0, rate: 4, base: 126386, coef: [(57266, 20), (48108, 24), (0, 0), (39607, 12), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
     Model { candidate: 11, fused: true, partials: false, registers: 54, shared_static: 0, rate: 4, base: 170624, coef: [(53830, 21), (47670, 24), (0, 0), (52657, 14), (53359, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
-    Model { candidate: 12, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 121436, coef: [(56010, 17), (42311, 24), (0, 0), (63656, 12), (51348, 7)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
-    Model { candidate: 12, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 141984, coef: [(60622, 17), (42893, 24), (0, 0), (42926, 12), (44951, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
+    Model { candidate: 12, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 121446, coef: [(56015, 17), (42312, 24), (0, 0), (63616, 12), (51343, 7)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
+    Model { candidate: 12, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 141993, coef: [(60627, 17), (42894, 24), (0, 0), (42884, 12), (44947, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
     Model { candidate: 13, fused: true, partials: false, registers: 54, shared_static: 0, rate: 6, base: 88555, coef: [(37427, 21), (55516, 24), (0, 0), (40690, 10), (34178, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap16
     Model { candidate: 13, fused: true, partials: false, registers: 54, shared_static: 0, rate: 181, base: 92486, coef: [(50731, 24), (55813, 24), (0, 0), (44143, 10), (45598, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap16
     Model { candidate: 14, fused: true, partials: false, registers: 54, shared_static: 0, rate: 512, base: 50944, coef: [(47912, 16), (60308, 24), (0, 0), (46224, 9), (65315, 14)], from: 0, below: 67108864 }, // decode.fused.c32.cap32
@@ -13780,7 +14088,7 @@ static MODELS: &[Model] = &[
     Model { candidate: 16, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 147986, coef: [(64869, 17), (49842, 25), (0, 0), (0, 0), (59290, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap6
     Model { candidate: 17, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 105145, coef: [(54139, 17), (34123, 24), (0, 0), (35757, 11), (52422, 7)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
     Model { candidate: 17, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 113671, coef: [(62034, 17), (33010, 24), (0, 0), (58150, 12), (46087, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
-    Model { candidate: 18, fused: true, partials: false, registers: 54, shared_static: 0, rate: 512, base: 118936, coef: [(59480, 18), (0, 0), (0, 0), (38899, 16), (45489, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
+    Model { candidate: 18, fused: true, partials: false, registers: 54, shared_static: 0, rate: 512, base: 119526, coef: [(59384, 18), (0, 0), (0, 0), (49274, 16), (45470, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
     Model { candidate: 18, fused: true, partials: false, registers: 54, shared_static: 0, rate: 512, base: 133085, coef: [(58101, 18), (36645, 28), (0, 0), (0, 0), (45163, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves1
     Model { candidate: 19, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 133406, coef: [(64964, 18), (50447, 24), (0, 0), (49888, 13), (65007, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves16
     Model { candidate: 19, fused: true, partials: false, registers: 54, shared_static: 0, rate: 512, base: 160176, coef: [(36618, 18), (50599, 24), (0, 0), (60189, 14), (38714, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
@@ -13808,16 +14116,16 @@ static MODELS: &[Model] = &[
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 246054, coef: [(46934, 17), (43252, 25), (0, 0), (63988, 15), (62248, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 233842, coef: [(33319, 19), (54848, 25), (53306, 15), (0, 0), (46895, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 283533, coef: [(38207, 18), (34427, 24), (0, 0), (0, 0), (40776, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 234480, coef: [(0, 0), (41225, 23), (47101, 15), (0, 0), (34964, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 353388, coef: [(35047, 18), (56943, 23), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 234344, coef: [(0, 0), (40804, 23), (47166, 15), (0, 0), (35477, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 353485, coef: [(36068, 18), (56579, 23), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 260067, coef: [(39759, 19), (37651, 23), (54757, 16), (0, 0), (38061, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 260090, coef: [(0, 0), (40573, 23), (58711, 16), (0, 0), (41762, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 259682, coef: [(52143, 17), (40781, 24), (43459, 16), (0, 0), (60404, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap16
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 259466, coef: [(51892, 17), (41693, 24), (45504, 16), (0, 0), (58850, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap16
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 92236, coef: [(65211, 19), (38800, 24), (0, 0), (57731, 9), (39732, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap2
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 171191, coef: [(42337, 17), (33013, 24), (45575, 16), (0, 0), (33846, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap2
-    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 175353, coef: [(37083, 17), (33679, 24), (60831, 16), (44171, 10), (63686, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
-    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 178168, coef: [(62549, 18), (49999, 24), (0, 0), (32809, 9), (55273, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
+    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 175461, coef: [(37031, 17), (33695, 24), (60750, 16), (44075, 10), (63727, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
+    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 178365, coef: [(62389, 18), (50025, 24), (0, 0), (65432, 10), (55358, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
     Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 255131, coef: [(43986, 18), (64333, 24), (45182, 16), (0, 0), (39604, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 267526, coef: [(38890, 19), (40596, 23), (0, 0), (43229, 11), (35900, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 210618, coef: [(35947, 17), (41978, 24), (0, 0), (63091, 11), (33644, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap4
@@ -13828,8 +14136,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 208982, coef: [(59141, 18), (50857, 24), (35549, 17), (56669, 11), (36000, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 242792, coef: [(0, 0), (58717, 25), (42653, 15), (0, 0), (51783, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves1
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 277810, coef: [(0, 0), (40411, 24), (0, 0), (0, 0), (49667, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves1
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 236504, coef: [(0, 0), (58619, 24), (42129, 15), (0, 0), (50618, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 346256, coef: [(0, 0), (50693, 23), (0, 0), (0, 0), (48285, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 236482, coef: [(0, 0), (59603, 24), (42183, 15), (0, 0), (50042, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 346230, coef: [(0, 0), (51134, 23), (0, 0), (0, 0), (47268, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 232601, coef: [(0, 0), (0, 0), (40639, 15), (0, 0), (41700, 6)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 414073, coef: [(0, 0), (36808, 23), (0, 0), (0, 0), (42728, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 44, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 268067, coef: [(50188, 17), (58593, 24), (42604, 16), (0, 0), (45415, 8)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap12
@@ -13906,16 +14214,16 @@ static MODELS: &[Model] = &[
     Model { candidate: 15, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 111670, coef: [(51617, 17), (37554, 24), (0, 0), (43269, 13), (56402, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap4
     Model { candidate: 16, fused: true, partials: false, registers: 54, shared_static: 0, rate: 64, base: 108919, coef: [(47347, 16), (39910, 24), (0, 0), (50632, 13), (40800, 11)], from: 0, below: 67108864 }, // decode.fused.c32.cap6
     Model { candidate: 16, fused: true, partials: false, registers: 54, shared_static: 0, rate: 64, base: 111324, coef: [(46410, 16), (41592, 24), (0, 0), (53171, 13), (0, 0)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap6
-    Model { candidate: 17, fused: true, partials: false, registers: 54, shared_static: 0, rate: 4, base: 96058, coef: [(0, 0), (40440, 24), (0, 0), (52650, 12), (59017, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
-    Model { candidate: 17, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 96866, coef: [(44693, 23), (36026, 24), (0, 0), (54171, 12), (59302, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
+    Model { candidate: 17, fused: true, partials: false, registers: 54, shared_static: 0, rate: 4, base: 96043, coef: [(0, 0), (40413, 24), (0, 0), (52655, 12), (59029, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
+    Model { candidate: 17, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 96851, coef: [(39674, 23), (36056, 24), (0, 0), (54175, 12), (59332, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
     Model { candidate: 18, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 89954, coef: [(59160, 17), (45130, 25), (0, 0), (38933, 14), (62591, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
     Model { candidate: 18, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 91238, coef: [(54762, 17), (51263, 25), (0, 0), (38531, 14), (64039, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves1
     Model { candidate: 19, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 151246, coef: [(39403, 17), (55788, 24), (0, 0), (40736, 17), (52548, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves16
     Model { candidate: 19, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 150806, coef: [(37422, 17), (54605, 24), (0, 0), (59072, 17), (54813, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
     Model { candidate: 20, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 91842, coef: [(59580, 17), (45937, 25), (0, 0), (38060, 14), (62103, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
     Model { candidate: 20, fused: true, partials: false, registers: 54, shared_static: 0, rate: 128, base: 92954, coef: [(54947, 17), (51687, 25), (0, 0), (38320, 14), (63682, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves2
-    Model { candidate: 21, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 146895, coef: [(56059, 16), (47677, 26), (0, 0), (44185, 15), (42098, 9)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
-    Model { candidate: 21, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 146868, coef: [(54211, 16), (63488, 26), (0, 0), (45467, 15), (43493, 9)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 146921, coef: [(56150, 16), (47382, 26), (0, 0), (44147, 15), (41562, 9)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 54, shared_static: 0, rate: 91, base: 146894, coef: [(54293, 16), (63218, 26), (0, 0), (45429, 15), (43020, 9)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 194100, coef: [(0, 0), (59614, 25), (64572, 17), (0, 0), (47083, 6)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 194956, coef: [(0, 0), (44014, 24), (33498, 16), (0, 0), (40518, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 223923, coef: [(0, 0), (42331, 22), (51844, 17), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
@@ -13932,8 +14240,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 28, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 199024, coef: [(0, 0), (45013, 24), (40060, 16), (0, 0), (35820, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap6
     Model { candidate: 29, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 221233, coef: [(0, 0), (39646, 25), (62293, 17), (0, 0), (48138, 6)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap8
     Model { candidate: 29, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 229011, coef: [(0, 0), (35822, 24), (64118, 17), (0, 0), (40136, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap8
-    Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 103025, coef: [(55560, 16), (0, 0), (61268, 14), (59390, 14), (43019, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves1
-    Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 101333, coef: [(53044, 16), (48094, 28), (61273, 14), (35414, 13), (44630, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
+    Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 103283, coef: [(55567, 16), (0, 0), (61149, 14), (58867, 14), (43031, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves1
+    Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 101557, coef: [(52797, 16), (55276, 28), (61155, 14), (35256, 13), (44722, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 133312, coef: [(64270, 17), (35259, 23), (63697, 15), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 134037, coef: [(32975, 16), (33950, 23), (63362, 15), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
     Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 189328, coef: [(43322, 16), (35534, 25), (52609, 16), (0, 0), (47025, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
@@ -13959,7 +14267,7 @@ static MODELS: &[Model] = &[
     Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 362, base: 190375, coef: [(60765, 17), (38546, 24), (50931, 16), (0, 0), (53445, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
     Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 189687, coef: [(53032, 17), (42323, 24), (51380, 16), (0, 0), (61096, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 238565, coef: [(49611, 17), (56745, 25), (34418, 16), (0, 0), (36609, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves4
-    Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 240590, coef: [(42909, 17), (40740, 24), (34016, 16), (0, 0), (33807, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves4
+    Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 240717, coef: [(41741, 17), (41208, 24), (33982, 16), (0, 0), (34412, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 44, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 205338, coef: [(0, 0), (55614, 24), (32976, 16), (0, 0), (36322, 6)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap12
     Model { candidate: 44, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 206075, coef: [(0, 0), (34249, 23), (33946, 16), (0, 0), (61088, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.cap12
     Model { candidate: 45, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 232149, coef: [(40169, 17), (62357, 23), (54177, 17), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap16
@@ -13997,7 +14305,7 @@ static MODELS: &[Model] = &[
     Model { candidate: 61, fused: false, partials: false, registers: 122, shared_static: 0, rate: 4, base: 43933, coef: [(0, 0), (64822, 24), (0, 0), (44818, 9), (39177, 7)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt1
     Model { candidate: 61, fused: false, partials: false, registers: 122, shared_static: 0, rate: 4, base: 41490, coef: [(0, 0), (62863, 24), (0, 0), (46676, 9), (39415, 7)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt1
     Model { candidate: 62, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 45114, coef: [(52977, 17), (56045, 24), (0, 0), (55308, 10), (40424, 8)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt2
-    Model { candidate: 62, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 54015, coef: [(52625, 17), (58808, 24), (0, 0), (49050, 10), (38243, 8)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt2
+    Model { candidate: 62, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 53984, coef: [(52674, 17), (58770, 24), (0, 0), (49092, 10), (38151, 8)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt2
     Model { candidate: 63, fused: false, partials: false, registers: 96, shared_static: 0, rate: 181, base: 48988, coef: [(37634, 16), (46776, 24), (0, 0), (53782, 10), (0, 0)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt4
     Model { candidate: 63, fused: false, partials: false, registers: 96, shared_static: 0, rate: 181, base: 49984, coef: [(37487, 16), (47181, 24), (0, 0), (53902, 10), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt4
     Model { candidate: 0, fused: false, partials: false, registers: 80, shared_static: 0, rate: 512, base: 168722, coef: [(37478, 16), (33859, 31), (0, 0), (43518, 11), (50252, 7)], from: 0, below: 67108864 }, // decode.direct.tn32.cpt1
@@ -14008,7 +14316,7 @@ static MODELS: &[Model] = &[
     Model { candidate: 2, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 220278, coef: [(57155, 16), (0, 0), (0, 0), (33502, 13), (44309, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
     Model { candidate: 3, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 168864, coef: [(58789, 17), (62505, 26), (0, 0), (39423, 11), (65273, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
     Model { candidate: 3, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 206414, coef: [(57008, 16), (0, 0), (0, 0), (35401, 12), (43928, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
-    Model { candidate: 4, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 177969, coef: [(42029, 19), (53201, 24), (0, 0), (64231, 11), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
+    Model { candidate: 4, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 175864, coef: [(42224, 19), (52499, 24), (0, 0), (64974, 11), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
     Model { candidate: 4, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 178628, coef: [(39316, 20), (50460, 24), (0, 0), (64995, 11), (46378, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap32
     Model { candidate: 5, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 167634, coef: [(34230, 16), (0, 0), (0, 0), (59573, 14), (33544, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap4
     Model { candidate: 5, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 190116, coef: [(39924, 16), (0, 0), (0, 0), (0, 0), (63520, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap4
@@ -14020,10 +14328,10 @@ static MODELS: &[Model] = &[
     Model { candidate: 8, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 157975, coef: [(60149, 21), (0, 0), (0, 0), (0, 0), (58836, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves1
     Model { candidate: 9, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 198211, coef: [(55766, 21), (0, 0), (0, 0), (0, 0), (59205, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves2
     Model { candidate: 9, fused: true, partials: false, registers: 45, shared_static: 0, rate: 11, base: 189422, coef: [(39357, 19), (0, 0), (0, 0), (0, 0), (58596, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves2
-    Model { candidate: 10, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 229833, coef: [(65455, 17), (65248, 24), (0, 0), (0, 0), (47622, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
+    Model { candidate: 10, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 228150, coef: [(64652, 17), (62842, 24), (0, 0), (0, 0), (48791, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
     Model { candidate: 10, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 228454, coef: [(51908, 17), (45896, 24), (0, 0), (0, 0), (58991, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves32
-    Model { candidate: 11, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 235025, coef: [(61844, 17), (52856, 24), (0, 0), (38063, 14), (48246, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
-    Model { candidate: 11, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 249563, coef: [(52701, 17), (52555, 24), (0, 0), (0, 0), (53473, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
+    Model { candidate: 11, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 235031, coef: [(61995, 17), (52831, 24), (0, 0), (38064, 14), (48166, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
+    Model { candidate: 11, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 249594, coef: [(52831, 17), (52526, 24), (0, 0), (0, 0), (53403, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
     Model { candidate: 12, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 146642, coef: [(33172, 18), (36176, 24), (0, 0), (34184, 10), (39467, 5)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
     Model { candidate: 12, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 208256, coef: [(35753, 16), (44211, 25), (0, 0), (42473, 12), (56285, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
     Model { candidate: 13, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 151614, coef: [(0, 0), (42752, 24), (0, 0), (40778, 10), (42191, 5)], from: 0, below: 67108864 }, // decode.fused.c32.cap16
@@ -14036,14 +14344,14 @@ static MODELS: &[Model] = &[
     Model { candidate: 16, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 217942, coef: [(53027, 16), (0, 0), (0, 0), (0, 0), (44485, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap6
     Model { candidate: 17, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 147255, coef: [(54213, 17), (34262, 25), (0, 0), (46639, 11), (64477, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
     Model { candidate: 17, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 210637, coef: [(47107, 16), (36760, 26), (0, 0), (34310, 14), (47967, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
-    Model { candidate: 18, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 198601, coef: [(0, 0), (0, 0), (0, 0), (0, 0), (40669, 5)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
+    Model { candidate: 18, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 193573, coef: [(0, 0), (0, 0), (0, 0), (0, 0), (40742, 5)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
     Model { candidate: 18, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 248466, coef: [(0, 0), (0, 0), (0, 0), (0, 0), (40142, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves1
-    Model { candidate: 19, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 222392, coef: [(46562, 17), (65274, 25), (0, 0), (0, 0), (61275, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves16
+    Model { candidate: 19, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 222192, coef: [(46400, 17), (64689, 25), (0, 0), (0, 0), (61445, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves16
     Model { candidate: 19, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 232400, coef: [(39419, 17), (46672, 25), (0, 0), (0, 0), (33078, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
     Model { candidate: 20, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 195996, coef: [(60993, 16), (0, 0), (0, 0), (0, 0), (36148, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
     Model { candidate: 20, fused: true, partials: false, registers: 45, shared_static: 0, rate: 256, base: 281190, coef: [(59787, 18), (0, 0), (0, 0), (0, 0), (37410, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves2
-    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 512, base: 210491, coef: [(51664, 18), (46959, 24), (0, 0), (50507, 12), (36926, 5)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
-    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 239034, coef: [(51079, 17), (46241, 24), (0, 0), (50969, 14), (53822, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 512, base: 210475, coef: [(51872, 18), (46942, 24), (0, 0), (50651, 12), (36900, 5)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 239121, coef: [(51464, 17), (46192, 24), (0, 0), (51080, 14), (53585, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 449851, coef: [(43530, 16), (61478, 24), (56496, 17), (0, 0), (56067, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 451525, coef: [(42966, 16), (59392, 24), (52443, 17), (0, 0), (59073, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 474988, coef: [(55589, 16), (33493, 23), (0, 0), (37083, 13), (53586, 10)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
@@ -14062,30 +14370,30 @@ static MODELS: &[Model] = &[
     Model { candidate: 29, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 416688, coef: [(58298, 17), (39331, 23), (55324, 16), (0, 0), (63270, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap8
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 461681, coef: [(37522, 17), (35704, 23), (0, 0), (0, 0), (41528, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves1
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 318455, coef: [(58816, 17), (36437, 24), (36184, 13), (0, 0), (43158, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
-    Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 467116, coef: [(36300, 16), (40708, 23), (0, 0), (0, 0), (37836, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
-    Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 429321, coef: [(64810, 17), (33454, 23), (0, 0), (0, 0), (60970, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 502249, coef: [(64050, 17), (54710, 23), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 483888, coef: [(43608, 16), (39319, 23), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 466933, coef: [(36499, 16), (40625, 23), (0, 0), (0, 0), (37580, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
+    Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 428910, coef: [(65113, 17), (33324, 23), (0, 0), (0, 0), (60904, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 502246, coef: [(64051, 17), (54710, 23), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 483882, coef: [(43610, 16), (39317, 23), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 443280, coef: [(35574, 16), (60554, 24), (38023, 16), (0, 0), (38608, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 425641, coef: [(33056, 16), (61960, 24), (43919, 16), (0, 0), (41724, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 446039, coef: [(45268, 16), (54216, 24), (0, 0), (38369, 11), (32901, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap16
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 420268, coef: [(46674, 16), (44936, 24), (48062, 16), (0, 0), (36770, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap16
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 290616, coef: [(60731, 17), (64333, 25), (56000, 14), (40219, 10), (45423, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap2
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 260113, coef: [(51497, 17), (46623, 24), (65257, 18), (55806, 9), (46830, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap2
-    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 385594, coef: [(33526, 16), (38176, 24), (36012, 14), (0, 0), (42789, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
-    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 362586, coef: [(34735, 16), (39271, 24), (39723, 14), (0, 0), (42703, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
+    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 385540, coef: [(33488, 16), (38091, 24), (36116, 14), (0, 0), (42818, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
+    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 362612, coef: [(34707, 16), (39233, 24), (39730, 14), (0, 0), (42722, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
     Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 473513, coef: [(38937, 16), (38861, 23), (0, 0), (56513, 12), (58570, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 438247, coef: [(60627, 17), (40972, 23), (0, 0), (35982, 11), (38389, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 371238, coef: [(38950, 16), (36725, 24), (57582, 15), (35587, 12), (40493, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap4
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 354322, coef: [(40139, 16), (40784, 24), (60440, 16), (56130, 11), (39820, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap4
-    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 427566, coef: [(40495, 16), (42093, 24), (62028, 16), (0, 0), (37595, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap6
-    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 401169, coef: [(41575, 16), (39156, 24), (38381, 15), (0, 0), (38758, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap6
+    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 427567, coef: [(40495, 16), (42094, 24), (62026, 16), (0, 0), (37594, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap6
+    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 401170, coef: [(41575, 16), (39157, 24), (38380, 15), (0, 0), (38757, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap6
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 402069, coef: [(58659, 17), (63694, 24), (0, 0), (33757, 10), (41416, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 389612, coef: [(64909, 17), (55909, 24), (59425, 16), (64468, 13), (42615, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 468244, coef: [(41947, 17), (37918, 23), (0, 0), (0, 0), (38707, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves1
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 411885, coef: [(46658, 18), (58085, 24), (0, 0), (0, 0), (58687, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves1
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 494759, coef: [(60526, 17), (41019, 23), (0, 0), (0, 0), (64442, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 471969, coef: [(47871, 17), (62817, 24), (0, 0), (0, 0), (55623, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 494525, coef: [(61196, 17), (40822, 23), (0, 0), (0, 0), (63898, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 471363, coef: [(48318, 17), (62413, 24), (0, 0), (0, 0), (55572, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 512855, coef: [(0, 0), (0, 0), (46467, 18), (0, 0), (56274, 6)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 539582, coef: [(0, 0), (0, 0), (0, 0), (0, 0), (56247, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 44, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 463075, coef: [(46574, 16), (61163, 24), (52530, 18), (0, 0), (53293, 8)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap12
@@ -14162,16 +14470,16 @@ static MODELS: &[Model] = &[
     Model { candidate: 15, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 193598, coef: [(33463, 18), (34064, 23), (0, 0), (60656, 14), (64813, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap4
     Model { candidate: 16, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 199949, coef: [(0, 0), (50544, 23), (0, 0), (34077, 13), (62872, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap6
     Model { candidate: 16, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 201980, coef: [(0, 0), (49751, 23), (0, 0), (37799, 13), (61590, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap6
-    Model { candidate: 17, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 205470, coef: [(34151, 16), (51175, 24), (0, 0), (36000, 12), (36104, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
-    Model { candidate: 17, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 204824, coef: [(64080, 17), (52407, 24), (0, 0), (36212, 12), (38403, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
+    Model { candidate: 17, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 203222, coef: [(33524, 16), (49516, 24), (0, 0), (36412, 12), (37900, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
+    Model { candidate: 17, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 202685, coef: [(63073, 17), (50991, 24), (0, 0), (36575, 12), (39917, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
     Model { candidate: 18, fused: true, partials: false, registers: 45, shared_static: 0, rate: 181, base: 192485, coef: [(41393, 16), (0, 0), (0, 0), (65382, 15), (59945, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
     Model { candidate: 18, fused: true, partials: false, registers: 45, shared_static: 0, rate: 181, base: 198554, coef: [(42997, 16), (0, 0), (0, 0), (55379, 15), (58860, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves1
     Model { candidate: 19, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 220013, coef: [(35110, 17), (34828, 23), (0, 0), (56724, 16), (52137, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves16
     Model { candidate: 19, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 220784, coef: [(42234, 17), (63934, 24), (0, 0), (60659, 16), (50481, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
     Model { candidate: 20, fused: true, partials: false, registers: 45, shared_static: 0, rate: 181, base: 200505, coef: [(42990, 16), (0, 0), (0, 0), (54293, 15), (58809, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
     Model { candidate: 20, fused: true, partials: false, registers: 45, shared_static: 0, rate: 181, base: 202166, coef: [(43254, 16), (0, 0), (0, 0), (53158, 15), (58530, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves2
-    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 222798, coef: [(44918, 16), (51295, 24), (0, 0), (43720, 15), (60122, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
-    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 223769, coef: [(56669, 16), (59638, 25), (0, 0), (45268, 15), (52095, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 221456, coef: [(45627, 16), (50643, 24), (0, 0), (46236, 15), (59062, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 222434, coef: [(57257, 16), (58557, 25), (0, 0), (47658, 15), (51233, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 373290, coef: [(63765, 16), (0, 0), (56017, 17), (0, 0), (41470, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 373440, coef: [(41467, 16), (0, 0), (62494, 17), (0, 0), (37423, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 382671, coef: [(0, 0), (50318, 22), (55802, 17), (0, 0), (45530, 14)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
@@ -14250,8 +14558,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 59, fused: false, partials: false, registers: 63, shared_static: 0, rate: 181, base: 181410, coef: [(54955, 16), (45309, 24), (0, 0), (55870, 11), (49100, 8)], from: 67108864, below: 68719476737 }, // decode.wide.tn256.cpt2
     Model { candidate: 60, fused: false, partials: false, registers: 78, shared_static: 0, rate: 512, base: 155201, coef: [(45215, 16), (42324, 26), (0, 0), (36627, 11), (41049, 5)], from: 0, below: 67108864 }, // decode.wide.tn256.cpt4
     Model { candidate: 60, fused: false, partials: false, registers: 78, shared_static: 0, rate: 512, base: 151291, coef: [(49244, 16), (42531, 29), (0, 0), (44375, 11), (40400, 5)], from: 67108864, below: 68719476737 }, // decode.wide.tn256.cpt4
-    Model { candidate: 61, fused: false, partials: false, registers: 104, shared_static: 0, rate: 181, base: 141371, coef: [(50717, 16), (61736, 24), (0, 0), (40111, 8), (0, 0)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt1
-    Model { candidate: 61, fused: false, partials: false, registers: 104, shared_static: 0, rate: 181, base: 137441, coef: [(51007, 16), (60543, 24), (0, 0), (41025, 8), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt1
+    Model { candidate: 61, fused: false, partials: false, registers: 104, shared_static: 0, rate: 181, base: 140806, coef: [(50766, 16), (61579, 24), (0, 0), (40186, 8), (0, 0)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt1
+    Model { candidate: 61, fused: false, partials: false, registers: 104, shared_static: 0, rate: 181, base: 136930, coef: [(51051, 16), (60415, 24), (0, 0), (41085, 8), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt1
     Model { candidate: 62, fused: false, partials: false, registers: 63, shared_static: 0, rate: 128, base: 158469, coef: [(47273, 16), (33804, 23), (0, 0), (62806, 10), (37281, 10)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt2
     Model { candidate: 62, fused: false, partials: false, registers: 63, shared_static: 0, rate: 128, base: 167510, coef: [(49034, 16), (34184, 23), (0, 0), (55996, 10), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt2
     Model { candidate: 63, fused: false, partials: false, registers: 72, shared_static: 0, rate: 362, base: 119879, coef: [(53272, 17), (44432, 24), (0, 0), (60402, 10), (41228, 5)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt4
@@ -14278,8 +14586,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 9, fused: true, partials: false, registers: 45, shared_static: 0, rate: 11, base: 107150, coef: [(37591, 19), (0, 0), (0, 0), (0, 0), (58912, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves2
     Model { candidate: 10, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 129590, coef: [(40372, 16), (59381, 24), (0, 0), (0, 0), (43852, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
     Model { candidate: 10, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 144666, coef: [(40519, 17), (57325, 25), (0, 0), (0, 0), (34740, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves32
-    Model { candidate: 11, fused: true, partials: false, registers: 45, shared_static: 0, rate: 45, base: 128235, coef: [(38991, 16), (54542, 24), (0, 0), (43557, 13), (49821, 7)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
-    Model { candidate: 11, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 162941, coef: [(57677, 17), (49111, 24), (0, 0), (0, 0), (50869, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
+    Model { candidate: 11, fused: true, partials: false, registers: 45, shared_static: 0, rate: 45, base: 128236, coef: [(38992, 16), (54543, 24), (0, 0), (43556, 13), (49815, 7)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
+    Model { candidate: 11, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 162944, coef: [(57696, 17), (49108, 24), (0, 0), (0, 0), (50860, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
     Model { candidate: 12, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 83719, coef: [(45649, 17), (53880, 25), (0, 0), (42992, 11), (33712, 5)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
     Model { candidate: 12, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 121829, coef: [(35123, 16), (43279, 25), (0, 0), (37815, 12), (56197, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
     Model { candidate: 13, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 73206, coef: [(0, 0), (41481, 24), (0, 0), (34325, 10), (42418, 5)], from: 0, below: 67108864 }, // decode.fused.c32.cap16
@@ -14298,18 +14606,18 @@ static MODELS: &[Model] = &[
     Model { candidate: 19, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 147475, coef: [(40836, 17), (38416, 25), (0, 0), (0, 0), (32842, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
     Model { candidate: 20, fused: true, partials: false, registers: 45, shared_static: 0, rate: 256, base: 114630, coef: [(38962, 17), (0, 0), (0, 0), (0, 0), (37755, 5)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
     Model { candidate: 20, fused: true, partials: false, registers: 45, shared_static: 0, rate: 256, base: 200859, coef: [(61135, 18), (0, 0), (0, 0), (0, 0), (37163, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves2
-    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 512, base: 118686, coef: [(56111, 18), (43274, 24), (0, 0), (53789, 12), (37131, 5)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
-    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 158136, coef: [(56041, 17), (44811, 24), (0, 0), (43911, 16), (50211, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 512, base: 118667, coef: [(56303, 18), (43260, 24), (0, 0), (53908, 12), (37108, 5)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 158203, coef: [(56399, 17), (44766, 24), (0, 0), (44303, 16), (49992, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 244564, coef: [(45150, 17), (41705, 23), (48060, 16), (0, 0), (43232, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 304390, coef: [(47852, 16), (51682, 24), (39675, 17), (0, 0), (53742, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap12
-    Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 256465, coef: [(42071, 17), (45271, 23), (41116, 16), (0, 0), (42910, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
-    Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 292281, coef: [(35616, 16), (35386, 23), (62501, 17), (0, 0), (64773, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap16
+    Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 256467, coef: [(42076, 17), (45271, 23), (41113, 16), (0, 0), (42909, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
+    Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 292285, coef: [(35618, 16), (35386, 23), (62494, 17), (0, 0), (64769, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap16
     Model { candidate: 24, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 177343, coef: [(59117, 16), (33877, 24), (39400, 14), (0, 0), (52777, 9)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap2
     Model { candidate: 24, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 217310, coef: [(60382, 16), (43266, 24), (0, 0), (51110, 14), (43616, 9)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap2
     Model { candidate: 25, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 242871, coef: [(58465, 16), (35783, 24), (54676, 15), (0, 0), (48920, 9)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap3
     Model { candidate: 25, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 237234, coef: [(56418, 16), (38655, 24), (56279, 15), (0, 0), (55043, 9)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap3
-    Model { candidate: 26, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 263697, coef: [(37928, 21), (33286, 22), (62164, 17), (0, 0), (47572, 9)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap32
-    Model { candidate: 26, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 295567, coef: [(39605, 16), (63039, 24), (56153, 17), (0, 0), (37118, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap32
+    Model { candidate: 26, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 263719, coef: [(36647, 21), (33302, 22), (62131, 17), (0, 0), (52637, 9)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap32
+    Model { candidate: 26, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 295645, coef: [(39794, 16), (62739, 24), (56100, 17), (0, 0), (37069, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap32
     Model { candidate: 27, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 199807, coef: [(44783, 16), (37591, 24), (59671, 15), (0, 0), (34521, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap4
     Model { candidate: 27, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 244174, coef: [(54986, 16), (46975, 24), (32915, 15), (0, 0), (58096, 9)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap4
     Model { candidate: 28, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 257487, coef: [(48295, 16), (52410, 24), (58830, 16), (0, 0), (37992, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap6
@@ -14320,16 +14628,16 @@ static MODELS: &[Model] = &[
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 229731, coef: [(39101, 17), (45390, 24), (49343, 15), (0, 0), (46826, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 240934, coef: [(43141, 17), (37374, 23), (48313, 15), (0, 0), (35504, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 283652, coef: [(56542, 17), (35989, 23), (0, 0), (0, 0), (62402, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 236773, coef: [(55094, 18), (33337, 23), (36518, 15), (0, 0), (58968, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 330780, coef: [(44165, 16), (37073, 23), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 236817, coef: [(53364, 18), (33635, 23), (36451, 15), (0, 0), (59381, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 330502, coef: [(44127, 16), (37157, 23), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 240135, coef: [(33061, 16), (55076, 24), (56817, 16), (0, 0), (45816, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 285678, coef: [(62842, 17), (64243, 24), (41330, 17), (55681, 13), (41391, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 252659, coef: [(45084, 16), (45369, 24), (44526, 16), (0, 0), (40768, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap16
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 273647, coef: [(41199, 16), (53229, 24), (46714, 18), (59082, 12), (37927, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap16
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 77160, coef: [(49719, 17), (36554, 24), (49454, 15), (60131, 9), (48169, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap2
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 106246, coef: [(51685, 17), (42835, 24), (0, 0), (61488, 9), (46546, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap2
-    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 257795, coef: [(34464, 16), (38616, 24), (43921, 15), (0, 0), (41346, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
-    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 224749, coef: [(41630, 16), (38405, 24), (38486, 14), (0, 0), (54156, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
+    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 257799, coef: [(34464, 16), (38666, 24), (43906, 15), (0, 0), (41342, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
+    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 224632, coef: [(41631, 16), (38417, 24), (38563, 14), (0, 0), (54156, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
     Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 258800, coef: [(59800, 17), (36251, 23), (36060, 16), (0, 0), (46821, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 286867, coef: [(38258, 16), (62824, 24), (33580, 16), (0, 0), (39116, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 207124, coef: [(45162, 16), (52957, 25), (57748, 15), (38952, 15), (39299, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap4
@@ -14340,8 +14648,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 260949, coef: [(63791, 17), (54855, 24), (60427, 16), (0, 0), (42069, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 249889, coef: [(54187, 19), (64934, 24), (63120, 16), (0, 0), (58030, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves1
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 265378, coef: [(60083, 19), (60533, 24), (0, 0), (0, 0), (60520, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves1
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 244435, coef: [(54791, 18), (47083, 24), (56080, 16), (0, 0), (39864, 6)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 318341, coef: [(43146, 17), (55681, 24), (0, 0), (0, 0), (61358, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 244401, coef: [(54678, 18), (47150, 24), (56194, 16), (0, 0), (39861, 6)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 318524, coef: [(43148, 17), (55807, 24), (0, 0), (0, 0), (61263, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 240158, coef: [(0, 0), (0, 0), (34582, 15), (0, 0), (55659, 6)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 384360, coef: [(0, 0), (0, 0), (0, 0), (0, 0), (55461, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 44, fused: false, partials: true, registers: 80, shared_static: 0, rate: 362, base: 242929, coef: [(51253, 17), (36315, 23), (49416, 16), (0, 0), (46673, 7)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap12
@@ -14520,8 +14828,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 2, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 217085, coef: [(38119, 15), (0, 0), (0, 0), (56955, 13), (56986, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
     Model { candidate: 3, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 148630, coef: [(51476, 16), (56549, 27), (0, 0), (41729, 11), (39198, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
     Model { candidate: 3, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 184778, coef: [(34675, 15), (0, 0), (0, 0), (46388, 12), (63283, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
-    Model { candidate: 4, fused: true, partials: false, registers: 45, shared_static: 0, rate: 16, base: 177272, coef: [(55096, 17), (60341, 24), (0, 0), (56704, 11), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
-    Model { candidate: 4, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 188141, coef: [(54868, 18), (52734, 24), (0, 0), (53446, 11), (51813, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap32
+    Model { candidate: 4, fused: true, partials: false, registers: 45, shared_static: 0, rate: 16, base: 177968, coef: [(55021, 17), (60650, 24), (0, 0), (56455, 11), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
+    Model { candidate: 4, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 188151, coef: [(55091, 18), (52683, 24), (0, 0), (53441, 11), (51794, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap32
     Model { candidate: 5, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 162417, coef: [(50280, 16), (0, 0), (0, 0), (0, 0), (43024, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap4
     Model { candidate: 5, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 137763, coef: [(55198, 16), (0, 0), (0, 0), (0, 0), (41911, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap4
     Model { candidate: 6, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 198844, coef: [(56372, 16), (0, 0), (0, 0), (33312, 14), (41907, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap6
@@ -14532,7 +14840,7 @@ static MODELS: &[Model] = &[
     Model { candidate: 8, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 101016, coef: [(37375, 20), (0, 0), (0, 0), (0, 0), (40071, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves1
     Model { candidate: 9, fused: true, partials: false, registers: 45, shared_static: 0, rate: 16, base: 172448, coef: [(37047, 18), (0, 0), (0, 0), (0, 0), (39682, 5)], from: 0, below: 67108864 }, // decode.fused.c16.waves2
     Model { candidate: 9, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 152483, coef: [(37048, 15), (0, 0), (0, 0), (0, 0), (38719, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves2
-    Model { candidate: 10, fused: true, partials: false, registers: 45, shared_static: 0, rate: 512, base: 232929, coef: [(47785, 16), (40014, 23), (0, 0), (0, 0), (34961, 5)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
+    Model { candidate: 10, fused: true, partials: false, registers: 45, shared_static: 0, rate: 512, base: 231212, coef: [(47280, 16), (39051, 23), (0, 0), (0, 0), (35462, 5)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
     Model { candidate: 10, fused: true, partials: false, registers: 45, shared_static: 0, rate: 512, base: 229894, coef: [(46114, 16), (64422, 24), (0, 0), (0, 0), (37949, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves32
     Model { candidate: 11, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 232869, coef: [(35585, 15), (64180, 24), (0, 0), (57314, 14), (62867, 7)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
     Model { candidate: 11, fused: true, partials: false, registers: 45, shared_static: 0, rate: 64, base: 239003, coef: [(36616, 15), (58815, 24), (0, 0), (36256, 14), (62767, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
@@ -14554,8 +14862,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 19, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 231684, coef: [(43980, 16), (59559, 26), (0, 0), (0, 0), (38334, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
     Model { candidate: 20, fused: true, partials: false, registers: 45, shared_static: 0, rate: 256, base: 180915, coef: [(33638, 16), (0, 0), (0, 0), (0, 0), (49498, 5)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
     Model { candidate: 20, fused: true, partials: false, registers: 45, shared_static: 0, rate: 256, base: 290884, coef: [(64657, 17), (0, 0), (0, 0), (0, 0), (48130, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves2
-    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 512, base: 190862, coef: [(37991, 16), (53580, 24), (0, 0), (42390, 11), (42756, 5)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
-    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 512, base: 209950, coef: [(39996, 16), (50353, 24), (0, 0), (35847, 11), (41828, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 512, base: 190904, coef: [(37985, 16), (53604, 24), (0, 0), (42359, 11), (42754, 5)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 45, shared_static: 0, rate: 512, base: 210052, coef: [(39992, 16), (50373, 24), (0, 0), (35798, 11), (41823, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 466613, coef: [(37698, 15), (58957, 24), (0, 0), (0, 0), (44566, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 448548, coef: [(33310, 15), (34513, 23), (56617, 19), (0, 0), (56809, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 501748, coef: [(33110, 15), (46126, 23), (0, 0), (0, 0), (35016, 9)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
@@ -14586,18 +14894,18 @@ static MODELS: &[Model] = &[
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 274216, coef: [(49561, 16), (49829, 24), (64003, 15), (40098, 9), (48047, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap2
     Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 344281, coef: [(63680, 16), (46291, 24), (35932, 14), (0, 0), (41531, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
     Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 386442, coef: [(34037, 15), (52996, 24), (47550, 17), (0, 0), (37809, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
-    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 469388, coef: [(33331, 15), (34466, 23), (0, 0), (50501, 12), (43270, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
-    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 449271, coef: [(34088, 15), (40968, 24), (63294, 17), (0, 0), (45295, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
+    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 469427, coef: [(33372, 15), (34446, 23), (0, 0), (50433, 12), (43130, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
+    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 449334, coef: [(34099, 15), (41005, 24), (63229, 17), (0, 0), (45260, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 363488, coef: [(55446, 16), (44197, 24), (39302, 14), (0, 0), (45435, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap4
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 378522, coef: [(61601, 16), (45992, 24), (50599, 15), (0, 0), (41756, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap4
     Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 414952, coef: [(64925, 16), (53760, 24), (54232, 17), (39434, 14), (38456, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap6
-    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 406120, coef: [(32871, 15), (52131, 24), (37946, 16), (0, 0), (39072, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap6
+    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 405639, coef: [(32844, 15), (51812, 24), (39159, 16), (0, 0), (39151, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap6
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 413873, coef: [(55138, 16), (61916, 24), (0, 0), (43243, 11), (43691, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 396983, coef: [(59132, 16), (51002, 24), (58894, 16), (0, 0), (44852, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 469227, coef: [(37769, 16), (47425, 23), (0, 0), (0, 0), (45010, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves1
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 405376, coef: [(57944, 17), (63456, 24), (0, 0), (0, 0), (34901, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves1
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 506254, coef: [(49952, 16), (47210, 23), (0, 0), (0, 0), (48524, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 467174, coef: [(40557, 16), (42078, 23), (0, 0), (0, 0), (59960, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 506116, coef: [(50203, 16), (47339, 23), (0, 0), (0, 0), (47405, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 466796, coef: [(40727, 16), (42161, 23), (0, 0), (0, 0), (59651, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 556513, coef: [(0, 0), (43005, 23), (0, 0), (0, 0), (45564, 6)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 547102, coef: [(33371, 22), (53142, 23), (0, 0), (0, 0), (41009, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 44, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 473233, coef: [(43279, 15), (39665, 24), (0, 0), (0, 0), (38598, 8)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap12
@@ -14614,8 +14922,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 49, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 366467, coef: [(58377, 16), (64167, 24), (44752, 15), (58999, 16), (37109, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.cap4
     Model { candidate: 50, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 423074, coef: [(60577, 16), (36595, 23), (42848, 17), (0, 0), (65491, 8)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap6
     Model { candidate: 50, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 396797, coef: [(60891, 16), (42246, 23), (53312, 16), (0, 0), (41122, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.cap6
-    Model { candidate: 51, fused: false, partials: true, registers: 80, shared_static: 0, rate: 362, base: 438544, coef: [(33805, 15), (44332, 24), (33057, 16), (0, 0), (39976, 7)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap8
-    Model { candidate: 51, fused: false, partials: true, registers: 80, shared_static: 0, rate: 362, base: 403321, coef: [(55601, 16), (57528, 24), (62826, 16), (0, 0), (46111, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.cap8
+    Model { candidate: 51, fused: false, partials: true, registers: 80, shared_static: 0, rate: 362, base: 438377, coef: [(33636, 15), (44612, 24), (33584, 16), (0, 0), (40102, 7)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap8
+    Model { candidate: 51, fused: false, partials: true, registers: 80, shared_static: 0, rate: 362, base: 402937, coef: [(55227, 16), (57899, 24), (63446, 16), (0, 0), (46254, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.cap8
     Model { candidate: 52, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 409138, coef: [(42773, 16), (39076, 23), (35203, 13), (0, 0), (38628, 7)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.waves1
     Model { candidate: 52, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 272879, coef: [(38817, 16), (65490, 25), (43055, 12), (0, 0), (58214, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.waves1
     Model { candidate: 53, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 455847, coef: [(61504, 19), (55246, 23), (0, 0), (0, 0), (55805, 7)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.waves2
@@ -14662,8 +14970,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 9, fused: true, partials: false, registers: 45, shared_static: 0, rate: 181, base: 276284, coef: [(57453, 15), (0, 0), (0, 0), (0, 0), (61519, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves2
     Model { candidate: 10, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 195228, coef: [(0, 0), (36116, 22), (0, 0), (38766, 14), (40171, 5)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
     Model { candidate: 10, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 193796, coef: [(0, 0), (37901, 22), (0, 0), (37370, 14), (39414, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves32
-    Model { candidate: 11, fused: true, partials: false, registers: 45, shared_static: 0, rate: 512, base: 226297, coef: [(33525, 15), (0, 0), (0, 0), (60055, 15), (39957, 5)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
-    Model { candidate: 11, fused: true, partials: false, registers: 45, shared_static: 0, rate: 512, base: 225010, coef: [(34107, 15), (0, 0), (0, 0), (61699, 15), (39567, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
+    Model { candidate: 11, fused: true, partials: false, registers: 45, shared_static: 0, rate: 512, base: 226178, coef: [(33379, 15), (0, 0), (0, 0), (60407, 15), (40033, 5)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
+    Model { candidate: 11, fused: true, partials: false, registers: 45, shared_static: 0, rate: 512, base: 224834, coef: [(34016, 15), (0, 0), (0, 0), (61991, 15), (39612, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
     Model { candidate: 12, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 216588, coef: [(0, 0), (58178, 23), (0, 0), (56807, 13), (46062, 5)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
     Model { candidate: 12, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 216271, coef: [(0, 0), (55343, 23), (0, 0), (59952, 13), (46916, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
     Model { candidate: 13, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 211277, coef: [(0, 0), (0, 0), (0, 0), (44714, 12), (38878, 4)], from: 0, below: 67108864 }, // decode.fused.c32.cap16
@@ -14672,8 +14980,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 14, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 244313, coef: [(43588, 18), (0, 0), (0, 0), (34423, 12), (0, 0)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap32
     Model { candidate: 15, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 218781, coef: [(56711, 17), (41508, 23), (0, 0), (34563, 14), (34777, 5)], from: 0, below: 67108864 }, // decode.fused.c32.cap4
     Model { candidate: 15, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 217978, coef: [(59752, 18), (52529, 23), (0, 0), (38512, 14), (36540, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap4
-    Model { candidate: 16, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 230879, coef: [(65172, 16), (40466, 23), (0, 0), (41084, 14), (59555, 7)], from: 0, below: 67108864 }, // decode.fused.c32.cap6
-    Model { candidate: 16, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 232657, coef: [(56658, 16), (44262, 23), (0, 0), (53396, 14), (32909, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap6
+    Model { candidate: 16, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 230716, coef: [(64779, 16), (40615, 23), (0, 0), (41203, 14), (60189, 7)], from: 0, below: 67108864 }, // decode.fused.c32.cap6
+    Model { candidate: 16, fused: true, partials: false, registers: 45, shared_static: 0, rate: 91, base: 232502, coef: [(56274, 16), (44422, 23), (0, 0), (53485, 14), (33209, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap6
     Model { candidate: 17, fused: true, partials: false, registers: 45, shared_static: 0, rate: 181, base: 212692, coef: [(32931, 15), (0, 0), (0, 0), (60146, 13), (35466, 5)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
     Model { candidate: 17, fused: true, partials: false, registers: 45, shared_static: 0, rate: 181, base: 213433, coef: [(33603, 15), (0, 0), (0, 0), (60313, 13), (34596, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
     Model { candidate: 18, fused: true, partials: false, registers: 45, shared_static: 0, rate: 181, base: 224477, coef: [(33405, 15), (0, 0), (0, 0), (53288, 17), (35596, 5)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
@@ -14688,10 +14996,10 @@ static MODELS: &[Model] = &[
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 354094, coef: [(49146, 16), (0, 0), (34048, 16), (0, 0), (49317, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 374620, coef: [(48903, 16), (34396, 22), (52722, 17), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
     Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 365809, coef: [(50096, 16), (0, 0), (60730, 17), (0, 0), (50520, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap16
-    Model { candidate: 24, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 382072, coef: [(49934, 19), (45872, 22), (62303, 17), (0, 0), (38252, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap2
-    Model { candidate: 24, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 381886, coef: [(49976, 19), (44187, 22), (37180, 16), (0, 0), (39209, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap2
-    Model { candidate: 25, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 383158, coef: [(53279, 15), (0, 0), (61749, 17), (0, 0), (45924, 9)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap3
-    Model { candidate: 25, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 385615, coef: [(52545, 15), (0, 0), (32849, 16), (0, 0), (44959, 9)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap3
+    Model { candidate: 24, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 381656, coef: [(45184, 19), (46059, 22), (62891, 17), (0, 0), (38487, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap2
+    Model { candidate: 24, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 381547, coef: [(44682, 19), (44443, 22), (37367, 16), (0, 0), (39403, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap2
+    Model { candidate: 25, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 382770, coef: [(53138, 15), (0, 0), (62104, 17), (0, 0), (47355, 9)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap3
+    Model { candidate: 25, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 385246, coef: [(52432, 15), (0, 0), (32981, 16), (0, 0), (46193, 9)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap3
     Model { candidate: 26, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 363258, coef: [(46186, 19), (50897, 22), (42827, 17), (0, 0), (55284, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap32
     Model { candidate: 26, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 348917, coef: [(40541, 18), (0, 0), (53130, 17), (0, 0), (45387, 5)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap32
     Model { candidate: 27, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 425424, coef: [(51315, 15), (0, 0), (51032, 17), (0, 0), (49686, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap4
@@ -14780,8 +15088,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 4, fused: true, partials: false, registers: 45, shared_static: 0, rate: 23, base: 99030, coef: [(34287, 16), (50100, 24), (0, 0), (55465, 11), (60741, 8)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap32
     Model { candidate: 5, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 88878, coef: [(49781, 16), (0, 0), (0, 0), (0, 0), (42432, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap4
     Model { candidate: 5, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 58166, coef: [(55224, 16), (0, 0), (0, 0), (0, 0), (41243, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap4
-    Model { candidate: 6, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 126975, coef: [(57073, 16), (0, 0), (0, 0), (0, 0), (41173, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap6
-    Model { candidate: 6, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 125687, coef: [(60315, 16), (0, 0), (0, 0), (0, 0), (39845, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap6
+    Model { candidate: 6, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 126964, coef: [(56998, 16), (0, 0), (0, 0), (0, 0), (41194, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap6
+    Model { candidate: 6, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 125672, coef: [(60253, 16), (0, 0), (0, 0), (0, 0), (39864, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap6
     Model { candidate: 7, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 100758, coef: [(56723, 16), (0, 0), (0, 0), (34585, 14), (40871, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap8
     Model { candidate: 7, fused: true, partials: false, registers: 45, shared_static: 0, rate: 128, base: 81803, coef: [(53801, 16), (0, 0), (0, 0), (50149, 13), (41829, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap8
     Model { candidate: 8, fused: true, partials: false, registers: 45, shared_static: 0, rate: 4, base: 95967, coef: [(38121, 20), (0, 0), (0, 0), (0, 0), (39305, 5)], from: 0, below: 67108864 }, // decode.fused.c16.waves1
@@ -14832,8 +15140,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 241929, coef: [(41541, 18), (37266, 23), (32947, 18), (0, 0), (63122, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 283968, coef: [(36812, 16), (58982, 23), (0, 0), (0, 0), (60296, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 281569, coef: [(38752, 16), (55588, 23), (0, 0), (0, 0), (61331, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 275095, coef: [(47192, 16), (64981, 23), (35685, 16), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 320369, coef: [(38776, 16), (38539, 22), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 274964, coef: [(47359, 16), (64735, 23), (35887, 16), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 320548, coef: [(38861, 16), (38473, 22), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 239404, coef: [(59443, 16), (55322, 24), (45825, 16), (0, 0), (45905, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 271095, coef: [(65088, 16), (51498, 24), (54379, 17), (0, 0), (40718, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 266587, coef: [(37903, 15), (57961, 25), (37053, 16), (0, 0), (40207, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap16
@@ -14842,8 +15150,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 90973, coef: [(49559, 16), (47423, 24), (46742, 15), (62310, 9), (47387, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap2
     Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 220457, coef: [(32833, 15), (46293, 24), (35100, 15), (65013, 15), (39262, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
     Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 238773, coef: [(33391, 15), (52652, 24), (43436, 19), (42768, 13), (37619, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
-    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 256575, coef: [(40207, 15), (41495, 26), (36055, 16), (0, 0), (50922, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
-    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 293543, coef: [(38704, 15), (44025, 25), (59682, 17), (0, 0), (44118, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
+    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 256555, coef: [(40197, 15), (41350, 26), (36080, 16), (0, 0), (50947, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
+    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 293495, coef: [(38695, 15), (43948, 25), (59738, 17), (0, 0), (44147, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 206714, coef: [(61108, 16), (39123, 24), (62082, 15), (0, 0), (43081, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap4
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 227046, coef: [(64497, 16), (43030, 24), (38739, 15), (0, 0), (40122, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap4
     Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 228671, coef: [(64496, 16), (43991, 24), (36374, 15), (0, 0), (40873, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap6
@@ -14868,10 +15176,10 @@ static MODELS: &[Model] = &[
     Model { candidate: 48, fused: false, partials: true, registers: 80, shared_static: 0, rate: 362, base: 304532, coef: [(60106, 16), (58954, 24), (46101, 17), (0, 0), (44559, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.cap32
     Model { candidate: 49, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 202673, coef: [(36387, 15), (38582, 26), (52608, 15), (0, 0), (50110, 7)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap4
     Model { candidate: 49, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 216937, coef: [(61340, 16), (61260, 24), (40808, 15), (0, 0), (34898, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.cap4
-    Model { candidate: 50, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 227447, coef: [(51687, 16), (36784, 23), (37464, 15), (0, 0), (39001, 7)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap6
-    Model { candidate: 50, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 263829, coef: [(64412, 16), (65136, 24), (50553, 17), (0, 0), (62518, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.cap6
-    Model { candidate: 51, fused: false, partials: true, registers: 80, shared_static: 0, rate: 362, base: 239474, coef: [(53613, 16), (57976, 24), (61310, 16), (0, 0), (47035, 7)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap8
-    Model { candidate: 51, fused: false, partials: true, registers: 80, shared_static: 0, rate: 362, base: 255770, coef: [(61917, 16), (48338, 24), (44392, 16), (0, 0), (43576, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.cap8
+    Model { candidate: 50, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 227461, coef: [(51352, 16), (36928, 23), (37417, 15), (0, 0), (39165, 7)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap6
+    Model { candidate: 50, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 263924, coef: [(64149, 16), (65408, 24), (49912, 17), (0, 0), (62761, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.cap6
+    Model { candidate: 51, fused: false, partials: true, registers: 80, shared_static: 0, rate: 362, base: 239286, coef: [(53144, 16), (58344, 24), (62000, 16), (0, 0), (47211, 7)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap8
+    Model { candidate: 51, fused: false, partials: true, registers: 80, shared_static: 0, rate: 362, base: 255158, coef: [(61292, 16), (48958, 24), (45388, 16), (0, 0), (43814, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.cap8
     Model { candidate: 52, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 235292, coef: [(41289, 16), (36046, 23), (46505, 15), (0, 0), (41642, 7)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.waves1
     Model { candidate: 52, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 184624, coef: [(35763, 16), (40087, 24), (43143, 13), (0, 0), (57323, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.waves1
     Model { candidate: 53, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 260607, coef: [(35036, 17), (41320, 23), (0, 0), (0, 0), (56539, 7)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.waves2
@@ -15030,9 +15338,9 @@ static MODELS: &[Model] = &[
     Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 256, base: 175546, coef: [(41369, 15), (49482, 24), (0, 0), (0, 0), (63716, 9)], from: 67108864, below: 68719476737 }, // decode.direct.tn64.cpt1
     Model { candidate: 2, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 179407, coef: [(40331, 15), (54651, 24), (0, 0), (42180, 12), (59087, 8)], from: 0, below: 67108864 }, // decode.fused.c16.cap12
     Model { candidate: 2, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 209990, coef: [(46927, 15), (49854, 24), (0, 0), (50629, 14), (63356, 10)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
-    Model { candidate: 3, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 165818, coef: [(33194, 15), (33085, 23), (0, 0), (35852, 11), (48919, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
-    Model { candidate: 3, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 191801, coef: [(43984, 15), (53922, 24), (0, 0), (37730, 12), (64026, 9)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
-    Model { candidate: 4, fused: true, partials: false, registers: 48, shared_static: 0, rate: 45, base: 187748, coef: [(43596, 16), (33099, 22), (0, 0), (41526, 11), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
+    Model { candidate: 3, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 165834, coef: [(33250, 15), (33043, 23), (0, 0), (35793, 11), (48765, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
+    Model { candidate: 3, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 191726, coef: [(44014, 15), (53869, 24), (0, 0), (37695, 12), (63758, 9)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
+    Model { candidate: 4, fused: true, partials: false, registers: 48, shared_static: 0, rate: 45, base: 188139, coef: [(43552, 16), (33130, 22), (0, 0), (41387, 11), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
     Model { candidate: 4, fused: true, partials: false, registers: 48, shared_static: 0, rate: 32, base: 165110, coef: [(33901, 17), (34504, 22), (0, 0), (49982, 11), (65483, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap32
     Model { candidate: 5, fused: true, partials: false, registers: 48, shared_static: 0, rate: 128, base: 148733, coef: [(33943, 15), (50817, 25), (0, 0), (49081, 12), (41080, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap4
     Model { candidate: 5, fused: true, partials: false, registers: 48, shared_static: 0, rate: 128, base: 200338, coef: [(36477, 15), (63539, 25), (0, 0), (41148, 14), (37099, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap4
@@ -15042,13 +15350,13 @@ static MODELS: &[Model] = &[
     Model { candidate: 7, fused: true, partials: false, registers: 48, shared_static: 0, rate: 128, base: 202452, coef: [(39844, 15), (35218, 24), (0, 0), (32841, 14), (65229, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap8
     Model { candidate: 8, fused: true, partials: false, registers: 48, shared_static: 0, rate: 181, base: 192425, coef: [(45314, 16), (0, 0), (0, 0), (0, 0), (60138, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves1
     Model { candidate: 8, fused: true, partials: false, registers: 48, shared_static: 0, rate: 181, base: 223884, coef: [(47215, 16), (0, 0), (0, 0), (0, 0), (59266, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves1
-    Model { candidate: 9, fused: true, partials: false, registers: 48, shared_static: 0, rate: 181, base: 191800, coef: [(45280, 16), (0, 0), (0, 0), (0, 0), (60370, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves2
+    Model { candidate: 9, fused: true, partials: false, registers: 48, shared_static: 0, rate: 181, base: 190571, coef: [(45441, 16), (0, 0), (0, 0), (0, 0), (60361, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves2
     Model { candidate: 9, fused: true, partials: false, registers: 48, shared_static: 0, rate: 181, base: 222099, coef: [(45616, 16), (0, 0), (0, 0), (0, 0), (59743, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves2
-    Model { candidate: 10, fused: true, partials: false, registers: 48, shared_static: 0, rate: 512, base: 223910, coef: [(64614, 18), (51852, 23), (0, 0), (39854, 14), (57302, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
+    Model { candidate: 10, fused: true, partials: false, registers: 48, shared_static: 0, rate: 512, base: 223076, coef: [(64693, 18), (51771, 23), (0, 0), (41358, 14), (57397, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
     Model { candidate: 10, fused: true, partials: false, registers: 48, shared_static: 0, rate: 181, base: 221377, coef: [(62626, 18), (56868, 23), (0, 0), (42673, 16), (55155, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves32
-    Model { candidate: 11, fused: true, partials: false, registers: 48, shared_static: 0, rate: 64, base: 226939, coef: [(43907, 18), (36515, 22), (0, 0), (46500, 14), (52288, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
-    Model { candidate: 11, fused: true, partials: false, registers: 48, shared_static: 0, rate: 64, base: 219739, coef: [(51186, 18), (36780, 22), (0, 0), (45109, 14), (50972, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
-    Model { candidate: 12, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 152191, coef: [(45919, 16), (49244, 23), (0, 0), (56200, 11), (62848, 7)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
+    Model { candidate: 11, fused: true, partials: false, registers: 48, shared_static: 0, rate: 64, base: 225820, coef: [(46825, 18), (36287, 22), (0, 0), (49965, 14), (51802, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
+    Model { candidate: 11, fused: true, partials: false, registers: 48, shared_static: 0, rate: 64, base: 219791, coef: [(51042, 18), (36781, 22), (0, 0), (44727, 14), (51013, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
+    Model { candidate: 12, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 150315, coef: [(45484, 16), (49167, 23), (0, 0), (57736, 11), (63780, 7)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
     Model { candidate: 12, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 205686, coef: [(34535, 15), (44997, 23), (0, 0), (42304, 13), (46845, 8)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
     Model { candidate: 13, fused: true, partials: false, registers: 48, shared_static: 0, rate: 23, base: 145146, coef: [(35293, 17), (61929, 23), (0, 0), (47224, 10), (54960, 8)], from: 0, below: 67108864 }, // decode.fused.c32.cap16
     Model { candidate: 13, fused: true, partials: false, registers: 48, shared_static: 0, rate: 45, base: 148103, coef: [(46625, 18), (64902, 23), (0, 0), (44311, 10), (46256, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap16
@@ -15062,12 +15370,12 @@ static MODELS: &[Model] = &[
     Model { candidate: 17, fused: true, partials: false, registers: 48, shared_static: 0, rate: 128, base: 208668, coef: [(59327, 16), (37220, 23), (0, 0), (0, 0), (33986, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
     Model { candidate: 18, fused: true, partials: false, registers: 48, shared_static: 0, rate: 128, base: 191884, coef: [(60167, 16), (36760, 24), (0, 0), (0, 0), (37345, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
     Model { candidate: 18, fused: true, partials: false, registers: 48, shared_static: 0, rate: 362, base: 212464, coef: [(54383, 18), (41875, 24), (0, 0), (0, 0), (32869, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves1
-    Model { candidate: 19, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 200471, coef: [(53193, 18), (51992, 23), (0, 0), (65200, 12), (52629, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves16
+    Model { candidate: 19, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 197785, coef: [(58106, 18), (52101, 23), (0, 0), (40385, 11), (50974, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves16
     Model { candidate: 19, fused: true, partials: false, registers: 48, shared_static: 0, rate: 512, base: 211087, coef: [(38295, 18), (53556, 23), (0, 0), (45385, 13), (58314, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
     Model { candidate: 20, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 195470, coef: [(42342, 16), (59369, 24), (0, 0), (0, 0), (36576, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
     Model { candidate: 20, fused: true, partials: false, registers: 48, shared_static: 0, rate: 256, base: 226431, coef: [(57051, 19), (62794, 24), (0, 0), (0, 0), (65135, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves2
-    Model { candidate: 21, fused: true, partials: false, registers: 48, shared_static: 0, rate: 128, base: 193804, coef: [(53257, 19), (36614, 22), (0, 0), (43344, 11), (55785, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
-    Model { candidate: 21, fused: true, partials: false, registers: 48, shared_static: 0, rate: 64, base: 199504, coef: [(53302, 18), (37206, 22), (0, 0), (65342, 12), (46343, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 48, shared_static: 0, rate: 128, base: 193783, coef: [(53269, 19), (36611, 22), (0, 0), (43361, 11), (55787, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 48, shared_static: 0, rate: 64, base: 199450, coef: [(53276, 18), (37205, 22), (0, 0), (65397, 12), (46357, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 452315, coef: [(65193, 16), (56530, 23), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 398079, coef: [(61035, 16), (58871, 23), (34643, 17), (0, 0), (53969, 10)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 480816, coef: [(46316, 15), (59127, 24), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
@@ -15088,20 +15396,20 @@ static MODELS: &[Model] = &[
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 361282, coef: [(45673, 18), (57083, 23), (51243, 15), (0, 0), (45653, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 479970, coef: [(41726, 22), (53354, 22), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 404819, coef: [(0, 0), (45165, 22), (0, 0), (0, 0), (38219, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 503268, coef: [(33605, 18), (55899, 22), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 457411, coef: [(0, 0), (62612, 22), (0, 0), (0, 0), (40745, 10)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 502571, coef: [(37721, 18), (55237, 22), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 456241, coef: [(0, 0), (62651, 22), (0, 0), (0, 0), (40823, 10)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 456084, coef: [(49034, 18), (44639, 22), (0, 0), (64554, 14), (58641, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 369914, coef: [(38059, 20), (45790, 22), (46037, 16), (0, 0), (45916, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 448363, coef: [(37702, 16), (35163, 22), (0, 0), (46206, 12), (64369, 9)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap16
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 368371, coef: [(54314, 17), (36116, 22), (46934, 16), (0, 0), (38386, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap16
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 276710, coef: [(42854, 17), (51351, 23), (57430, 16), (56528, 11), (46621, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap2
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 288714, coef: [(54981, 17), (50234, 23), (36053, 15), (0, 0), (43778, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap2
-    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 302378, coef: [(38062, 17), (54784, 23), (61580, 17), (52381, 10), (46929, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
-    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 292522, coef: [(59089, 17), (54581, 23), (38647, 15), (55524, 11), (34182, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
-    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 488208, coef: [(53732, 17), (48815, 22), (0, 0), (33897, 13), (53149, 12)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
-    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 394980, coef: [(37708, 17), (44526, 22), (0, 0), (48511, 12), (35830, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
-    Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 372483, coef: [(33599, 16), (58545, 23), (0, 0), (0, 0), (36810, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap4
-    Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 298109, coef: [(37672, 16), (56579, 23), (61993, 16), (0, 0), (37707, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap4
+    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 302832, coef: [(38088, 17), (54749, 23), (61445, 17), (51949, 10), (46928, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
+    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 293002, coef: [(58949, 17), (54635, 23), (37736, 15), (55723, 11), (34224, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
+    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 488250, coef: [(53897, 17), (48814, 22), (0, 0), (33741, 13), (50106, 12)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
+    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 395045, coef: [(37769, 17), (44533, 22), (0, 0), (48438, 12), (35793, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
+    Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 372521, coef: [(33493, 16), (58519, 23), (0, 0), (0, 0), (36874, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap4
+    Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 298023, coef: [(37547, 16), (56540, 23), (62471, 16), (0, 0), (37786, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap4
     Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 381909, coef: [(43429, 17), (33534, 22), (0, 0), (50172, 11), (35230, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap6
     Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 299500, coef: [(41329, 17), (35828, 22), (63829, 17), (37909, 10), (32836, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap6
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 411813, coef: [(32804, 17), (35502, 22), (0, 0), (48429, 11), (39651, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap8
@@ -15154,8 +15462,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 63, fused: false, partials: false, registers: 80, shared_static: 0, rate: 512, base: 216127, coef: [(53297, 21), (50394, 24), (0, 0), (0, 0), (37608, 5)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt4
     Model { candidate: 0, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 179378, coef: [(36235, 15), (52402, 23), (0, 0), (36643, 15), (0, 0)], from: 0, below: 67108864 }, // decode.direct.tn32.cpt1
     Model { candidate: 0, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 177674, coef: [(36561, 15), (50958, 23), (0, 0), (44951, 15), (0, 0)], from: 67108864, below: 68719476737 }, // decode.direct.tn32.cpt1
-    Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 179728, coef: [(35803, 15), (52894, 23), (0, 0), (55478, 15), (38274, 14)], from: 0, below: 67108864 }, // decode.direct.tn64.cpt1
-    Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 177041, coef: [(35218, 15), (52300, 23), (0, 0), (38630, 14), (49019, 12)], from: 67108864, below: 68719476737 }, // decode.direct.tn64.cpt1
+    Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 179856, coef: [(35759, 15), (52960, 23), (0, 0), (55487, 15), (42641, 14)], from: 0, below: 67108864 }, // decode.direct.tn64.cpt1
+    Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 177177, coef: [(35178, 15), (52366, 23), (0, 0), (38602, 14), (49908, 12)], from: 67108864, below: 68719476737 }, // decode.direct.tn64.cpt1
     Model { candidate: 2, fused: true, partials: false, registers: 48, shared_static: 0, rate: 512, base: 194727, coef: [(36059, 16), (56406, 23), (0, 0), (48579, 16), (55709, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap12
     Model { candidate: 2, fused: true, partials: false, registers: 48, shared_static: 0, rate: 512, base: 192694, coef: [(35641, 15), (61035, 25), (0, 0), (36957, 15), (58808, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
     Model { candidate: 3, fused: true, partials: false, registers: 48, shared_static: 0, rate: 64, base: 201498, coef: [(64057, 16), (32901, 22), (0, 0), (49378, 16), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
@@ -15166,8 +15474,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 5, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 200613, coef: [(47872, 16), (56818, 23), (0, 0), (34838, 16), (57047, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap4
     Model { candidate: 6, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 205498, coef: [(36390, 16), (34560, 22), (0, 0), (42944, 16), (33469, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap6
     Model { candidate: 6, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 201511, coef: [(46901, 17), (36086, 22), (0, 0), (34458, 15), (44060, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap6
-    Model { candidate: 7, fused: true, partials: false, registers: 48, shared_static: 0, rate: 128, base: 195860, coef: [(45603, 15), (45614, 25), (0, 0), (44906, 16), (65410, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap8
-    Model { candidate: 7, fused: true, partials: false, registers: 48, shared_static: 0, rate: 181, base: 189385, coef: [(45362, 15), (0, 0), (0, 0), (34490, 15), (48355, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap8
+    Model { candidate: 7, fused: true, partials: false, registers: 48, shared_static: 0, rate: 128, base: 194219, coef: [(44482, 15), (50401, 25), (0, 0), (44926, 16), (34266, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap8
+    Model { candidate: 7, fused: true, partials: false, registers: 48, shared_static: 0, rate: 181, base: 187869, coef: [(44978, 15), (0, 0), (0, 0), (34531, 15), (49359, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap8
     Model { candidate: 8, fused: true, partials: false, registers: 48, shared_static: 0, rate: 181, base: 208025, coef: [(44444, 16), (0, 0), (0, 0), (49280, 15), (59348, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves1
     Model { candidate: 8, fused: true, partials: false, registers: 48, shared_static: 0, rate: 181, base: 208342, coef: [(43433, 16), (0, 0), (0, 0), (53206, 15), (59385, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves1
     Model { candidate: 9, fused: true, partials: false, registers: 48, shared_static: 0, rate: 128, base: 203763, coef: [(39118, 16), (34503, 25), (0, 0), (52603, 15), (57592, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves2
@@ -15194,8 +15502,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 19, fused: true, partials: false, registers: 48, shared_static: 0, rate: 181, base: 202134, coef: [(37730, 15), (35358, 24), (0, 0), (62222, 15), (35729, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
     Model { candidate: 20, fused: true, partials: false, registers: 48, shared_static: 0, rate: 128, base: 209087, coef: [(65368, 16), (62530, 24), (0, 0), (40965, 15), (63114, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
     Model { candidate: 20, fused: true, partials: false, registers: 48, shared_static: 0, rate: 128, base: 205748, coef: [(62345, 16), (62607, 24), (0, 0), (57251, 15), (33116, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves2
-    Model { candidate: 21, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 202560, coef: [(39013, 15), (48447, 23), (0, 0), (63087, 16), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
-    Model { candidate: 21, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 203974, coef: [(40160, 15), (43848, 23), (0, 0), (42524, 15), (0, 0)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 201961, coef: [(38988, 15), (48505, 23), (0, 0), (65357, 16), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 48, shared_static: 0, rate: 91, base: 203380, coef: [(40146, 15), (43878, 23), (0, 0), (43650, 15), (0, 0)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 368126, coef: [(50823, 16), (0, 0), (62139, 18), (0, 0), (59060, 6)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 369175, coef: [(55605, 16), (0, 0), (33488, 17), (0, 0), (53359, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 363381, coef: [(0, 0), (35916, 22), (64970, 18), (0, 0), (49500, 6)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
@@ -15344,8 +15652,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 237476, coef: [(38126, 22), (55105, 23), (0, 0), (0, 0), (52617, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 257110, coef: [(0, 0), (43489, 22), (44685, 20), (0, 0), (38101, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 250619, coef: [(0, 0), (43156, 22), (0, 0), (0, 0), (39467, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 254004, coef: [(42753, 22), (54279, 22), (38183, 16), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 290996, coef: [(60658, 23), (57489, 22), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 253977, coef: [(43013, 22), (54219, 22), (38258, 16), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 291142, coef: [(60808, 23), (57464, 22), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 219182, coef: [(50081, 18), (41423, 22), (37687, 16), (0, 0), (37749, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 206594, coef: [(36285, 18), (42807, 22), (43506, 16), (0, 0), (41153, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 216519, coef: [(49987, 17), (35516, 22), (39527, 16), (0, 0), (40712, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap16
@@ -15354,8 +15662,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 161519, coef: [(55779, 17), (49779, 23), (56553, 18), (0, 0), (42700, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap2
     Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 184798, coef: [(51685, 17), (49071, 23), (42044, 16), (51479, 12), (44028, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
     Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 181195, coef: [(34115, 16), (50799, 23), (37970, 15), (0, 0), (60407, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
-    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 244748, coef: [(32904, 17), (44465, 22), (43786, 17), (0, 0), (35647, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
-    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 246046, coef: [(39886, 18), (46657, 22), (0, 0), (44038, 12), (40215, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
+    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 244770, coef: [(32993, 17), (44467, 22), (43735, 17), (0, 0), (35602, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
+    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 246117, coef: [(39955, 18), (46669, 22), (0, 0), (43971, 12), (40182, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 202488, coef: [(33620, 16), (56964, 23), (0, 0), (0, 0), (37688, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap4
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 166655, coef: [(37106, 16), (55678, 23), (61446, 17), (0, 0), (37388, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap4
     Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 168427, coef: [(52283, 17), (64574, 23), (50284, 17), (56972, 11), (55608, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap6
@@ -15364,8 +15672,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 160136, coef: [(35044, 17), (36373, 22), (41803, 15), (54083, 13), (35678, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 257203, coef: [(0, 0), (40719, 22), (0, 0), (0, 0), (41791, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves1
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 246297, coef: [(0, 0), (40587, 22), (0, 0), (0, 0), (43265, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves1
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 255174, coef: [(0, 0), (44952, 22), (54831, 17), (0, 0), (43758, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 281249, coef: [(0, 0), (49255, 22), (0, 0), (0, 0), (35061, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 255250, coef: [(0, 0), (44983, 22), (54421, 17), (0, 0), (43699, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 280969, coef: [(0, 0), (49227, 22), (0, 0), (0, 0), (35157, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 244917, coef: [(0, 0), (33444, 22), (53344, 16), (0, 0), (35020, 6)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 349780, coef: [(0, 0), (40749, 22), (0, 0), (0, 0), (55446, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 44, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 221990, coef: [(61948, 16), (53841, 23), (61294, 17), (0, 0), (39605, 9)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap12
@@ -15542,23 +15850,23 @@ static MODELS: &[Model] = &[
     Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 362, base: 177054, coef: [(56196, 17), (46061, 25), (0, 0), (0, 0), (61893, 8)], from: 67108864, below: 68719476737 }, // decode.direct.tn64.cpt1
     Model { candidate: 2, fused: true, partials: false, registers: 64, shared_static: 0, rate: 128, base: 194821, coef: [(45900, 18), (44035, 24), (0, 0), (36420, 11), (47645, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap12
     Model { candidate: 2, fused: true, partials: false, registers: 64, shared_static: 0, rate: 128, base: 236728, coef: [(63517, 17), (65043, 25), (0, 0), (38290, 12), (35291, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
-    Model { candidate: 3, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 191728, coef: [(35296, 17), (47482, 24), (0, 0), (39485, 11), (38055, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
-    Model { candidate: 3, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 194047, coef: [(38477, 17), (47480, 24), (0, 0), (38889, 11), (36579, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
-    Model { candidate: 4, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 188887, coef: [(45126, 18), (64488, 24), (0, 0), (39562, 10), (39619, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
+    Model { candidate: 3, fused: true, partials: false, registers: 64, shared_static: 0, rate: 128, base: 191266, coef: [(47495, 18), (47627, 24), (0, 0), (40295, 11), (44883, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
+    Model { candidate: 3, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 194611, coef: [(38057, 17), (47705, 24), (0, 0), (38900, 11), (36675, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
+    Model { candidate: 4, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 187747, coef: [(47002, 18), (63893, 24), (0, 0), (39772, 10), (39387, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
     Model { candidate: 4, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 181538, coef: [(43537, 19), (35123, 23), (0, 0), (40863, 10), (44010, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap32
     Model { candidate: 5, fused: true, partials: false, registers: 64, shared_static: 0, rate: 128, base: 181053, coef: [(61794, 17), (33011, 25), (0, 0), (33528, 12), (37348, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap4
     Model { candidate: 5, fused: true, partials: false, registers: 64, shared_static: 0, rate: 181, base: 216969, coef: [(36658, 16), (61050, 27), (0, 0), (35597, 15), (39713, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap4
     Model { candidate: 6, fused: true, partials: false, registers: 64, shared_static: 0, rate: 128, base: 180561, coef: [(42063, 17), (54225, 25), (0, 0), (41553, 12), (43181, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap6
     Model { candidate: 6, fused: true, partials: false, registers: 64, shared_static: 0, rate: 128, base: 234160, coef: [(37036, 16), (44276, 25), (0, 0), (0, 0), (33604, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap6
-    Model { candidate: 7, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 174867, coef: [(37161, 16), (50571, 25), (0, 0), (49890, 12), (52555, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap8
-    Model { candidate: 7, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 200166, coef: [(49036, 16), (42077, 25), (0, 0), (57480, 13), (34128, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap8
+    Model { candidate: 7, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 174860, coef: [(37155, 16), (50564, 25), (0, 0), (49916, 12), (52564, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap8
+    Model { candidate: 7, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 200163, coef: [(49034, 16), (42070, 25), (0, 0), (57521, 13), (34131, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap8
     Model { candidate: 8, fused: true, partials: false, registers: 64, shared_static: 0, rate: 181, base: 200938, coef: [(61263, 17), (0, 0), (0, 0), (0, 0), (43112, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves1
     Model { candidate: 8, fused: true, partials: false, registers: 64, shared_static: 0, rate: 181, base: 211036, coef: [(62185, 17), (0, 0), (0, 0), (0, 0), (42757, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves1
-    Model { candidate: 9, fused: true, partials: false, registers: 64, shared_static: 0, rate: 181, base: 206627, coef: [(56497, 17), (0, 0), (0, 0), (0, 0), (43615, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves2
+    Model { candidate: 9, fused: true, partials: false, registers: 64, shared_static: 0, rate: 181, base: 206136, coef: [(56600, 17), (0, 0), (0, 0), (0, 0), (43613, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves2
     Model { candidate: 9, fused: true, partials: false, registers: 64, shared_static: 0, rate: 181, base: 225021, coef: [(56207, 17), (0, 0), (0, 0), (0, 0), (43392, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves2
-    Model { candidate: 10, fused: true, partials: false, registers: 64, shared_static: 0, rate: 181, base: 248423, coef: [(47307, 18), (38833, 23), (0, 0), (37997, 16), (35439, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
-    Model { candidate: 10, fused: true, partials: false, registers: 64, shared_static: 0, rate: 512, base: 257610, coef: [(47767, 19), (35225, 23), (0, 0), (0, 0), (41356, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves32
-    Model { candidate: 11, fused: true, partials: false, registers: 64, shared_static: 0, rate: 4, base: 242789, coef: [(63225, 21), (33321, 23), (0, 0), (36905, 12), (40517, 7)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
+    Model { candidate: 10, fused: true, partials: false, registers: 64, shared_static: 0, rate: 181, base: 244468, coef: [(43322, 18), (36417, 23), (0, 0), (37198, 15), (37645, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
+    Model { candidate: 10, fused: true, partials: false, registers: 64, shared_static: 0, rate: 512, base: 257770, coef: [(46234, 19), (35767, 23), (0, 0), (0, 0), (41159, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves32
+    Model { candidate: 11, fused: true, partials: false, registers: 64, shared_static: 0, rate: 4, base: 242485, coef: [(63668, 21), (33257, 23), (0, 0), (37104, 12), (40189, 7)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
     Model { candidate: 11, fused: true, partials: false, registers: 64, shared_static: 0, rate: 4, base: 269468, coef: [(64026, 22), (59329, 24), (0, 0), (43898, 13), (36235, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
     Model { candidate: 12, fused: true, partials: false, registers: 64, shared_static: 0, rate: 4, base: 165545, coef: [(0, 0), (54711, 24), (0, 0), (45186, 10), (51105, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
     Model { candidate: 12, fused: true, partials: false, registers: 64, shared_static: 0, rate: 4, base: 181779, coef: [(0, 0), (56212, 24), (0, 0), (43639, 10), (49981, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
@@ -15574,9 +15882,9 @@ static MODELS: &[Model] = &[
     Model { candidate: 17, fused: true, partials: false, registers: 64, shared_static: 0, rate: 128, base: 203601, coef: [(50744, 17), (39675, 24), (0, 0), (38517, 12), (36338, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
     Model { candidate: 18, fused: true, partials: false, registers: 64, shared_static: 0, rate: 181, base: 196516, coef: [(54190, 16), (42129, 28), (0, 0), (0, 0), (62667, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
     Model { candidate: 18, fused: true, partials: false, registers: 64, shared_static: 0, rate: 362, base: 213521, coef: [(62399, 18), (45833, 26), (0, 0), (0, 0), (48113, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves1
-    Model { candidate: 19, fused: true, partials: false, registers: 64, shared_static: 0, rate: 512, base: 230709, coef: [(36420, 19), (59683, 24), (0, 0), (46386, 13), (44902, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves16
+    Model { candidate: 19, fused: true, partials: false, registers: 64, shared_static: 0, rate: 512, base: 230471, coef: [(36934, 19), (59635, 24), (0, 0), (49951, 13), (44812, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves16
     Model { candidate: 19, fused: true, partials: false, registers: 64, shared_static: 0, rate: 512, base: 237128, coef: [(64944, 20), (62530, 24), (0, 0), (45050, 13), (44035, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
-    Model { candidate: 20, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 214366, coef: [(34861, 16), (50823, 25), (0, 0), (0, 0), (49918, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
+    Model { candidate: 20, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 211979, coef: [(34928, 16), (48993, 25), (0, 0), (0, 0), (50058, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
     Model { candidate: 20, fused: true, partials: false, registers: 64, shared_static: 0, rate: 512, base: 240583, coef: [(51140, 19), (58186, 25), (0, 0), (0, 0), (48895, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves2
     Model { candidate: 21, fused: true, partials: false, registers: 64, shared_static: 0, rate: 512, base: 201696, coef: [(65352, 19), (37436, 23), (0, 0), (37567, 10), (39624, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
     Model { candidate: 21, fused: true, partials: false, registers: 64, shared_static: 0, rate: 512, base: 218127, coef: [(59458, 20), (36717, 23), (0, 0), (63656, 11), (43074, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
@@ -15600,16 +15908,16 @@ static MODELS: &[Model] = &[
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 354780, coef: [(51337, 17), (62255, 25), (36283, 14), (0, 0), (53788, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 489594, coef: [(55497, 19), (36355, 23), (0, 0), (0, 0), (55486, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 459773, coef: [(38080, 19), (34861, 23), (0, 0), (0, 0), (33271, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 517451, coef: [(0, 0), (37045, 22), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 501849, coef: [(0, 0), (38063, 22), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 517456, coef: [(0, 0), (37036, 22), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 501842, coef: [(0, 0), (38057, 22), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 442366, coef: [(35313, 18), (48258, 23), (0, 0), (46168, 11), (48099, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 399669, coef: [(46604, 21), (49732, 23), (34224, 15), (0, 0), (35203, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 463928, coef: [(35179, 17), (42003, 23), (0, 0), (33379, 11), (38086, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap16
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 416747, coef: [(41208, 17), (37028, 23), (48448, 16), (0, 0), (46930, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap16
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 236890, coef: [(48524, 18), (54391, 24), (0, 0), (40565, 9), (34345, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap2
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 280265, coef: [(38911, 17), (48425, 24), (49703, 15), (0, 0), (62528, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap2
-    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 329997, coef: [(55575, 18), (59525, 24), (62321, 17), (35634, 9), (50879, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
-    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 336954, coef: [(34504, 17), (60815, 24), (52499, 15), (33387, 10), (44238, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
+    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 329783, coef: [(55762, 18), (59484, 24), (62336, 17), (35736, 9), (50782, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
+    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 336712, coef: [(34597, 17), (60762, 24), (52558, 15), (33582, 10), (44144, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
     Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 473498, coef: [(33722, 17), (56830, 23), (0, 0), (65127, 12), (39243, 11)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 426506, coef: [(48376, 18), (50077, 23), (0, 0), (43411, 11), (43290, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 377879, coef: [(46210, 17), (54079, 24), (0, 0), (36949, 11), (53837, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap4
@@ -15620,8 +15928,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 368990, coef: [(51048, 18), (40156, 23), (0, 0), (36795, 10), (53188, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 493624, coef: [(37126, 21), (37253, 23), (0, 0), (0, 0), (32934, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves1
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 452101, coef: [(0, 0), (32848, 23), (0, 0), (0, 0), (40401, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves1
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 517684, coef: [(54318, 20), (35090, 22), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 505739, coef: [(44849, 20), (36327, 22), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 517353, coef: [(56462, 20), (35014, 22), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 505168, coef: [(46254, 20), (36293, 22), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 528893, coef: [(0, 0), (35268, 24), (50596, 18), (0, 0), (35709, 6)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 567107, coef: [(0, 0), (43450, 23), (0, 0), (0, 0), (42865, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 44, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 474156, coef: [(47003, 16), (55412, 24), (50104, 17), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap12
@@ -15666,12 +15974,12 @@ static MODELS: &[Model] = &[
     Model { candidate: 63, fused: false, partials: false, registers: 111, shared_static: 0, rate: 4, base: 0, coef: [(0, 0), (36927, 24), (0, 0), (45936, 8), (51121, 6)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt4
     Model { candidate: 0, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 187039, coef: [(47421, 16), (58764, 24), (0, 0), (39066, 17), (50525, 13)], from: 0, below: 67108864 }, // decode.direct.tn32.cpt1
     Model { candidate: 0, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 186656, coef: [(48026, 16), (57923, 24), (0, 0), (39977, 17), (33021, 13)], from: 67108864, below: 68719476737 }, // decode.direct.tn32.cpt1
-    Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 183233, coef: [(46981, 16), (56654, 24), (0, 0), (59666, 17), (63890, 12)], from: 0, below: 67108864 }, // decode.direct.tn64.cpt1
-    Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 181754, coef: [(47360, 16), (54940, 24), (0, 0), (46052, 16), (34285, 11)], from: 67108864, below: 68719476737 }, // decode.direct.tn64.cpt1
-    Model { candidate: 2, fused: true, partials: false, registers: 64, shared_static: 0, rate: 4, base: 175121, coef: [(0, 0), (57982, 26), (0, 0), (50542, 13), (42812, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap12
-    Model { candidate: 2, fused: true, partials: false, registers: 64, shared_static: 0, rate: 4, base: 172726, coef: [(0, 0), (62887, 28), (0, 0), (53387, 13), (44496, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
-    Model { candidate: 3, fused: true, partials: false, registers: 64, shared_static: 0, rate: 4, base: 182761, coef: [(0, 0), (33318, 23), (0, 0), (59946, 13), (34631, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
-    Model { candidate: 3, fused: true, partials: false, registers: 64, shared_static: 0, rate: 256, base: 184336, coef: [(58964, 17), (0, 0), (0, 0), (33370, 12), (32884, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
+    Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 182041, coef: [(47563, 16), (55720, 24), (0, 0), (61070, 17), (58102, 12)], from: 0, below: 67108864 }, // decode.direct.tn64.cpt1
+    Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 180518, coef: [(47876, 16), (54031, 24), (0, 0), (47787, 16), (64279, 12)], from: 67108864, below: 68719476737 }, // decode.direct.tn64.cpt1
+    Model { candidate: 2, fused: true, partials: false, registers: 64, shared_static: 0, rate: 4, base: 173182, coef: [(0, 0), (44365, 26), (0, 0), (51069, 13), (43534, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap12
+    Model { candidate: 2, fused: true, partials: false, registers: 64, shared_static: 0, rate: 4, base: 170916, coef: [(0, 0), (42319, 29), (0, 0), (53801, 13), (45068, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
+    Model { candidate: 3, fused: true, partials: false, registers: 64, shared_static: 0, rate: 4, base: 181457, coef: [(0, 0), (64265, 24), (0, 0), (60236, 13), (35221, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
+    Model { candidate: 3, fused: true, partials: false, registers: 64, shared_static: 0, rate: 256, base: 183141, coef: [(57072, 17), (0, 0), (0, 0), (33506, 12), (33375, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
     Model { candidate: 4, fused: true, partials: false, registers: 64, shared_static: 0, rate: 4, base: 194590, coef: [(33842, 18), (0, 0), (0, 0), (42305, 13), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
     Model { candidate: 4, fused: true, partials: false, registers: 64, shared_static: 0, rate: 4, base: 202713, coef: [(0, 0), (0, 0), (0, 0), (55170, 13), (61691, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap32
     Model { candidate: 5, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 196706, coef: [(56152, 17), (41626, 24), (0, 0), (53720, 14), (62501, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap4
@@ -15706,8 +16014,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 19, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 226389, coef: [(40746, 17), (61825, 24), (0, 0), (39237, 15), (60110, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
     Model { candidate: 20, fused: true, partials: false, registers: 64, shared_static: 0, rate: 128, base: 174526, coef: [(34935, 16), (50704, 25), (0, 0), (46057, 14), (64598, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
     Model { candidate: 20, fused: true, partials: false, registers: 64, shared_static: 0, rate: 128, base: 176330, coef: [(64147, 17), (60010, 25), (0, 0), (44577, 14), (33195, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves2
-    Model { candidate: 21, fused: true, partials: false, registers: 64, shared_static: 0, rate: 512, base: 234344, coef: [(36679, 16), (0, 0), (0, 0), (58598, 15), (46036, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
-    Model { candidate: 21, fused: true, partials: false, registers: 64, shared_static: 0, rate: 512, base: 234373, coef: [(37310, 16), (0, 0), (0, 0), (60221, 15), (45393, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 64, shared_static: 0, rate: 512, base: 234200, coef: [(36599, 16), (0, 0), (0, 0), (58966, 15), (46087, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 64, shared_static: 0, rate: 512, base: 234230, coef: [(37268, 16), (0, 0), (0, 0), (60494, 15), (45420, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 368013, coef: [(0, 0), (39009, 22), (64282, 17), (0, 0), (42310, 9)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 367685, coef: [(0, 0), (39923, 22), (33549, 16), (0, 0), (40513, 10)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 379708, coef: [(0, 0), (45207, 22), (55699, 17), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
@@ -15748,8 +16056,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 385300, coef: [(0, 0), (62097, 24), (37923, 16), (0, 0), (35653, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 172930, coef: [(52624, 17), (48336, 23), (58855, 14), (56992, 12), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves1
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 171310, coef: [(56786, 17), (46339, 23), (59034, 14), (52969, 12), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves1
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 280766, coef: [(33707, 17), (46574, 23), (54481, 15), (0, 0), (39585, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 362, base: 274665, coef: [(44974, 18), (48944, 23), (55802, 15), (0, 0), (50312, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 281458, coef: [(33901, 17), (46136, 23), (54283, 15), (0, 0), (40227, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 362, base: 275190, coef: [(45625, 18), (48494, 23), (55631, 15), (0, 0), (50858, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 362459, coef: [(38514, 16), (41510, 24), (55587, 16), (0, 0), (52337, 9)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 359919, coef: [(37010, 16), (51941, 24), (55637, 16), (0, 0), (38576, 9)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 44, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 368068, coef: [(0, 0), (54625, 23), (64479, 17), (0, 0), (45493, 7)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap12
@@ -15770,8 +16078,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 51, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 385290, coef: [(0, 0), (32790, 23), (33903, 16), (0, 0), (34557, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.cap8
     Model { candidate: 52, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 182693, coef: [(42233, 16), (64702, 24), (49301, 12), (34176, 16), (60769, 11)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.waves1
     Model { candidate: 52, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 179493, coef: [(60357, 17), (45217, 23), (50742, 12), (41460, 15), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.waves1
-    Model { candidate: 53, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 192677, coef: [(48950, 16), (55013, 24), (56896, 13), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.waves2
-    Model { candidate: 53, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 192619, coef: [(49610, 16), (53231, 24), (56798, 13), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.waves2
+    Model { candidate: 53, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 192678, coef: [(48961, 16), (54977, 24), (56895, 13), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.waves2
+    Model { candidate: 53, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 192611, coef: [(49619, 16), (53202, 24), (56799, 13), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.waves2
     Model { candidate: 54, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 201125, coef: [(48184, 17), (52275, 23), (60395, 14), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.waves4
     Model { candidate: 54, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 197334, coef: [(55421, 17), (48004, 23), (60584, 14), (40513, 19), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.waves4
     Model { candidate: 55, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 183826, coef: [(42877, 16), (64488, 24), (0, 0), (61391, 16), (48353, 11)], from: 0, below: 67108864 }, // decode.wide.tn128.cpt1
@@ -15780,34 +16088,34 @@ static MODELS: &[Model] = &[
     Model { candidate: 56, fused: false, partials: false, registers: 64, shared_static: 0, rate: 181, base: 166640, coef: [(52786, 16), (35726, 25), (0, 0), (52367, 13), (39639, 7)], from: 67108864, below: 68719476737 }, // decode.wide.tn128.cpt2
     Model { candidate: 57, fused: false, partials: false, registers: 107, shared_static: 0, rate: 362, base: 154181, coef: [(49334, 16), (58768, 25), (0, 0), (40607, 12), (50914, 8)], from: 0, below: 67108864 }, // decode.wide.tn128.cpt4
     Model { candidate: 57, fused: false, partials: false, registers: 107, shared_static: 0, rate: 362, base: 154144, coef: [(53845, 16), (46275, 25), (0, 0), (42804, 12), (39708, 8)], from: 67108864, below: 68719476737 }, // decode.wide.tn128.cpt4
-    Model { candidate: 58, fused: false, partials: false, registers: 80, shared_static: 0, rate: 128, base: 168932, coef: [(61497, 17), (44273, 23), (0, 0), (41188, 12), (0, 0)], from: 0, below: 67108864 }, // decode.wide.tn256.cpt1
-    Model { candidate: 58, fused: false, partials: false, registers: 80, shared_static: 0, rate: 128, base: 167638, coef: [(62088, 17), (43810, 23), (0, 0), (43097, 12), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn256.cpt1
+    Model { candidate: 58, fused: false, partials: false, registers: 80, shared_static: 0, rate: 128, base: 165205, coef: [(62220, 17), (43771, 23), (0, 0), (45786, 12), (0, 0)], from: 0, below: 67108864 }, // decode.wide.tn256.cpt1
+    Model { candidate: 58, fused: false, partials: false, registers: 80, shared_static: 0, rate: 128, base: 163969, coef: [(62793, 17), (43325, 23), (0, 0), (47581, 12), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn256.cpt1
     Model { candidate: 59, fused: false, partials: false, registers: 64, shared_static: 0, rate: 181, base: 152198, coef: [(40593, 16), (57446, 25), (0, 0), (37661, 11), (56074, 7)], from: 0, below: 67108864 }, // decode.wide.tn256.cpt2
     Model { candidate: 59, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 156811, coef: [(41550, 16), (43807, 24), (0, 0), (33292, 11), (52200, 8)], from: 67108864, below: 68719476737 }, // decode.wide.tn256.cpt2
     Model { candidate: 60, fused: false, partials: false, registers: 109, shared_static: 0, rate: 256, base: 136221, coef: [(42855, 16), (48496, 24), (0, 0), (54442, 11), (54170, 10)], from: 0, below: 67108864 }, // decode.wide.tn256.cpt4
     Model { candidate: 60, fused: false, partials: false, registers: 109, shared_static: 0, rate: 256, base: 140327, coef: [(45104, 16), (47690, 24), (0, 0), (51433, 11), (53737, 12)], from: 67108864, below: 68719476737 }, // decode.wide.tn256.cpt4
-    Model { candidate: 61, fused: false, partials: false, registers: 128, shared_static: 0, rate: 4, base: 113902, coef: [(0, 0), (45247, 23), (0, 0), (38592, 9), (34422, 7)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt1
-    Model { candidate: 61, fused: false, partials: false, registers: 128, shared_static: 0, rate: 362, base: 113430, coef: [(63372, 17), (45089, 23), (0, 0), (38875, 9), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt1
+    Model { candidate: 61, fused: false, partials: false, registers: 128, shared_static: 0, rate: 4, base: 113571, coef: [(0, 0), (45198, 23), (0, 0), (38688, 9), (34456, 7)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt1
+    Model { candidate: 61, fused: false, partials: false, registers: 128, shared_static: 0, rate: 362, base: 113130, coef: [(63428, 17), (45049, 23), (0, 0), (38952, 9), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt1
     Model { candidate: 62, fused: false, partials: false, registers: 64, shared_static: 0, rate: 91, base: 121568, coef: [(37375, 16), (54356, 24), (0, 0), (56220, 10), (0, 0)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt2
     Model { candidate: 62, fused: false, partials: false, registers: 64, shared_static: 0, rate: 91, base: 130729, coef: [(36910, 16), (57758, 24), (0, 0), (48682, 10), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt2
     Model { candidate: 63, fused: false, partials: false, registers: 111, shared_static: 0, rate: 181, base: 102800, coef: [(61762, 17), (33153, 23), (0, 0), (38131, 9), (0, 0)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt4
-    Model { candidate: 63, fused: false, partials: false, registers: 111, shared_static: 0, rate: 181, base: 112839, coef: [(60610, 17), (35098, 23), (0, 0), (34328, 9), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt4
+    Model { candidate: 63, fused: false, partials: false, registers: 111, shared_static: 0, rate: 181, base: 112574, coef: [(60632, 17), (35050, 23), (0, 0), (34447, 9), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt4
     Model { candidate: 0, fused: false, partials: false, registers: 80, shared_static: 0, rate: 362, base: 87689, coef: [(40107, 16), (39907, 26), (0, 0), (56267, 14), (53692, 8)], from: 0, below: 67108864 }, // decode.direct.tn32.cpt1
     Model { candidate: 0, fused: false, partials: false, registers: 80, shared_static: 0, rate: 512, base: 92663, coef: [(65459, 17), (64640, 27), (0, 0), (0, 0), (33153, 7)], from: 67108864, below: 68719476737 }, // decode.direct.tn32.cpt1
     Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 362, base: 95812, coef: [(50361, 17), (48934, 25), (0, 0), (0, 0), (63319, 8)], from: 0, below: 67108864 }, // decode.direct.tn64.cpt1
     Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 362, base: 92717, coef: [(56202, 17), (42706, 25), (0, 0), (0, 0), (61523, 8)], from: 67108864, below: 68719476737 }, // decode.direct.tn64.cpt1
     Model { candidate: 2, fused: true, partials: false, registers: 64, shared_static: 0, rate: 128, base: 116767, coef: [(51391, 18), (41052, 24), (0, 0), (64805, 12), (47043, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap12
     Model { candidate: 2, fused: true, partials: false, registers: 64, shared_static: 0, rate: 128, base: 154911, coef: [(32866, 16), (58345, 25), (0, 0), (33180, 12), (34819, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
-    Model { candidate: 3, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 107996, coef: [(35388, 17), (44568, 24), (0, 0), (38469, 11), (38240, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
-    Model { candidate: 3, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 114411, coef: [(45366, 17), (42665, 24), (0, 0), (37283, 11), (33758, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
+    Model { candidate: 3, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 107998, coef: [(35173, 17), (44656, 24), (0, 0), (38502, 11), (38312, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
+    Model { candidate: 3, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 114488, coef: [(45238, 17), (42730, 24), (0, 0), (37287, 11), (33794, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
     Model { candidate: 4, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 94212, coef: [(58582, 21), (35207, 23), (0, 0), (39693, 10), (48028, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
     Model { candidate: 4, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 104540, coef: [(52409, 19), (34161, 23), (0, 0), (38486, 10), (42838, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap32
     Model { candidate: 5, fused: true, partials: false, registers: 64, shared_static: 0, rate: 128, base: 118102, coef: [(34773, 16), (65532, 26), (0, 0), (61863, 14), (34659, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap4
     Model { candidate: 5, fused: true, partials: false, registers: 64, shared_static: 0, rate: 181, base: 123302, coef: [(35959, 16), (43791, 27), (0, 0), (42390, 14), (39902, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap4
     Model { candidate: 6, fused: true, partials: false, registers: 64, shared_static: 0, rate: 128, base: 118739, coef: [(62580, 17), (39544, 25), (0, 0), (43904, 13), (37429, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap6
     Model { candidate: 6, fused: true, partials: false, registers: 64, shared_static: 0, rate: 128, base: 146220, coef: [(37897, 16), (38190, 25), (0, 0), (0, 0), (33162, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap6
-    Model { candidate: 7, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 111358, coef: [(44194, 16), (42886, 25), (0, 0), (33750, 12), (40748, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap8
-    Model { candidate: 7, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 114545, coef: [(49022, 16), (37431, 25), (0, 0), (60337, 13), (33812, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap8
+    Model { candidate: 7, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 111259, coef: [(44134, 16), (42772, 25), (0, 0), (34099, 12), (40843, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap8
+    Model { candidate: 7, fused: true, partials: false, registers: 64, shared_static: 0, rate: 91, base: 114488, coef: [(49001, 16), (37309, 25), (0, 0), (60934, 13), (33846, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap8
     Model { candidate: 8, fused: true, partials: false, registers: 64, shared_static: 0, rate: 181, base: 116024, coef: [(63550, 17), (0, 0), (0, 0), (0, 0), (42741, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves1
     Model { candidate: 8, fused: true, partials: false, registers: 64, shared_static: 0, rate: 181, base: 131479, coef: [(61844, 17), (0, 0), (0, 0), (0, 0), (42530, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves1
     Model { candidate: 9, fused: true, partials: false, registers: 64, shared_static: 0, rate: 181, base: 117156, coef: [(57826, 17), (0, 0), (0, 0), (0, 0), (43466, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves2
@@ -15876,8 +16184,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 186150, coef: [(47260, 18), (39766, 23), (0, 0), (43628, 10), (51016, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 279488, coef: [(0, 0), (49009, 24), (55570, 18), (0, 0), (44886, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves1
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 277331, coef: [(0, 0), (55786, 24), (0, 0), (0, 0), (43811, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves1
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 264967, coef: [(0, 0), (56127, 23), (58981, 16), (0, 0), (47261, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 344563, coef: [(62627, 22), (35917, 22), (0, 0), (0, 0), (39294, 11)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 264921, coef: [(0, 0), (56430, 23), (59126, 16), (0, 0), (46540, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 344687, coef: [(33813, 21), (36031, 22), (0, 0), (0, 0), (33018, 11)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 239418, coef: [(0, 0), (0, 0), (34620, 15), (39857, 13), (43918, 6)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 414799, coef: [(0, 0), (43507, 23), (0, 0), (0, 0), (40654, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 44, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 275828, coef: [(43825, 16), (52902, 24), (39974, 16), (0, 0), (49212, 10)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap12
@@ -16052,11 +16360,11 @@ static MODELS: &[Model] = &[
     Model { candidate: 0, fused: false, partials: false, registers: 80, shared_static: 0, rate: 512, base: 231304, coef: [(39679, 16), (45826, 26), (0, 0), (0, 0), (50318, 7)], from: 67108864, below: 68719476737 }, // decode.direct.tn32.cpt1
     Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 512, base: 184478, coef: [(42456, 17), (33259, 24), (0, 0), (45196, 12), (54476, 7)], from: 0, below: 67108864 }, // decode.direct.tn64.cpt1
     Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 512, base: 233227, coef: [(55970, 17), (51545, 25), (0, 0), (0, 0), (52238, 7)], from: 67108864, below: 68719476737 }, // decode.direct.tn64.cpt1
-    Model { candidate: 2, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 195871, coef: [(33041, 15), (32855, 24), (0, 0), (37261, 11), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.cap12
-    Model { candidate: 2, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 248063, coef: [(34633, 15), (44447, 25), (0, 0), (35853, 13), (33306, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
+    Model { candidate: 2, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 195858, coef: [(33042, 15), (32841, 24), (0, 0), (37287, 11), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.cap12
+    Model { candidate: 2, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 248055, coef: [(34633, 15), (44426, 25), (0, 0), (35947, 13), (33308, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
     Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 198570, coef: [(38890, 16), (35925, 24), (0, 0), (50727, 11), (38266, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
     Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 207768, coef: [(49557, 16), (58813, 25), (0, 0), (46254, 11), (60464, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
-    Model { candidate: 4, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 195880, coef: [(43756, 21), (41504, 23), (0, 0), (42977, 10), (43422, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
+    Model { candidate: 4, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 195363, coef: [(40409, 21), (41460, 23), (0, 0), (43059, 10), (45181, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
     Model { candidate: 4, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 179808, coef: [(0, 0), (41146, 23), (0, 0), (46406, 10), (33203, 5)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap32
     Model { candidate: 5, fused: true, partials: false, registers: 56, shared_static: 0, rate: 256, base: 172658, coef: [(36334, 16), (0, 0), (0, 0), (37544, 12), (58474, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap4
     Model { candidate: 5, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 221853, coef: [(49202, 16), (0, 0), (0, 0), (48096, 14), (48774, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap4
@@ -16068,12 +16376,12 @@ static MODELS: &[Model] = &[
     Model { candidate: 8, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 211683, coef: [(40101, 16), (0, 0), (0, 0), (0, 0), (49270, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves1
     Model { candidate: 9, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 217315, coef: [(51064, 16), (0, 0), (0, 0), (0, 0), (49633, 6)], from: 0, below: 67108864 }, // decode.fused.c16.waves2
     Model { candidate: 9, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 246603, coef: [(50077, 16), (0, 0), (0, 0), (0, 0), (49259, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves2
-    Model { candidate: 10, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 251997, coef: [(63648, 17), (48630, 23), (0, 0), (0, 0), (58306, 7)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
+    Model { candidate: 10, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 251959, coef: [(63525, 17), (48437, 23), (0, 0), (0, 0), (58639, 7)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
     Model { candidate: 10, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 252276, coef: [(49198, 17), (39347, 23), (0, 0), (0, 0), (40407, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves32
-    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 243768, coef: [(51497, 20), (38723, 23), (0, 0), (64783, 13), (38268, 7)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
-    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 268953, coef: [(35255, 20), (38499, 23), (0, 0), (35079, 13), (33652, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
-    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 173206, coef: [(39092, 17), (62106, 24), (0, 0), (33824, 10), (50395, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
-    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 221949, coef: [(40907, 16), (51706, 24), (0, 0), (58160, 12), (32826, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
+    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 241744, coef: [(53151, 20), (38276, 23), (0, 0), (33752, 12), (35891, 7)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
+    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 268598, coef: [(35380, 20), (38460, 23), (0, 0), (35200, 13), (33578, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
+    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 166075, coef: [(35976, 17), (61681, 24), (0, 0), (36579, 10), (52068, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
+    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 221969, coef: [(40926, 16), (51698, 24), (0, 0), (58139, 12), (32810, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
     Model { candidate: 13, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 167943, coef: [(0, 0), (35689, 23), (0, 0), (56583, 10), (64418, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap16
     Model { candidate: 13, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 184232, coef: [(0, 0), (37078, 23), (0, 0), (52123, 10), (63220, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap16
     Model { candidate: 14, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 140712, coef: [(33162, 15), (38561, 23), (0, 0), (53793, 9), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c32.cap32
@@ -16084,14 +16392,14 @@ static MODELS: &[Model] = &[
     Model { candidate: 16, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 264451, coef: [(50465, 16), (37324, 25), (0, 0), (0, 0), (37485, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap6
     Model { candidate: 17, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 183578, coef: [(58333, 17), (38813, 24), (0, 0), (35772, 11), (49586, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
     Model { candidate: 17, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 235452, coef: [(44082, 16), (59953, 25), (0, 0), (0, 0), (40598, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap8
-    Model { candidate: 18, fused: true, partials: false, registers: 56, shared_static: 0, rate: 256, base: 213711, coef: [(39995, 17), (0, 0), (0, 0), (0, 0), (59296, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
+    Model { candidate: 18, fused: true, partials: false, registers: 56, shared_static: 0, rate: 256, base: 212343, coef: [(39437, 17), (0, 0), (0, 0), (0, 0), (59409, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves1
     Model { candidate: 18, fused: true, partials: false, registers: 56, shared_static: 0, rate: 256, base: 256236, coef: [(42181, 17), (0, 0), (0, 0), (0, 0), (58137, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves1
     Model { candidate: 19, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 241100, coef: [(44274, 17), (54806, 24), (0, 0), (0, 0), (45642, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves16
     Model { candidate: 19, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 251905, coef: [(37023, 17), (53623, 24), (0, 0), (0, 0), (48342, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
     Model { candidate: 20, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 220595, coef: [(63643, 16), (0, 0), (0, 0), (0, 0), (35513, 7)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
     Model { candidate: 20, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 271322, coef: [(58344, 18), (0, 0), (0, 0), (0, 0), (60997, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves2
-    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 226082, coef: [(63585, 19), (35876, 23), (0, 0), (37119, 11), (61297, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
-    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 254031, coef: [(33569, 18), (37007, 23), (0, 0), (47146, 12), (56140, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 225835, coef: [(63594, 19), (35841, 23), (0, 0), (37340, 11), (61309, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 253431, coef: [(33380, 18), (36993, 23), (0, 0), (47729, 12), (56225, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 471604, coef: [(55797, 16), (64464, 24), (63688, 19), (0, 0), (42595, 9)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 449230, coef: [(50325, 16), (42554, 23), (38434, 17), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 478266, coef: [(34810, 15), (48719, 24), (0, 0), (32807, 13), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
@@ -16112,8 +16420,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 326795, coef: [(47566, 17), (42193, 24), (36552, 13), (0, 0), (47503, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 491252, coef: [(57845, 18), (46803, 23), (0, 0), (0, 0), (36512, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 443993, coef: [(54158, 18), (39823, 23), (0, 0), (0, 0), (44979, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 514761, coef: [(40393, 20), (47720, 22), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 493630, coef: [(41244, 18), (42960, 22), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 514791, coef: [(36413, 20), (47860, 22), (0, 0), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 493710, coef: [(40739, 18), (43040, 22), (0, 0), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 449112, coef: [(48990, 17), (43713, 23), (0, 0), (64391, 12), (36351, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 434080, coef: [(41345, 17), (50514, 23), (57803, 18), (39357, 12), (34442, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 456684, coef: [(37020, 16), (37780, 23), (0, 0), (37501, 11), (53619, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap16
@@ -16122,18 +16430,18 @@ static MODELS: &[Model] = &[
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 354557, coef: [(49147, 17), (51561, 24), (53148, 17), (56531, 12), (49096, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap2
     Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 384610, coef: [(59178, 17), (47072, 24), (37850, 14), (0, 0), (38418, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
     Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 376435, coef: [(64520, 17), (53579, 24), (59011, 15), (0, 0), (36050, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
-    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 478323, coef: [(0, 0), (37488, 22), (39256, 18), (40722, 12), (39107, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
-    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 435984, coef: [(32932, 17), (53812, 23), (39765, 16), (0, 0), (44459, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
+    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 478306, coef: [(0, 0), (37481, 22), (39226, 18), (40760, 12), (39117, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
+    Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 435960, coef: [(32918, 17), (53804, 23), (39777, 16), (0, 0), (44471, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 378389, coef: [(35763, 16), (49021, 24), (61652, 16), (0, 0), (44008, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap4
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 360851, coef: [(42428, 16), (52346, 24), (40241, 15), (51721, 19), (58550, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap4
     Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 384875, coef: [(62197, 17), (63325, 24), (0, 0), (38995, 10), (35574, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap6
-    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 370274, coef: [(34576, 16), (62400, 24), (0, 0), (38706, 10), (33785, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap6
-    Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 397821, coef: [(45073, 17), (37946, 23), (0, 0), (35616, 10), (40881, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap8
-    Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 381075, coef: [(43550, 17), (39558, 23), (38385, 17), (54598, 11), (42487, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap8
+    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 369641, coef: [(34441, 16), (62244, 24), (0, 0), (39224, 10), (33923, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap6
+    Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 397663, coef: [(44872, 17), (37945, 23), (0, 0), (35753, 10), (40968, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap8
+    Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 380829, coef: [(43259, 17), (39560, 23), (38530, 17), (54919, 11), (42614, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 484575, coef: [(61463, 19), (45987, 23), (0, 0), (0, 0), (44661, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves1
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 433252, coef: [(0, 0), (39239, 23), (0, 0), (0, 0), (61266, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves1
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 501536, coef: [(56909, 18), (37533, 22), (0, 0), (0, 0), (41876, 9)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
-    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 471361, coef: [(64105, 19), (33915, 22), (0, 0), (0, 0), (35255, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 501643, coef: [(55554, 18), (37414, 22), (0, 0), (0, 0), (45228, 9)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves2
+    Model { candidate: 42, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 471735, coef: [(62083, 19), (33838, 22), (0, 0), (0, 0), (35776, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves2
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 527930, coef: [(0, 0), (0, 0), (48252, 19), (0, 0), (56993, 6)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 43, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 550307, coef: [(0, 0), (58732, 24), (0, 0), (0, 0), (41083, 6)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.waves4
     Model { candidate: 44, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 484688, coef: [(51350, 16), (35867, 23), (41004, 20), (0, 0), (53735, 9)], from: 0, below: 67108864 }, // decode.kpar.tn64.cpt1.cap12
@@ -16206,8 +16514,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 13, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 197715, coef: [(50995, 16), (48382, 26), (0, 0), (36046, 11), (46473, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap16
     Model { candidate: 14, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 219037, coef: [(0, 0), (0, 0), (0, 0), (35087, 12), (41921, 4)], from: 0, below: 67108864 }, // decode.fused.c32.cap32
     Model { candidate: 14, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 228145, coef: [(0, 0), (0, 0), (0, 0), (48737, 12), (38034, 4)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap32
-    Model { candidate: 15, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 208165, coef: [(44878, 16), (57076, 25), (0, 0), (50263, 13), (38771, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap4
-    Model { candidate: 15, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 212724, coef: [(43044, 16), (39799, 24), (0, 0), (46905, 13), (36001, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap4
+    Model { candidate: 15, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 205894, coef: [(43253, 16), (59574, 25), (0, 0), (50800, 13), (40011, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap4
+    Model { candidate: 15, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 210621, coef: [(41357, 16), (41437, 24), (0, 0), (47326, 13), (37139, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap4
     Model { candidate: 16, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 201512, coef: [(0, 0), (52399, 23), (0, 0), (58909, 13), (58665, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap6
     Model { candidate: 16, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 203645, coef: [(59447, 19), (49591, 23), (0, 0), (62330, 13), (49899, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap6
     Model { candidate: 17, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 190247, coef: [(42563, 17), (54450, 25), (0, 0), (58973, 12), (63360, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
@@ -16218,8 +16526,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 19, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 252983, coef: [(59788, 17), (33762, 23), (0, 0), (61124, 16), (34243, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
     Model { candidate: 20, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 232736, coef: [(35769, 16), (48073, 24), (0, 0), (61125, 15), (38278, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
     Model { candidate: 20, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 231218, coef: [(35367, 16), (48579, 24), (0, 0), (61819, 15), (38591, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves2
-    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 245323, coef: [(53628, 16), (35305, 23), (0, 0), (60062, 15), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
-    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 243027, coef: [(36963, 15), (48509, 25), (0, 0), (34581, 14), (38654, 9)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 245301, coef: [(53631, 16), (35303, 23), (0, 0), (60059, 15), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 243003, coef: [(36970, 15), (48478, 25), (0, 0), (34582, 14), (38592, 9)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 395222, coef: [(46790, 15), (0, 0), (55801, 17), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 397526, coef: [(45349, 15), (0, 0), (58964, 17), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 375870, coef: [(0, 0), (49510, 22), (57269, 17), (0, 0), (52990, 10)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
@@ -16240,8 +16548,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 234724, coef: [(56128, 16), (55010, 24), (33061, 13), (59454, 13), (52397, 9)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 243473, coef: [(41784, 16), (50244, 23), (56497, 14), (52916, 13), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 244348, coef: [(40906, 16), (51204, 23), (56383, 14), (53580, 13), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 349334, coef: [(61504, 17), (47880, 23), (38447, 15), (0, 0), (53210, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 346675, coef: [(65425, 17), (45017, 23), (39023, 15), (0, 0), (56043, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 349229, coef: [(61599, 17), (47885, 23), (38475, 15), (0, 0), (53102, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 346590, coef: [(32780, 16), (44994, 23), (39047, 15), (0, 0), (55944, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 387372, coef: [(44786, 15), (0, 0), (64353, 17), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 389502, coef: [(43456, 15), (0, 0), (33761, 16), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 380376, coef: [(0, 0), (52187, 22), (63011, 17), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap16
@@ -16288,8 +16596,8 @@ static MODELS: &[Model] = &[
     Model { candidate: 54, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 251625, coef: [(39556, 16), (53032, 23), (57978, 14), (39595, 14), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn64.cpt1.waves4
     Model { candidate: 55, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 229444, coef: [(51337, 16), (63293, 24), (0, 0), (63842, 13), (60627, 9)], from: 0, below: 67108864 }, // decode.wide.tn128.cpt1
     Model { candidate: 55, fused: false, partials: false, registers: 80, shared_static: 0, rate: 181, base: 229203, coef: [(49981, 16), (64427, 24), (0, 0), (34178, 12), (63464, 9)], from: 67108864, below: 68719476737 }, // decode.wide.tn128.cpt1
-    Model { candidate: 56, fused: false, partials: false, registers: 64, shared_static: 0, rate: 181, base: 196405, coef: [(34948, 15), (33389, 24), (0, 0), (55981, 13), (37428, 9)], from: 0, below: 67108864 }, // decode.wide.tn128.cpt2
-    Model { candidate: 56, fused: false, partials: false, registers: 64, shared_static: 0, rate: 181, base: 199429, coef: [(38466, 15), (51196, 25), (0, 0), (53782, 13), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn128.cpt2
+    Model { candidate: 56, fused: false, partials: false, registers: 64, shared_static: 0, rate: 181, base: 197270, coef: [(35284, 15), (33064, 24), (0, 0), (53836, 13), (33423, 9)], from: 0, below: 67108864 }, // decode.wide.tn128.cpt2
+    Model { candidate: 56, fused: false, partials: false, registers: 64, shared_static: 0, rate: 181, base: 199428, coef: [(38454, 15), (51496, 25), (0, 0), (53634, 13), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn128.cpt2
     Model { candidate: 57, fused: false, partials: false, registers: 88, shared_static: 0, rate: 512, base: 163719, coef: [(49684, 16), (59558, 27), (0, 0), (37548, 12), (35881, 5)], from: 0, below: 67108864 }, // decode.wide.tn128.cpt4
     Model { candidate: 57, fused: false, partials: false, registers: 88, shared_static: 0, rate: 362, base: 169042, coef: [(46963, 16), (52244, 25), (0, 0), (33320, 12), (61121, 6)], from: 67108864, below: 68719476737 }, // decode.wide.tn128.cpt4
     Model { candidate: 58, fused: false, partials: false, registers: 80, shared_static: 0, rate: 128, base: 223513, coef: [(48942, 16), (40632, 23), (0, 0), (42939, 11), (0, 0)], from: 0, below: 67108864 }, // decode.wide.tn256.cpt1
@@ -16298,20 +16606,20 @@ static MODELS: &[Model] = &[
     Model { candidate: 59, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 180581, coef: [(51155, 16), (36578, 23), (0, 0), (38349, 11), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn256.cpt2
     Model { candidate: 60, fused: false, partials: false, registers: 88, shared_static: 0, rate: 512, base: 150700, coef: [(39318, 16), (38574, 25), (0, 0), (49808, 11), (38748, 5)], from: 0, below: 67108864 }, // decode.wide.tn256.cpt4
     Model { candidate: 60, fused: false, partials: false, registers: 88, shared_static: 0, rate: 256, base: 157750, coef: [(36994, 16), (48716, 24), (0, 0), (42158, 11), (56647, 6)], from: 67108864, below: 68719476737 }, // decode.wide.tn256.cpt4
-    Model { candidate: 61, fused: false, partials: false, registers: 126, shared_static: 0, rate: 181, base: 129136, coef: [(45259, 16), (42412, 23), (0, 0), (36667, 8), (0, 0)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt1
-    Model { candidate: 61, fused: false, partials: false, registers: 126, shared_static: 0, rate: 181, base: 129303, coef: [(45262, 16), (42971, 23), (0, 0), (36242, 8), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt1
+    Model { candidate: 61, fused: false, partials: false, registers: 126, shared_static: 0, rate: 181, base: 128723, coef: [(45294, 16), (42354, 23), (0, 0), (36725, 8), (0, 0)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt1
+    Model { candidate: 61, fused: false, partials: false, registers: 126, shared_static: 0, rate: 181, base: 128928, coef: [(45294, 16), (42923, 23), (0, 0), (36289, 8), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt1
     Model { candidate: 62, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 165997, coef: [(48485, 16), (35396, 23), (0, 0), (49394, 10), (38708, 10)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt2
-    Model { candidate: 62, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 182035, coef: [(49801, 16), (37112, 23), (0, 0), (37185, 10), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt2
+    Model { candidate: 62, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 182647, coef: [(49802, 16), (37124, 23), (0, 0), (36604, 10), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt2
     Model { candidate: 63, fused: false, partials: false, registers: 88, shared_static: 0, rate: 256, base: 117067, coef: [(45365, 17), (59587, 24), (0, 0), (33613, 9), (35507, 5)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt4
     Model { candidate: 63, fused: false, partials: false, registers: 88, shared_static: 0, rate: 181, base: 132272, coef: [(43706, 16), (57590, 24), (0, 0), (55686, 10), (58165, 7)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt4
     Model { candidate: 0, fused: false, partials: false, registers: 80, shared_static: 0, rate: 512, base: 110820, coef: [(36247, 16), (36073, 26), (0, 0), (39390, 12), (51235, 7)], from: 0, below: 67108864 }, // decode.direct.tn32.cpt1
     Model { candidate: 0, fused: false, partials: false, registers: 80, shared_static: 0, rate: 512, base: 146825, coef: [(38207, 16), (43571, 26), (0, 0), (0, 0), (50258, 7)], from: 67108864, below: 68719476737 }, // decode.direct.tn32.cpt1
     Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 512, base: 128114, coef: [(48282, 17), (60116, 25), (0, 0), (62781, 17), (53236, 7)], from: 0, below: 67108864 }, // decode.direct.tn64.cpt1
     Model { candidate: 1, fused: false, partials: false, registers: 80, shared_static: 0, rate: 512, base: 150953, coef: [(53850, 17), (50300, 25), (0, 0), (0, 0), (52177, 7)], from: 67108864, below: 68719476737 }, // decode.direct.tn64.cpt1
-    Model { candidate: 2, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 129991, coef: [(64875, 16), (42171, 25), (0, 0), (38398, 12), (41928, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap12
-    Model { candidate: 2, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 165092, coef: [(35060, 15), (42158, 25), (0, 0), (45253, 14), (62253, 8)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
-    Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 126199, coef: [(52789, 16), (49073, 25), (0, 0), (41051, 11), (56249, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
-    Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 123589, coef: [(51485, 16), (50414, 25), (0, 0), (44469, 11), (57666, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
+    Model { candidate: 2, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 130195, coef: [(64926, 16), (42482, 25), (0, 0), (37670, 12), (41830, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap12
+    Model { candidate: 2, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 165245, coef: [(35058, 15), (42506, 25), (0, 0), (42540, 14), (62226, 8)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap12
+    Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 126192, coef: [(52951, 16), (48762, 25), (0, 0), (41010, 11), (56028, 7)], from: 0, below: 67108864 }, // decode.fused.c16.cap16
+    Model { candidate: 3, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 123431, coef: [(51560, 16), (50216, 25), (0, 0), (44484, 11), (57585, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap16
     Model { candidate: 4, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 97743, coef: [(0, 0), (38553, 23), (0, 0), (44015, 10), (34035, 5)], from: 0, below: 67108864 }, // decode.fused.c16.cap32
     Model { candidate: 4, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 97467, coef: [(54061, 23), (39894, 23), (0, 0), (45042, 10), (59474, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.cap32
     Model { candidate: 5, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 107739, coef: [(44516, 16), (0, 0), (0, 0), (52418, 13), (50802, 6)], from: 0, below: 67108864 }, // decode.fused.c16.cap4
@@ -16326,10 +16634,10 @@ static MODELS: &[Model] = &[
     Model { candidate: 9, fused: true, partials: false, registers: 56, shared_static: 0, rate: 181, base: 170244, coef: [(48326, 16), (0, 0), (0, 0), (0, 0), (49167, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves2
     Model { candidate: 10, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 150207, coef: [(36305, 16), (41080, 23), (0, 0), (0, 0), (61287, 7)], from: 0, below: 67108864 }, // decode.fused.c16.waves32
     Model { candidate: 10, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 165382, coef: [(55480, 17), (37726, 23), (0, 0), (0, 0), (37941, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves32
-    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 141360, coef: [(36540, 19), (37666, 23), (0, 0), (38242, 12), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
-    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 185514, coef: [(40435, 20), (36928, 23), (0, 0), (53496, 14), (57852, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
-    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 112143, coef: [(60904, 17), (55174, 24), (0, 0), (41818, 11), (41527, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
-    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 142794, coef: [(42761, 16), (49161, 24), (0, 0), (38005, 12), (62428, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
+    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 141428, coef: [(36545, 19), (37669, 23), (0, 0), (38002, 12), (0, 0)], from: 0, below: 67108864 }, // decode.fused.c16.waves64
+    Model { candidate: 11, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 185718, coef: [(40261, 20), (36937, 23), (0, 0), (52145, 14), (58183, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c16.waves64
+    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 112113, coef: [(60766, 17), (55188, 24), (0, 0), (41847, 11), (41584, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap12
+    Model { candidate: 12, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 142715, coef: [(42680, 16), (49190, 24), (0, 0), (38108, 12), (62562, 7)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap12
     Model { candidate: 13, fused: true, partials: false, registers: 56, shared_static: 0, rate: 362, base: 99043, coef: [(57319, 24), (34869, 23), (0, 0), (48214, 10), (64119, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap16
     Model { candidate: 13, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 102106, coef: [(0, 0), (35774, 23), (0, 0), (50217, 10), (63180, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap16
     Model { candidate: 14, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 54421, coef: [(54427, 16), (37617, 23), (0, 0), (51731, 9), (54282, 8)], from: 0, below: 67108864 }, // decode.fused.c32.cap32
@@ -16346,18 +16654,18 @@ static MODELS: &[Model] = &[
     Model { candidate: 19, fused: true, partials: false, registers: 56, shared_static: 0, rate: 91, base: 168718, coef: [(39741, 17), (51264, 24), (0, 0), (0, 0), (46843, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves16
     Model { candidate: 20, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 141756, coef: [(63882, 18), (0, 0), (0, 0), (0, 0), (61435, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves2
     Model { candidate: 20, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 187851, coef: [(61788, 18), (0, 0), (0, 0), (0, 0), (60310, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves2
-    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 139326, coef: [(33244, 18), (34265, 23), (0, 0), (34415, 11), (62213, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
-    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 174556, coef: [(39961, 18), (35514, 23), (0, 0), (38271, 12), (54271, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 512, base: 139306, coef: [(33234, 18), (34262, 23), (0, 0), (34421, 11), (62220, 6)], from: 0, below: 67108864 }, // decode.fused.c32.waves32
+    Model { candidate: 21, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 174476, coef: [(39857, 18), (35516, 23), (0, 0), (38307, 12), (54309, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.waves32
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 245595, coef: [(39693, 16), (42573, 23), (40429, 16), (0, 0), (61496, 9)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap12
     Model { candidate: 22, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 288866, coef: [(51149, 16), (40663, 23), (34262, 17), (0, 0), (0, 0)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap12
-    Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 261835, coef: [(36857, 16), (37947, 23), (38613, 16), (0, 0), (58234, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
-    Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 272618, coef: [(41841, 16), (35630, 23), (49532, 17), (45769, 14), (47694, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap16
+    Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 261901, coef: [(36915, 16), (37965, 23), (38555, 16), (0, 0), (58112, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap16
+    Model { candidate: 23, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 272971, coef: [(42046, 16), (35557, 23), (51840, 17), (40520, 14), (47358, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap16
     Model { candidate: 24, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 177659, coef: [(49004, 16), (40860, 24), (63592, 15), (0, 0), (45281, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap2
     Model { candidate: 24, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 219184, coef: [(50779, 16), (48469, 24), (0, 0), (0, 0), (39931, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap2
     Model { candidate: 25, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 242596, coef: [(50718, 16), (41444, 24), (47320, 15), (0, 0), (39945, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap3
     Model { candidate: 25, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 244341, coef: [(51441, 16), (44750, 24), (39010, 15), (0, 0), (38231, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap3
-    Model { candidate: 26, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 265687, coef: [(33140, 17), (52658, 23), (64063, 17), (0, 0), (48114, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap32
-    Model { candidate: 26, fused: false, partials: true, registers: 80, shared_static: 0, rate: 362, base: 282447, coef: [(56620, 16), (37486, 24), (61074, 17), (0, 0), (33696, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap32
+    Model { candidate: 26, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 265643, coef: [(32783, 17), (52770, 23), (64140, 17), (0, 0), (48173, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap32
+    Model { candidate: 26, fused: false, partials: true, registers: 80, shared_static: 0, rate: 362, base: 282293, coef: [(56162, 16), (38179, 24), (61196, 17), (0, 0), (33848, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap32
     Model { candidate: 27, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 204639, coef: [(50246, 16), (43692, 24), (53030, 15), (0, 0), (44782, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap4
     Model { candidate: 27, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 252777, coef: [(56172, 16), (49568, 24), (52942, 17), (0, 0), (61275, 9)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.cap4
     Model { candidate: 28, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 259309, coef: [(48972, 16), (57156, 24), (59491, 17), (0, 0), (40461, 8)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.cap6
@@ -16368,22 +16676,22 @@ static MODELS: &[Model] = &[
     Model { candidate: 30, fused: false, partials: true, registers: 80, shared_static: 0, rate: 256, base: 223927, coef: [(63795, 18), (49222, 24), (56901, 15), (0, 0), (50582, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves1
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 261047, coef: [(58980, 19), (39081, 23), (54804, 16), (0, 0), (49515, 7)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves2
     Model { candidate: 31, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 278525, coef: [(49216, 18), (37291, 23), (0, 0), (0, 0), (47299, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves2
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 263449, coef: [(33813, 21), (35850, 22), (48783, 16), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
-    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 319413, coef: [(40328, 18), (38495, 22), (0, 0), (0, 0), (41762, 9)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 263376, coef: [(33644, 21), (35916, 22), (48941, 16), (0, 0), (0, 0)], from: 0, below: 67108864 }, // decode.kpar.tn128.cpt1.waves4
+    Model { candidate: 32, fused: false, partials: true, registers: 80, shared_static: 0, rate: 91, base: 319477, coef: [(35296, 18), (38781, 22), (0, 0), (0, 0), (47734, 9)], from: 67108864, below: 68719476737 }, // decode.kpar.tn128.cpt1.waves4
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 239504, coef: [(49210, 17), (43013, 23), (51498, 16), (0, 0), (36021, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 33, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 265292, coef: [(51468, 17), (45860, 23), (0, 0), (35110, 11), (61895, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap12
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 256792, coef: [(39045, 16), (62957, 24), (45066, 16), (0, 0), (33013, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap16
     Model { candidate: 34, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 253604, coef: [(64728, 17), (36336, 23), (51215, 17), (45294, 12), (35916, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap16
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 199862, coef: [(51127, 17), (45475, 24), (34416, 15), (0, 0), (49183, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap2
     Model { candidate: 35, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 203556, coef: [(48101, 17), (49982, 24), (0, 0), (46743, 11), (49007, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap2
-    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 257640, coef: [(64939, 17), (47761, 24), (33659, 15), (0, 0), (35219, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
-    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 241451, coef: [(33765, 16), (50197, 24), (41404, 15), (0, 0), (34211, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
+    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 257710, coef: [(64586, 17), (47901, 24), (33426, 15), (0, 0), (35355, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap3
+    Model { candidate: 36, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 241882, coef: [(33597, 16), (50431, 24), (40683, 15), (0, 0), (34327, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap3
     Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 260772, coef: [(34943, 18), (57239, 23), (36568, 16), (0, 0), (53945, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 37, fused: false, partials: true, registers: 80, shared_static: 0, rate: 512, base: 270208, coef: [(47234, 18), (56204, 23), (40544, 19), (62998, 12), (48395, 7)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap32
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 215111, coef: [(43115, 16), (44523, 24), (33903, 15), (35417, 14), (58759, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap4
     Model { candidate: 38, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 235681, coef: [(43151, 16), (52899, 24), (36574, 16), (0, 0), (54985, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap4
-    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 252845, coef: [(40964, 16), (49308, 24), (48111, 16), (47499, 14), (58587, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap6
-    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 246145, coef: [(41290, 16), (52620, 24), (54262, 16), (0, 0), (57713, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap6
+    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 252945, coef: [(40990, 16), (49359, 24), (48060, 16), (46257, 14), (58531, 8)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap6
+    Model { candidate: 39, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 245921, coef: [(41262, 16), (52487, 24), (54793, 16), (0, 0), (57803, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap6
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 181, base: 233220, coef: [(48746, 17), (33478, 23), (36908, 15), (0, 0), (42697, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 40, fused: false, partials: true, registers: 80, shared_static: 0, rate: 128, base: 235550, coef: [(52855, 17), (41087, 23), (40651, 17), (39515, 11), (62148, 8)], from: 67108864, below: 68719476737 }, // decode.kpar.tn256.cpt1.cap8
     Model { candidate: 41, fused: false, partials: true, registers: 80, shared_static: 0, rate: 4, base: 266202, coef: [(0, 0), (36976, 23), (33842, 16), (0, 0), (60645, 7)], from: 0, below: 67108864 }, // decode.kpar.tn256.cpt1.waves1
@@ -16463,7 +16771,7 @@ static MODELS: &[Model] = &[
     Model { candidate: 14, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 133899, coef: [(0, 0), (0, 0), (0, 0), (60875, 13), (41885, 4)], from: 0, below: 67108864 }, // decode.fused.c32.cap32
     Model { candidate: 14, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 142891, coef: [(0, 0), (0, 0), (0, 0), (42679, 12), (38027, 4)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap32
     Model { candidate: 15, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 125007, coef: [(50002, 16), (41672, 25), (0, 0), (48561, 13), (35733, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap4
-    Model { candidate: 15, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 128170, coef: [(48670, 16), (57829, 25), (0, 0), (45988, 13), (33845, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap4
+    Model { candidate: 15, fused: true, partials: false, registers: 56, shared_static: 0, rate: 128, base: 128205, coef: [(48665, 16), (57966, 25), (0, 0), (45959, 13), (33823, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap4
     Model { candidate: 16, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 119222, coef: [(0, 0), (52714, 23), (0, 0), (55202, 13), (57320, 6)], from: 0, below: 67108864 }, // decode.fused.c32.cap6
     Model { candidate: 16, fused: true, partials: false, registers: 56, shared_static: 0, rate: 64, base: 120917, coef: [(61357, 19), (48871, 23), (0, 0), (58547, 13), (49215, 6)], from: 67108864, below: 68719476737 }, // decode.fused.c32.cap6
     Model { candidate: 17, fused: true, partials: false, registers: 56, shared_static: 0, rate: 4, base: 107472, coef: [(0, 0), (38391, 24), (0, 0), (57695, 12), (41711, 5)], from: 0, below: 67108864 }, // decode.fused.c32.cap8
@@ -16554,10 +16862,10 @@ static MODELS: &[Model] = &[
     Model { candidate: 59, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 102177, coef: [(50706, 16), (35855, 23), (0, 0), (64944, 12), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn256.cpt2
     Model { candidate: 60, fused: false, partials: false, registers: 88, shared_static: 0, rate: 512, base: 67701, coef: [(46441, 16), (58430, 27), (0, 0), (43328, 11), (37205, 5)], from: 0, below: 67108864 }, // decode.wide.tn256.cpt4
     Model { candidate: 60, fused: false, partials: false, registers: 88, shared_static: 0, rate: 512, base: 66581, coef: [(49550, 16), (64936, 31), (0, 0), (49135, 11), (36540, 5)], from: 67108864, below: 68719476737 }, // decode.wide.tn256.cpt4
-    Model { candidate: 61, fused: false, partials: false, registers: 126, shared_static: 0, rate: 4, base: 54062, coef: [(0, 0), (41290, 23), (0, 0), (35201, 8), (53350, 7)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt1
-    Model { candidate: 61, fused: false, partials: false, registers: 126, shared_static: 0, rate: 181, base: 54701, coef: [(43462, 17), (41689, 23), (0, 0), (34847, 8), (55475, 8)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt1
+    Model { candidate: 61, fused: false, partials: false, registers: 126, shared_static: 0, rate: 4, base: 54278, coef: [(0, 0), (41323, 23), (0, 0), (35169, 8), (53328, 7)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt1
+    Model { candidate: 61, fused: false, partials: false, registers: 126, shared_static: 0, rate: 181, base: 54896, coef: [(45846, 17), (41715, 23), (0, 0), (34821, 8), (52630, 8)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt1
     Model { candidate: 62, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 92716, coef: [(50501, 16), (33741, 23), (0, 0), (41421, 10), (0, 0)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt2
-    Model { candidate: 62, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 103251, coef: [(49665, 16), (35846, 23), (0, 0), (33293, 10), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt2
+    Model { candidate: 62, fused: false, partials: false, registers: 64, shared_static: 0, rate: 128, base: 103768, coef: [(49635, 16), (35964, 23), (0, 0), (32770, 10), (0, 0)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt2
     Model { candidate: 63, fused: false, partials: false, registers: 88, shared_static: 0, rate: 256, base: 38913, coef: [(53295, 17), (54176, 24), (0, 0), (63854, 10), (33199, 5)], from: 0, below: 67108864 }, // decode.wide.tn512.cpt4
     Model { candidate: 63, fused: false, partials: false, registers: 88, shared_static: 0, rate: 181, base: 48970, coef: [(46821, 16), (52844, 24), (0, 0), (56112, 10), (48283, 7)], from: 67108864, below: 68719476737 }, // decode.wide.tn512.cpt4
 ];
