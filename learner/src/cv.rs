@@ -111,7 +111,12 @@ fn fallback(t: &Trainer) -> usize {
 }
 
 fn rows_of(t: &Trainer, test: &[&Sample], pick: impl Fn(&Sample) -> usize) -> Vec<(f64, f64)> {
-    picks_of(test, pick).into_iter().map(|(i, c)| (t.corpus.cells[i].scored(c), t.corpus.cells[i].ucb[c])).collect()
+    scores(t, &picks_of(test, pick))
+}
+
+/// The (regret, UCB) of each (cell index, candidate) choice.
+fn scores(t: &Trainer, picks: &[(usize, usize)]) -> Vec<(f64, f64)> {
+    picks.iter().map(|&(i, c)| (t.corpus.cells[i].scored(c), t.corpus.cells[i].ucb[c])).collect()
 }
 
 /// (cell index, candidate) of every alias cell of the test keys.
@@ -129,7 +134,7 @@ pub fn cross_validate(t: &Trainer, samples: &[Sample], folds: &Folds) -> Result<
     let samples: Vec<&Sample> = samples.iter().collect();
     let (hyper, picks) = choose(t, &samples, folds)?;
     let mut rows: [Vec<(f64, f64)>; METHOD_COUNT] = Default::default();
-    rows[0] = picks.iter().map(|&(i, c)| (t.corpus.cells[i].scored(c), t.corpus.cells[i].ucb[c])).collect();
+    rows[0] = scores(t, &picks);
     for f in 0..folds.count {
         let (train, test) = folds.split(&samples, f);
         for (m, r) in baseline_rows(t, &train, &test).into_iter().enumerate() {

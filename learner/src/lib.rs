@@ -178,6 +178,12 @@ fn trainer<'a>(corpus: &'a corpus::Corpus, skeleton: &'a Policy, bucket: usize, 
 
 /// Fit a policy from the sealed corpus in `dir`.
 pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
+    if opts.pairs.is_some() && opts.frozen_m1.is_some() {
+        return Err(FitError::Frozen {
+            dir: dir.into(),
+            message: "pairs change M = 1 cells, whose part a staged fit copies: fit the M = 1 stage with them".into(),
+        });
+    }
     let mut corpus = corpus::load(dir)?;
     let pairs = opts.pairs.as_deref().map(|p| pairs::apply(&mut corpus, p)).transpose()?;
     let corpus = corpus;
@@ -187,12 +193,6 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
     }
     let mut policy = domains::skeleton(&corpus);
     let frozen = frozen::check(&corpus, &policy, opts.frozen_m1.as_ref())?;
-    if pairs.is_some() && frozen.is_some() {
-        return Err(FitError::Frozen {
-            dir: dir.into(),
-            message: "pairs change M = 1 cells, whose part a staged fit copies: fit the M = 1 stage with them".into(),
-        });
-    }
     policy.provenance.pairs = pairs.map(|a| vnni_policy::PairEvidence { sha256: a.sha256, cells: a.cells });
     let is_frozen = |p: &Policy, bucket: usize| frozen.is_some() && p.is_decode_bucket(bucket);
     let dev = domains::samples(&corpus, &policy, false);

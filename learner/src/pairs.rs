@@ -20,7 +20,7 @@ use vnni_kernels::{Mode, SourceFormat};
 
 use crate::corpus::Corpus;
 use crate::error::{FitError, Result};
-use crate::regret::REGRET_CAP;
+use crate::regret::{best_median, regrets, Measured, REGRET_CAP};
 use crate::ucb::{median_bounds, ALPHA};
 
 /// What a pair file changed: its sha256 (the policy's provenance records it) and the cells.
@@ -77,21 +77,17 @@ pub fn apply(corpus: &mut Corpus, path: &Path) -> Result<Applied> {
         }
         // The anchor: the one the corpus ranked faster (the first on ties).
         let (anchor, sa, other, so) = if cell.regret[a] <= cell.regret[b] { (a, sa, b, sb) } else { (b, sb, a, sa) };
-        let mut medians: Vec<f64> = cell.regret.iter().map(|r| cell.best_us * (1.0 + r)).collect();
-        medians[other] = medians[anchor] * median(so) / median(sa);
-        let best = cell
+        // The cell's medians again (a capped regret: ineligible or unmeasured), the other's
+        // replaced, and the regrets by the corpus reader's own rule.
+        let mut entries: Vec<Option<Measured>> = cell
             .regret
             .iter()
-            .zip(&medians)
-            .filter(|(r, _)| **r < REGRET_CAP)
-            .map(|(_, m)| *m)
-            .fold(f64::INFINITY, f64::min);
-        for (r, m) in cell.regret.iter_mut().zip(&medians) {
-            if *r < REGRET_CAP {
-                *r = m / best - 1.0;
-            }
-        }
-        cell.best_us = best;
+            .map(|&r| (r < REGRET_CAP).then_some(Measured { median_us: cell.best_us * (1.0 + r), eligible: true }))
+            .collect();
+        let anchor_us = cell.best_us * (1.0 + cell.regret[anchor]);
+        entries[other] = Some(Measured { median_us: anchor_us * median(so) / median(sa), eligible: true });
+        cell.best_us = best_median(&entries);
+        cell.regret = regrets(&entries);
         let level = ALPHA / 2.0;
         let ((la, ua), (lo, uo)) = (median_bounds(sa, level), median_bounds(so, level));
         cell.ucb[anchor] = (ua / lo - 1.0).clamp(0.0, REGRET_CAP);

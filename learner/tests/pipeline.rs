@@ -524,6 +524,10 @@ fn pairs_timed_again_replace_their_cells_regrets_and_bounds() {
     assert_eq!(evidence.sha256, vnni_kernels::digest::sha256_hex(&std::fs::read(&path).unwrap()));
     assert_eq!(evidence.cells, 1);
     assert!(fit(&dir, &FitOptions::default()).unwrap().policy.provenance.pairs.is_none());
+    // A staged fit copies its M = 1 part: pairs are refused there.
+    let staged = FitOptions { pairs: Some(path.clone()), frozen_m1: Some(f.policy.clone()), ..FitOptions::default() };
+    let e = fit(&dir, &staged).unwrap_err().to_string();
+    assert!(e.contains("whose part a staged fit copies"), "{e}");
     // Refused with the file and the cell named: three candidates, a sealed cell, M > 1.
     let third = (0..cell.regret.len()).find(|&c| c != best && c != other).unwrap();
     let t = loaded.decode[third].id.to_string();

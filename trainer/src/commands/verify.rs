@@ -169,35 +169,30 @@ fn refit(tables: &Path, corpora: &BTreeMap<String, PathBuf>) -> Result<()> {
     };
     // Pair evidence a fit applied lives beside its tables: `pairs.samples.csv` (and
     // `m1-pairs.samples.csv` for the M = 1 stage a staged policy froze).
-    let pairs = |file: &str, digest: Option<&str>| -> Result<Option<PathBuf>> {
-        let path = tables.join(file);
-        match digest {
-            None => Ok(None),
-            Some(want) => {
-                let bytes = std::fs::read(&path).with_context(|| {
-                    format!(
-                        "its policy applied pair samples (sha256 {}): {} is missing",
-                        vnni_policy::short(want),
-                        path.display()
-                    )
-                })?;
-                let got = vnni_kernels::digest::sha256_hex(&bytes);
-                if got != want {
-                    bail!(
-                        "{}: sha256 {} is not the {} its policy applied",
-                        path.display(),
-                        vnni_policy::short(&got),
-                        vnni_policy::short(want)
-                    );
-                }
-                Ok(Some(path))
+    let pairs = match &policy.provenance.pairs {
+        None => None,
+        Some(applied) => {
+            let (path, want) = (tables.join("pairs.samples.csv"), &applied.sha256);
+            let bytes = std::fs::read(&path).with_context(|| {
+                format!(
+                    "its policy applied pair samples (sha256 {}): {} is missing",
+                    vnni_policy::short(want),
+                    path.display()
+                )
+            })?;
+            let got = vnni_kernels::digest::sha256_hex(&bytes);
+            if got != *want {
+                bail!(
+                    "{}: sha256 {} is not the {} its policy applied",
+                    path.display(),
+                    vnni_policy::short(&got),
+                    vnni_policy::short(want)
+                );
             }
+            Some(path)
         }
     };
-    let opts = FitOptions {
-        pairs: pairs("pairs.samples.csv", policy.provenance.pairs.as_ref().map(|p| p.sha256.as_str()))?,
-        ..opts
-    };
+    let opts = FitOptions { pairs, ..opts };
     let m1_pairs = tables.join("m1-pairs.samples.csv");
     // A staged policy: its frozen M = 1 part is refitted from its M = 1 corpus (statistics
     // too), and the batched buckets are refitted beside that refit, not beside the committed text.
