@@ -77,7 +77,14 @@ pub fn check<'p>(
     if let Some((what, _)) = same.iter().find(|(_, ok)| !ok) {
         return Err(err(format!("the frozen M = 1 policy's {what} differ from this corpus's")));
     }
-    Ok(Some((policy, FrozenStage { m1_corpus_id: bound.m1_corpus_id.clone(), m1_digest: digest })))
+    Ok(Some((
+        policy,
+        FrozenStage {
+            m1_corpus_id: bound.m1_corpus_id.clone(),
+            m1_digest: digest,
+            m1_pairs: policy.provenance.pairs.clone(),
+        },
+    )))
 }
 
 /// A policy's M = 1 pick (and that pick's bpp) for every planned (format, N, K) in every mode

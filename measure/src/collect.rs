@@ -75,13 +75,7 @@ pub struct CollectSummary {
 pub fn collect(opts: &CollectOptions) -> Result<CollectSummary> {
     let store = CellStore::new(&opts.out);
     let (plan, runner, modes, m1_rows) = bind(opts, &store)?;
-    let protocol = Protocol {
-        warmups: plan.inventory.warmups,
-        samples: plan.inventory.samples,
-        passes: plan.inventory.passes,
-        whole_rotations: plan.whole_rotations,
-        ..Protocol::default()
-    };
+    let protocol = Protocol::of_plan(&plan);
     let shard_name = opts.shard.map_or("-".to_string(), |s| format!("{}/{}", s.index, s.count));
     let cells = plan.shard_cells(opts.shard);
     let mut summary = CollectSummary { cells: cells.len(), measured: 0, already_published: 0, held_elsewhere: 0 };

@@ -10,7 +10,7 @@ use vnni_corpus::staged::InheritedPick;
 use vnni_kernels::fixture::{self, derive_seed};
 use vnni_kernels::reference::gemm_columns;
 use vnni_kernels::registry::{candidates, PREFILL_MIN_M};
-use vnni_kernels::{cpu, quantize_activations, Backend, Mode, PackedMatrix, SourceFormat, Surface};
+use vnni_kernels::{cpu, quantize_activations, Backend, CandidateId, Mode, PackedMatrix, SourceFormat, Surface};
 
 use crate::cell::{best_row, cell_weights, check_columns, CellResult, FIXTURE_SEED};
 use crate::protocol::{replays_for, run_rounds, Protocol, Timed};
@@ -82,6 +82,56 @@ impl CpuSession {
         self.pool.install(|| self.cell(format, n, k, m_values, protocol, inherit))
     }
 
+    /// The decode candidates `ids` alone at M = 1, each with its own bpp (a pair timed again,
+    /// `crate::pairs`); an id the CPU backend does not have is an error.
+    pub fn run_decode(
+        &self,
+        format: SourceFormat,
+        n: usize,
+        k: usize,
+        ids: &[CandidateId],
+        protocol: &Protocol,
+    ) -> Result<CellResult> {
+        let all = candidates(Backend::Cpu, Surface::Decode);
+        if let Some(id) = ids.iter().find(|id| !all.iter().any(|c| &c.id == *id)) {
+            return Err(MeasureError::Structural(format!("{id} is not a decode candidate of the cpu backend")));
+        }
+        self.pool.install(|| {
+            let w = cell_weights(format, n, k, FIXTURE_SEED)?;
+            let cols = check_columns(n, 1, derive_seed(FIXTURE_SEED, "columns"));
+            let ctx = self.context(format, n, k, &w, cols.len());
+            let seed = |m: usize| derive_seed(FIXTURE_SEED, &format!("{format} {m} {n} {k}"));
+            let mut out = CellResult::default();
+            self.decode_rows(&ctx, &w, &cols, &seed, protocol, Some(ids), &mut out)?;
+            Ok(out)
+        })
+    }
+
+    /// What the rows of a cell of `format` n x k share (M = 1 until a grouped M sets it).
+    fn context<'s>(
+        &'s self,
+        format: SourceFormat,
+        n: usize,
+        k: usize,
+        w: &PackedMatrix,
+        checked: usize,
+    ) -> CellContext<'s> {
+        CellContext {
+            backend: Backend::Cpu,
+            arch: &self.arch,
+            device: &self.device,
+            format,
+            m: 1,
+            n,
+            k,
+            m1_candidate: None,
+            weight_bytes: w.bytes(),
+            weight_copies: 1,
+            checked,
+            copy_gbps: self.copy_gbps,
+        }
+    }
+
     fn cell(
         &self,
         format: SourceFormat,
@@ -95,26 +145,13 @@ impl CpuSession {
         let max_m = m_values.iter().copied().filter(|&m| m < PREFILL_MIN_M).max().unwrap_or(1);
         let cols = check_columns(n, max_m, derive_seed(FIXTURE_SEED, "columns"));
         let mut out = CellResult::default();
-        let mut ctx = CellContext {
-            backend: Backend::Cpu,
-            arch: &self.arch,
-            device: &self.device,
-            format,
-            m: 1,
-            n,
-            k,
-            m1_candidate: None,
-            weight_bytes: w.bytes(),
-            weight_copies: 1,
-            checked: cols.len(),
-            copy_gbps: self.copy_gbps,
-        };
+        let mut ctx = self.context(format, n, k, &w, cols.len());
         let seed = |m: usize| derive_seed(FIXTURE_SEED, &format!("{format} {m} {n} {k}"));
 
         let (m1, bpp) = match inherit {
             Some(p) => (p.candidate.clone(), p.bpp),
             None => {
-                self.decode_rows(&ctx, &w, &cols, &seed, protocol, &mut out)?;
+                self.decode_rows(&ctx, &w, &cols, &seed, protocol, None, &mut out)?;
                 // Grouped rows inherit the fastest decode candidate's bpp.
                 match best_row(&out.rows, Mode::Eager) {
                     Some(best) => (best.candidate.clone(), best.bpp),
@@ -146,7 +183,8 @@ impl CpuSession {
         Ok(out)
     }
 
-    /// M = 1: every decode candidate with its own bpp.
+    /// M = 1: every decode candidate (or those of `only`) with its own bpp.
+    #[allow(clippy::too_many_arguments)]
     fn decode_rows(
         &self,
         ctx: &CellContext,
@@ -154,12 +192,15 @@ impl CpuSession {
         cols: &[usize],
         seed: &dyn Fn(usize) -> u64,
         protocol: &Protocol,
+        only: Option<&[CandidateId]>,
         out: &mut CellResult,
     ) -> Result<()> {
         let (n, k, units) = (ctx.n, ctx.k, self.threads as u32);
         let a = quantize_activations(&fixture::activations(1, k, FIXTURE_SEED), 1, k)?;
-        let decode: Vec<_> =
-            candidates(Backend::Cpu, Surface::Decode).into_iter().filter(|c| c.plan(n, k, units).is_some()).collect();
+        let decode: Vec<_> = candidates(Backend::Cpu, Surface::Decode)
+            .into_iter()
+            .filter(|c| only.is_none_or(|ids| ids.contains(&c.id)) && c.plan(n, k, units).is_some())
+            .collect();
         let mut reference: BTreeMap<usize, Vec<f32>> = BTreeMap::new();
         let mut runs = Vec::new();
         for c in &decode {

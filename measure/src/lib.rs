@@ -8,6 +8,7 @@
 //! - [`cpu_cell`]: the CPU cell runner; [`cuda_cell`], [`cuda_clock`] (feature `cuda`): the GPU ones.
 //! - [`runner`]: the backends behind one `CellRunner` (open once, describe, run a cell).
 //! - [`collect`]: the collection driver (claim, measure, publish, assemble, seal).
+//! - [`pairs`]: cells that failed cross-validation, their two candidates timed again.
 //! - [`invariance`], [`invariance_sides`], [`invariance_plan`]: batch-invariance certificates.
 //! - [`phases`]: wall time per phase of a cell (fixtures, checks, calibration, capture, sampling).
 //! - [`vendor`] (feature `cuda`): copy bandwidth and cuBLAS/cuBLASLt baselines.
@@ -26,6 +27,7 @@ pub mod error;
 pub mod invariance;
 pub mod invariance_plan;
 pub mod invariance_sides;
+pub mod pairs;
 pub mod phases;
 #[cfg(feature = "cuda")]
 pub mod preflight;

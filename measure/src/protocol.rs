@@ -65,6 +65,19 @@ pub struct Protocol {
     pub whole_rotations: bool,
 }
 
+impl Protocol {
+    /// The protocol a collection plan times with (its profile's counts).
+    pub fn of_plan(plan: &vnni_corpus::collection::CollectionPlan) -> Protocol {
+        Protocol {
+            warmups: plan.inventory.warmups,
+            samples: plan.inventory.samples,
+            passes: plan.inventory.passes,
+            whole_rotations: plan.whole_rotations,
+            ..Protocol::default()
+        }
+    }
+}
+
 impl Default for Protocol {
     fn default() -> Self {
         Protocol {

@@ -6,7 +6,7 @@ use crate::error::{MeasureError, Result};
 use vnni_corpus::collection::CellKey;
 use vnni_corpus::staged::InheritedPick;
 use vnni_corpus::ResourceRow;
-use vnni_kernels::{Backend, BackendChoice, Mode};
+use vnni_kernels::{Backend, BackendChoice, CandidateId, Mode, SourceFormat};
 
 use crate::cell::CellResult;
 use crate::cpu_cell::CpuSession;
@@ -52,7 +52,13 @@ impl CellRunner {
 
     #[cfg(feature = "cuda")]
     fn open_cuda(gpu: &TimingOptions) -> Result<CellRunner> {
-        let session = crate::cuda_clock::GpuSession::open(gpu, &[])?;
+        Self::cuda(crate::cuda_clock::GpuSession::open(gpu, &[])?)
+    }
+
+    /// The runner of an open GPU session (its copy bandwidth measured now, the roofline of
+    /// its rows).
+    #[cfg(feature = "cuda")]
+    pub fn cuda(session: crate::cuda_clock::GpuSession) -> Result<CellRunner> {
         let (copy_gbps, ..) = crate::vendor::copy_bandwidth(&session.gpu, &session.protocol)?;
         Ok(CellRunner::Cuda { session: Box::new(session), copy_gbps })
     }
@@ -95,6 +101,46 @@ impl CellRunner {
             #[cfg(feature = "cuda")]
             CellRunner::Cuda { session, .. } => &session.resources,
             CellRunner::Cpu(_) => &[],
+        }
+    }
+
+    /// The decode candidates `ids` alone at M = 1 in `mode` (pairs timed again,
+    /// [`crate::pairs`]); an id this backend does not have is an error.
+    pub fn run_decode(
+        &self,
+        format: SourceFormat,
+        n: usize,
+        k: usize,
+        mode: Mode,
+        ids: &[CandidateId],
+        protocol: &Protocol,
+    ) -> Result<CellResult> {
+        match self {
+            CellRunner::Cpu(cpu) => {
+                if mode != Mode::Eager {
+                    return Err(MeasureError::Invalid(format!(
+                        "the cpu backend times eager launches only, not {mode}"
+                    )));
+                }
+                cpu.run_decode(format, n, k, ids, protocol)
+            }
+            #[cfg(feature = "cuda")]
+            CellRunner::Cuda { session, copy_gbps } => {
+                use crate::cuda_cell::{run_cell, CellFixture, CellInputs};
+                let all = vnni_kernels::registry::candidates(Backend::Cuda, vnni_kernels::Surface::Decode);
+                let chosen: Vec<_> = ids
+                    .iter()
+                    .map(|id| {
+                        all.iter().find(|c| &c.id == id).cloned().ok_or_else(|| {
+                            MeasureError::Invalid(format!("{id} is not a decode candidate of the cuda backend"))
+                        })
+                    })
+                    .collect::<Result<_>>()?;
+                let fx = CellFixture::new(&session.gpu, format, n, k, crate::cell::FIXTURE_SEED, protocol.passes)?;
+                let modes = [mode];
+                let inputs = CellInputs::decode(&chosen, &modes, protocol, &session.rejected, *copy_gbps);
+                run_cell(&session.gpu, &fx, &inputs)
+            }
         }
     }
 

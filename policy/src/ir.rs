@@ -252,12 +252,16 @@ pub fn short(digest: &str) -> &str {
     digest.get(..16).unwrap_or(digest)
 }
 
-/// The frozen M = 1 stage of a staged policy: the corpus it was fitted on and the digest of
-/// its M = 1 part ([`Policy::m1_digest`]), which the policy must still carry.
+/// The frozen M = 1 stage of a staged policy: the corpus it was fitted on, the pair samples
+/// that fit applied (if any), and the digest of its M = 1 part ([`Policy::m1_digest`]), which
+/// the policy must still carry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrozenStage {
     pub m1_corpus_id: String,
     pub m1_digest: String,
+    /// Absent from the JSON when the M = 1 fit applied none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub m1_pairs: Option<PairEvidence>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

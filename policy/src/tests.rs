@@ -218,7 +218,8 @@ fn the_m1_digest_follows_m1_selection_only() {
     // A staged policy whose M = 1 part changed is not installable, and says why.
     let mut staged = p.clone();
     staged.gates.passed = true;
-    staged.provenance.frozen_m1 = Some(FrozenStage { m1_corpus_id: "c".into(), m1_digest: digest.clone() });
+    staged.provenance.frozen_m1 =
+        Some(FrozenStage { m1_corpus_id: "c".into(), m1_digest: digest.clone(), m1_pairs: None });
     assert_eq!(staged.frozen_m1_changed(), None);
     staged.units += 1;
     let why = staged.not_installable().expect("an edited M = 1 part is refused");

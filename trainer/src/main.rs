@@ -66,6 +66,11 @@ enum Command {
         after_help = "Example:\n  vnni-dispatch fit --corpus target/refresh/family-smoke/corpus --out policy.json --report fit-report"
     )]
     Fit(commands::fit::Args),
+    /// Time again, as pairs, the development cells a fit's failing domains get wrong (the pair loop's measuring half).
+    #[command(
+        after_help = "Example:\n  vnni-dispatch remeasure --corpus target/refresh/core/m1/corpus --out pairs\n  vnni-dispatch fit --corpus target/refresh/core/m1/corpus --pairs pairs/pairs.samples.csv"
+    )]
+    Remeasure(commands::remeasure::Args),
     /// Render a policy into .inc / header / Rust tables, validate them against the evaluator, install.
     #[command(after_help = "Example:\n  vnni-dispatch generate --policy policy.json --out tables --validate")]
     Generate(commands::generate::Args),
@@ -104,6 +109,7 @@ impl argv::ToArgv for Command {
             Command::Sweep(a) => a.to_argv(),
             Command::Merge(a) => a.to_argv(),
             Command::Fit(a) => a.to_argv(),
+            Command::Remeasure(a) => a.to_argv(),
             Command::Generate(a) => a.to_argv(),
             Command::Report(a) => a.to_argv(),
             Command::Explain(a) => a.to_argv(),
@@ -124,6 +130,7 @@ fn run(command: &Command) -> anyhow::Result<()> {
         Command::Merge(args) => commands::merge::run(args),
         Command::Refresh(args) => commands::refresh::run(args),
         Command::Fit(args) => commands::fit::run(args),
+        Command::Remeasure(args) => commands::remeasure::run(args),
         Command::Generate(args) => commands::generate::run(args),
         Command::Report(args) => commands::report::run(args),
         Command::Explain(args) => commands::explain::run(args),

@@ -149,6 +149,15 @@ fn every_subcommand() -> Vec<Command> {
             frozen_m1: Some(p("m1.json")),
             pairs: Some(p("pairs.samples.csv")),
         }),
+        Command::Remeasure(remeasure::Args {
+            corpus: p("c"),
+            out: p("o"),
+            p95_max: 0.02,
+            ucb_max: 0.03,
+            ledger: p("l.json"),
+            device: 1,
+            cache: Some(p("cache")),
+        }),
         Command::Generate(generate::Args {
             policy: p("p.json"),
             out: p("t"),

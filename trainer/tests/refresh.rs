@@ -71,6 +71,21 @@ fn refresh_on_the_cpu_runs_end_to_end_and_leaves_every_output() {
     let staged = stdout.lines().find(|l| l.starts_with("staged")).unwrap();
     assert!(staged.contains("batched rows timed at the frozen M = 1 picks"), "{staged}");
     staged_outputs_agree(&out);
+    // The pair loop ran: the cells the development fit got wrong were timed again, and the
+    // frozen M = 1 policy applied exactly those samples (their digest in its provenance).
+    let listed = vnni_corpus::read::read_pair_requests(&out.join("m1/pairs/remeasure.csv")).unwrap();
+    let frozen: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("m1/policy.json")).unwrap()).unwrap();
+    let samples = out.join("m1/pairs/pairs.samples.csv");
+    if listed.is_empty() {
+        assert!(!samples.exists() && frozen["provenance"]["pairs"].is_null());
+    } else {
+        let sha = vnni_kernels::digest::sha256_hex(&std::fs::read(&samples).unwrap());
+        assert_eq!(frozen["provenance"]["pairs"]["sha256"], serde_json::json!(sha));
+        assert_eq!(frozen["provenance"]["pairs"]["cells"], serde_json::json!(listed.len()));
+        let fit_line = stdout.lines().find(|l| l.starts_with("fit M = 1")).unwrap();
+        assert!(fit_line.contains(&format!("fitted with {} pairs timed again", listed.len())), "{fit_line}");
+    }
     // Each piece is reusable on its own.
     let (ok, o, e) =
         vnni(&["verify", "--corpus", out.join("corpus").to_str().unwrap(), "--inventory", inv.to_str().unwrap()]);

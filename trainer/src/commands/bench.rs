@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use vnni_corpus::schema::hex_f64;
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::Gpu;
@@ -18,6 +18,7 @@ use vnni_measure::cell::{best_row, CellResult, FIXTURE_SEED};
 use vnni_measure::cuda_cell::{run_cell, CellFixture, CellInputs, CellTarget};
 use vnni_measure::cuda_clock::GpuSession;
 use vnni_measure::protocol::{Protocol, Timed, TimingOptions};
+use vnni_measure::runner::CellRunner;
 use vnni_measure::shapes::{MValues, Shapes};
 use vnni_measure::stats::summarize;
 use vnni_measure::vendor::{copy_bandwidth, cublas_f16_gemm, cublas_f16_gemv, cublaslt_i8_gemm};
@@ -329,58 +330,41 @@ fn open(args: &Args) -> Result<GpuSession> {
     Ok(session)
 }
 
-/// `--pairs`: each requested cell's two candidates, in its source format and mode.
+/// `--pairs`: each requested cell's two candidates, in its source format and mode
+/// (`vnni_measure::pairs`, as `refresh` and `remeasure` time them).
 fn run_pairs(args: &Args, path: &Path) -> Result<()> {
     let requests = vnni_corpus::read::read_pair_requests(path)?;
     let session = open(args)?;
-    let (gpu, protocol) = (&session.gpu, &session.protocol);
-    let (copy_gbps, ..) = copy_bandwidth(gpu, protocol)?;
-    let mut out = Measured::default();
-    for (i, r) in requests.iter().enumerate() {
-        let at = || {
-            format!(
-                "{}: pair {} of {} ({} {} {}x{})",
-                path.display(),
-                i + 1,
-                requests.len(),
-                r.source_format,
-                r.mode,
-                r.n,
-                r.k
-            )
-        };
-        if r.m != 1 {
-            bail!("{}: M = {} (pairs are decode cells, M = 1)", at(), r.m);
-        }
-        if !session.modes.contains(&r.mode) {
-            bail!("{}: its mode is not among --modes {:?}", at(), session.modes);
-        }
-        if !session.codebooks.contains(&r.codebook) {
-            bail!("{}: codebook {} is not among --codebooks", at(), r.codebook);
-        }
-        let pair: Vec<Candidate> = [&r.pick, &r.best]
-            .into_iter()
-            .map(|id| {
-                vnni_kernels::registry::find(id).cloned().with_context(|| format!("{}: unknown candidate {id}", at()))
-            })
-            .collect::<Result<_>>()?;
-        let fx = CellFixture::new(gpu, r.source_format, r.n, r.k, FIXTURE_SEED, protocol.passes)?;
-        let modes = [r.mode];
-        let inputs = CellInputs::decode(&pair, &modes, protocol, &session.rejected, copy_gbps);
-        let cell = run_cell(gpu, &fx, &inputs).with_context(at)?;
-        out.rows.extend(cell.rows);
-        out.samples.extend(cell.samples);
+    if let Some(r) = requests.iter().find(|r| !session.codebooks.contains(&r.codebook)) {
+        bail!(
+            "{}: codebook {} ({} {}x{}) is not among --codebooks",
+            path.display(),
+            r.codebook,
+            r.source_format,
+            r.n,
+            r.k
+        );
     }
-    let mismatched = out.write(&args.out, &session)?;
-    println!(
-        "{} | {} pairs, {} candidate rows, {mismatched} with mismatches",
-        gpu.info.name,
-        requests.len(),
-        out.rows.len()
-    );
-    if mismatched > 0 {
-        bail!("{mismatched} candidate rows differ from the CPU reference");
+    if let Some(r) = requests.iter().find(|r| !session.modes.contains(&r.mode)) {
+        bail!(
+            "{}: mode {} ({} {}x{}) is not among --modes {:?}",
+            path.display(),
+            r.mode,
+            r.source_format,
+            r.n,
+            r.k,
+            session.modes
+        );
     }
+    let protocol = session.protocol.clone();
+    let device = session.gpu.info.name.clone();
+    let runner = CellRunner::cuda(session)?;
+    let timed = vnni_measure::pairs::time_pairs(&runner, &requests, &protocol, path)?;
+    std::fs::create_dir_all(&args.out)?;
+    vnni_corpus::write_csv(&args.out.join("decode.csv"), &timed.rows)?;
+    vnni_corpus::write_csv(&args.out.join("samples.csv"), &timed.samples)?;
+    vnni_corpus::write_csv(&args.out.join("resources.csv"), runner.resources())?;
+    println!("{device} | {} pairs, {} candidate rows", requests.len(), timed.rows.len());
     Ok(())
 }
 

@@ -47,10 +47,10 @@ pub struct Args {
     /// timed at; its M = 1 part is copied into the new policy and only the batched buckets are fitted.
     #[arg(long)]
     pub frozen_m1: Option<PathBuf>,
-    /// Development cells timed again as pairs (the samples.csv of `bench --pairs
-    /// R/remeasure.csv`), applied before cross-validation; the policy records the file's
-    /// sha256. The fit that listed the pairs should not have spent the sealed look: give it a
-    /// scratch --ledger.
+    /// Development cells timed again as pairs (the pairs.samples.csv of `remeasure`, or the
+    /// samples.csv of `bench --pairs R/remeasure.csv`), applied before cross-validation; the
+    /// policy records the file's sha256. `remeasure` lists them without the sealed look; a
+    /// fit that lists them (`--report`) spends it: give that one a scratch --ledger.
     #[arg(long)]
     pub pairs: Option<PathBuf>,
 }
@@ -78,7 +78,7 @@ pub fn resolve_ledger(given: &std::path::Path, out: &std::path::Path) -> PathBuf
 
 /// A threshold: a finite fraction in (0, 1] (0 would pass everything or nothing; NaN and
 /// infinities would write a policy `generate` refuses).
-fn fraction(s: &str) -> Result<f64, String> {
+pub fn fraction(s: &str) -> Result<f64, String> {
     let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number"))?;
     if v.is_finite() && v > 0.0 && v <= 1.0 {
         Ok(v)

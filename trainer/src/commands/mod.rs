@@ -12,6 +12,7 @@ pub mod inventory;
 pub mod merge;
 pub mod preflight;
 pub mod refresh;
+pub mod remeasure;
 pub mod report;
 pub mod seal;
 pub mod shell;

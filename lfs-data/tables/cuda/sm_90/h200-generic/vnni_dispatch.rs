@@ -4,7 +4,7 @@
 // corpus id        15c8f229ebf6b89a4196993dd06022eea57f16019f6b6b980d30ef97744941a5
 // registry digest  88506c8ea1b973c618e2da47a0db4a62fc7cd7116f657188702ad2816fab9358
 // inventory digest 27df0629a5ccd600b74917ba0e9e384ed7cd4a6834ea1b63fee0f5de0c392f69
-// policy digest    aedadcaeb057555b14df77138d3380146bba3362aefe1a68984d3715c1c6be70
+// policy digest    3d16bc67a8f515241fe0387ec966300059bacc71a6fa2c24527a21dc9fe013aa
 // backend / arch   cuda / sm_90, profile h200-generic, learner 0.1.0
 // gates NOT passed: 36/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 1092 rows (p95 regret 1.76%, geomean 0.32%; decode 182 rows p95 6.51% geomean 1.37%; grouped 910 rows p95 0.00% geomean 0.11%)
 //
@@ -17,7 +17,7 @@ pub mod provenance {
     pub const CORPUS_ID: &str = "15c8f229ebf6b89a4196993dd06022eea57f16019f6b6b980d30ef97744941a5";
     pub const REGISTRY_DIGEST: &str = "88506c8ea1b973c618e2da47a0db4a62fc7cd7116f657188702ad2816fab9358";
     pub const INVENTORY_DIGEST: &str = "27df0629a5ccd600b74917ba0e9e384ed7cd4a6834ea1b63fee0f5de0c392f69";
-    pub const POLICY_DIGEST: &str = "aedadcaeb057555b14df77138d3380146bba3362aefe1a68984d3715c1c6be70";
+    pub const POLICY_DIGEST: &str = "3d16bc67a8f515241fe0387ec966300059bacc71a6fa2c24527a21dc9fe013aa";
     pub const GATES: &str = "gates NOT passed: 36/49 domains with data pass p95 regret < 5.00% and UCB < 5.00% (need 99.00%); sealed certification FAILED on 1092 rows (p95 regret 1.76%, geomean 0.32%; decode 182 rows p95 6.51% geomean 1.37%; grouped 910 rows p95 0.00% geomean 0.11%)";
     pub const GENERATOR: &str = "vnni-generator 0.1.0 templates b217ab0e700c3f7f";
 }
