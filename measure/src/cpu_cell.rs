@@ -94,7 +94,7 @@ impl CpuSession {
     ) -> Result<CellResult> {
         let all = candidates(Backend::Cpu, Surface::Decode);
         if let Some(id) = ids.iter().find(|id| !all.iter().any(|c| &c.id == *id)) {
-            return Err(MeasureError::Structural(format!("{id} is not a decode candidate of the cpu backend")));
+            return Err(MeasureError::Invalid(format!("{id} is not a decode candidate of the cpu backend")));
         }
         self.pool.install(|| {
             let w = cell_weights(format, n, k, FIXTURE_SEED)?;
