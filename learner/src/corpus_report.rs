@@ -527,7 +527,8 @@ fn regret_section(
     // is the part the corpus binds (the frozen policy itself, or a staged policy fitted on it).
     let frozen_m1 =
         policy.filter(|p| corpus.plan.frozen_m1.as_ref().is_some_and(|f| f.m1_digest == p.m1_digest())).cloned();
-    let opts = FitOptions { frozen_m1, ..FitOptions::default() };
+    // The corpus report reads cross-validation, not the leave-one-family-out rows.
+    let opts = FitOptions { frozen_m1, family_cv: false, ..FitOptions::default() };
     let fitted = fit(&corpus.dir, &opts)?;
     let gate = opts.p95_max;
     let heldout = heldout_by_group(&fitted);

@@ -98,6 +98,9 @@ pub struct FitOptions {
     /// pass whose policy is thrown away (e.g. the one that lists the pairs to time again): the
     /// sealed rows are looked at once, by the fit that ships.
     pub certify_sealed: bool,
+    /// Leave one family out of each decode domain's fit (report rows only: the policy does not
+    /// depend on it, and it is about half of a fit's work); `false` where no report is read.
+    pub family_cv: bool,
 }
 
 impl Default for FitOptions {
@@ -113,6 +116,7 @@ impl Default for FitOptions {
             threads: None,
             pairs: None,
             certify_sealed: true,
+            family_cv: true,
         }
     }
 }
@@ -219,7 +223,7 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
         let all: Vec<&domains::Sample> = samples.iter().collect();
         let fit = t.fit(&all, heldout.hyper).map_err(tree_err)?;
         let model_errors = fit.models.as_ref().map(|m| (m.len(), m.relative_errors(&t, samples)));
-        let lofo = if key.aspect.is_some() {
+        let lofo = if opts.family_cv && key.aspect.is_some() {
             let choice = if opts.nested_family_cv {
                 family_cv::HyperChoice::Nested(&folds)
             } else {

@@ -321,6 +321,10 @@ fn every_left_out_family_is_scored_by_the_trees_and_the_baselines_nested_or_not(
     let plain = fit(&dir, &FitOptions::default()).unwrap();
     let nested = fit(&dir, &FitOptions { nested_family_cv: true, ..Default::default() }).unwrap();
     assert!(plain.policy.to_bytes() == nested.policy.to_bytes(), "nesting changes the report, not the policy");
+    // Skipping the family rows (a fit whose report nobody reads) skips only them.
+    let skipped = fit(&dir, &FitOptions { family_cv: false, ..Default::default() }).unwrap();
+    assert!(plain.policy.to_bytes() == skipped.policy.to_bytes(), "the family rows changed the policy");
+    assert!(skipped.domains.iter().all(|d| d.family_heldout.is_empty()));
     let mut scored = 0;
     for (a, b) in plain.domains.iter().zip(&nested.domains) {
         assert_eq!(a.key, b.key);

@@ -126,6 +126,7 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         threads: a.threads.map(usize::from),
         frozen_m1: a.frozen_m1.as_deref().map(super::load_policy).transpose()?,
         pairs: a.pairs.clone(),
+        family_cv: a.report.is_some(),
         ..Default::default()
     };
     let f = fit(&a.corpus, &opts)?;

@@ -94,6 +94,7 @@ pub fn remeasure(a: &Args) -> Result<Remeasured> {
         ucb_max: a.ucb_max,
         ledger: Some(resolve_ledger(&a.ledger, &a.out.join("policy.json"))),
         certify_sealed: false,
+        family_cv: false,
         ..FitOptions::default()
     };
     let f = vnni_learner::fit(&a.corpus, &opts)

@@ -165,6 +165,8 @@ fn refit(tables: &Path, corpora: &BTreeMap<String, PathBuf>) -> Result<()> {
         ucb_max: g.ucb_max,
         min_pass: g.min_pass_fraction,
         ledger: None,
+        // The policy does not depend on the report's leave-one-family-out rows.
+        family_cv: false,
         ..Default::default()
     };
     // Pair evidence a fit applied lives beside its tables: `pairs.samples.csv` (and
