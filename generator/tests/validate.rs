@@ -43,11 +43,15 @@ fn mutated(edit: impl Fn(&mut vnni_generator::Rendered)) -> Option<GenerateError
     Some(unless_tool_missing(r)?.expect_err("validation must catch the mutation"))
 }
 
-/// A grouped leaf (`grouped.mma16`) swapped for the next candidate in id order (another
-/// grouped one), by candidate index: the same text in both outputs.
+/// The example's first grouped leaf (the first grouped candidate in id order) swapped for the
+/// next candidate in id order (another grouped one), by candidate index: the same text in
+/// both outputs.
 fn leaf_swap() -> (String, String) {
-    let i = example(Backend::Cuda).candidates.iter().position(|c| c.id == "grouped.mma16").unwrap();
-    (format!("return {i}; // grouped.mma16"), format!("return {}; // grouped.mma16", i + 1))
+    let candidates = example(Backend::Cuda).candidates;
+    let i = candidates.iter().position(|c| c.id.starts_with("grouped.")).unwrap();
+    assert!(candidates[i + 1].id.starts_with("grouped."));
+    let id = &candidates[i].id;
+    (format!("return {i}; // {id}"), format!("return {}; // {id}", i + 1))
 }
 
 fn replace_once(text: &mut String, from: &str, to: &str) {

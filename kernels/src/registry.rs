@@ -271,15 +271,18 @@ impl Candidate {
     /// Launch geometry of a grouped or prefill candidate for M rows at the inherited `bpp`.
     pub fn plan_batched(&self, codebook: Codebook, n: usize, k: usize, m: usize, bpp: usize) -> Option<LaunchPlan> {
         match self.surface {
+            // Grouped IMMA tiles launch the prefill kernel (std form) over M <= 31 rows.
+            Surface::Grouped if self.prefill.is_some() => self.plan_prefill(codebook, n, k, m, bpp),
             Surface::Grouped => self.plan_grouped(n, k, m, bpp),
             Surface::Prefill => self.plan_prefill(codebook, n, k, m, bpp),
             Surface::Decode => None,
         }
     }
 
-    /// Launch geometry of a grouped candidate for M rows at the inherited `bpp`.
+    /// Launch geometry of a dp4a or mma16 grouped candidate for M rows at the inherited `bpp`
+    /// (grouped IMMA tiles plan as prefill tiles: [`Candidate::plan_batched`]).
     pub fn plan_grouped(&self, n: usize, k: usize, m: usize, bpp: usize) -> Option<LaunchPlan> {
-        if self.surface != Surface::Grouped {
+        if self.surface != Surface::Grouped || self.prefill.is_some() {
             return None;
         }
         let (bpp, kb) = inherited_partitions(n, k, m, bpp)?;
@@ -434,6 +437,37 @@ fn build_grouped() -> Vec<Candidate> {
         kb: KbRule::Inherited,
         prefill: None,
     });
+    out
+}
+
+/// The grouped IMMA tiles (BM, BN, warps along M, warps along N), BK64, each in the `std` and
+/// the `kpart` form: the prefill kernel with one or two 16-row fragments, so a CTA streams its
+/// columns' weights once for all M <= BM rows (the dp4a rows kernels decode a block once per
+/// R rows and mma16 keeps few weight bytes in flight: 3.6x the M = 1 time at M = 16 on an LM
+/// head). Measured on the H200 (docs/PERF.md, 2026-12-03) against `rows`/`mma16` on four shapes
+/// and seven codebooks: fastest at M = 16 in 27 of 28 pairs and at M = 31 in all 28 (up to
+/// 1.8x), slower at M <= 8 (16 rows of FP32 contract work whatever M); `kpart` is what shapes
+/// of few column tiles need; a 16 x 64 tile of two warps won nowhere.
+pub const GROUPED_IMMA_TILES: [(u32, u32, u32, u32); 3] = [(16, 128, 1, 4), (16, 256, 1, 8), (32, 128, 1, 4)];
+
+/// Generation 3's grouped candidates: [`GROUPED_IMMA_TILES`], `std` then `kpart` per tile.
+fn build_grouped_imma() -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for &(bm, bn, warps_m, warps_n) in &GROUPED_IMMA_TILES {
+        for kpart in [false, true] {
+            out.push(Candidate {
+                id: id(format!("grouped.imma.{bm}x{bn}.w{warps_m}x{warps_n}.{}", if kpart { "kpart" } else { "std" })),
+                backend: Backend::Cuda,
+                surface: Surface::Grouped,
+                family: Family::Imma,
+                tile: bn,
+                cpt: 1,
+                rows: bm,
+                kb: KbRule::Inherited,
+                prefill: Some(PrefillTile { bm, bn, warps_m, warps_n, kstep: 2, kpart }),
+            });
+        }
+    }
     out
 }
 
@@ -620,7 +654,8 @@ fn build_cpu_grouped() -> Vec<Candidate> {
 ///   the literal is legal, and legal everywhere, so a fallback tree may use what an overlay
 ///   could), plus fused thread-target rules (about `waves` x 16 or 32 columns of threads per
 ///   SM: the KB that fused winners follow as N grows).
-pub const GENERATION: u32 = 2;
+/// - 3: grouped IMMA tiles (`grouped.imma.*`, the prefill kernel over M <= 31 rows).
+pub const GENERATION: u32 = 3;
 
 /// The generations a candidate belongs to: `since..retired`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -661,7 +696,13 @@ fn registry() -> &'static Registry {
         let added = build_decode_generation2();
         life.extend(added.iter().map(|_| Life { since: 2, retired: None }));
         all.extend(added);
-        for more in [build_grouped(), build_prefill(), build_cpu_decode(), build_cpu_grouped()] {
+        let grouped = build_grouped();
+        life.extend(grouped.iter().map(|_| Life::FIRST));
+        all.extend(grouped);
+        let grouped_imma = build_grouped_imma();
+        life.extend(grouped_imma.iter().map(|_| Life { since: 3, retired: None }));
+        all.extend(grouped_imma);
+        for more in [build_prefill(), build_cpu_decode(), build_cpu_grouped()] {
             life.extend(more.iter().map(|_| Life::FIRST));
             all.extend(more);
         }
@@ -937,10 +978,16 @@ mod tests {
             "69a5f1e4720096e612a2db65036e613b76ba5ed7553f5ec45c5761da98fe8571"
         );
         // Generation 2 (the corpora collected since 2026-12-01).
-        assert_eq!(registry_digest(), "88506c8ea1b973c618e2da47a0db4a62fc7cd7116f657188702ad2816fab9358");
+        assert_eq!(registry_digest_in(&[1], 2), "88506c8ea1b973c618e2da47a0db4a62fc7cd7116f657188702ad2816fab9358");
+        assert_eq!(
+            registry_digest_in(&[1, 2, 32], 2),
+            "7f2a2d1beb00c4d7133b7e4cc64750023cb2632be7cd6c5cc527caf14b538e08"
+        );
+        // Generation 3 (grouped IMMA tiles).
+        assert_eq!(registry_digest(), "ce05dae66ed4a620d3a6675949a475a18172f71613fe579b22025cd4bb6255f9");
         assert_eq!(
             registry_digest_for(&[1, 2, 32]),
-            "7f2a2d1beb00c4d7133b7e4cc64750023cb2632be7cd6c5cc527caf14b538e08"
+            "ba727d80f34046c51404afd42ea6f5b709ce629f02223516d950ae448565cc21"
         );
         assert_eq!(registry_digest_for(&[1, 16, 31]), registry_digest());
         assert_eq!(generation_of(&registry_digest_in(&[1], 1), &[1, 16]), Some(1));

@@ -3,7 +3,7 @@
 //! exactly the buffers), and every buffer must hold what the kernel reads or writes. The
 //! checks are plain arithmetic on lengths, so they are tested without a GPU.
 
-use crate::registry::{Candidate, LaunchPlan};
+use crate::registry::{Candidate, Family, LaunchPlan};
 use crate::{Codebook, Surface};
 
 /// The lengths and shapes of one launch, checked by [`LaunchCheck::verify`].
@@ -101,13 +101,13 @@ impl LaunchCheck<'_> {
         if self.y_len < outputs {
             return Err(refuse(format!("the output holds {} floats, {outputs} are written", self.y_len)));
         }
-        // Grouped kernels write partials whenever there are partitions, kpar decode and
-        // kpart prefill tiles too; fused and std forms fold in the CTA.
+        // dp4a and mma16 grouped kernels write partials whenever there are partitions, kpar
+        // decode and kpart IMMA tiles too; fused and std forms fold in the CTA.
         let two_phase = p.kb > 1
-            && match c.surface {
-                Surface::Decode => c.family == crate::registry::Family::Kpar,
-                Surface::Grouped => true,
-                Surface::Prefill => c.prefill.is_some_and(|t| t.kpart),
+            && match c.family {
+                Family::Kpar | Family::Rows | Family::Mma16 => true,
+                Family::Imma => c.prefill.is_some_and(|t| t.kpart),
+                Family::Wide | Family::Direct | Family::FusedKpar => false,
             };
         if two_phase && self.workspace_len < p.kb * outputs {
             return Err(refuse(format!(
@@ -179,6 +179,18 @@ mod tests {
         assert_eq!(check(bk256, &p, 4096, 4096, 64, true).verify(), Ok(false));
         let nl4 = LaunchCheck { codebook: Codebook::Nl4, ..check(bk256, &p, 4096, 4096, 64, true) };
         assert!(nl4.verify().unwrap_err().why.contains("codebook"));
+        // A grouped IMMA tile plans as its prefill kernel and folds the partitions in the CTA.
+        let imma = find("grouped.imma.16x128.w1x4.std").unwrap();
+        let p = imma.plan_batched(Codebook::S4, 4096, 4096, 16, 32).unwrap();
+        assert_eq!((p.kb, p.grid, p.z, p.workspace, p.threads), (4, (32, 1), 1, 0, 128));
+        assert_eq!(p.shared, imma.prefill.unwrap().shared_bytes(Codebook::S4));
+        assert_eq!(check(imma, &p, 4096, 4096, 16, true).verify(), Ok(false));
+        assert!(imma.plan_grouped(4096, 4096, 16, 32).is_none(), "not a dp4a / mma16 launch");
+        // Its kpart form: one CTA z-slice per partition, partials and the ordered reduce.
+        let kpart = find("grouped.imma.16x128.w1x4.kpart").unwrap();
+        let p = kpart.plan_batched(Codebook::S4, 4096, 4096, 16, 32).unwrap();
+        assert_eq!((p.kb, p.grid, p.z, p.workspace), (4, (32, 1), 4, 4 * 16 * 4096));
+        assert_eq!(check(kpart, &p, 4096, 4096, 16, true).verify(), Ok(true));
         let cpu = find("cpu.decode.wide.t16").unwrap();
         let p = cpu.plan(4096, 4096, 132).unwrap();
         assert!(check(cpu, &p, 4096, 4096, 1, false).verify().unwrap_err().why.contains("not a CUDA kernel"));
