@@ -254,8 +254,11 @@ impl Candidate {
         if tiles_n > u32::MAX as usize || tiles_m > 65_535 || z > 65_535 || m * n > i32::MAX as usize {
             return None;
         }
-        if tile.kpart && kb > 1 && kb * m * n * 4 > MAX_WORKSPACE_BYTES {
-            return None; // the partials would not fit beside the weights: the std form serves
+        // The partials would not fit beside the weights: the std form serves. Grouped rows
+        // (M <= 31) are exempt, as the dp4a and mma16 forms are: a grouped leaf must launch
+        // at every shape whatever bpp it inherits.
+        if tile.kpart && kb > 1 && self.surface == Surface::Prefill && kb * m * n * 4 > MAX_WORKSPACE_BYTES {
+            return None;
         }
         Some(LaunchPlan {
             bpp,
@@ -879,8 +882,8 @@ pub fn fittable_digests(m_values: &[usize]) -> Vec<String> {
 /// dequantized weights, cuBLASLt int8 GEMM without scales. Never dispatched.
 pub const BASELINE_IDS: [&str; 4] = ["copy", "cublas.f16.gemv", "cublas.f16.gemm", "cublaslt.i8.gemm"];
 
-/// The largest f32 partials workspace a candidate may need; a `kpart` prefill launch that
-/// would need more is illegal for the shape (an LM head at M = 4096 with 32 partitions
+/// The largest f32 partials workspace a prefill candidate may need; a `kpart` prefill launch
+/// that would need more is illegal for the shape (an LM head at M = 4096 with 32 partitions
 /// would need 128 GiB).
 pub const MAX_WORKSPACE_BYTES: usize = 8 << 30;
 
@@ -923,6 +926,23 @@ mod tests {
         for c in decode_candidates().iter().filter(|c| c.generic_legal()) {
             for (n, k) in [(1, 32), (7, 64), (4096, 32768), (262_144, 256), (2_147_483_647, 32)] {
                 assert!(c.plan(n, k, 132).is_some(), "{} at {n} x {k}", c.id);
+            }
+        }
+    }
+
+    #[test]
+    fn every_grouped_candidate_launches_at_every_shape_and_inherited_bpp() {
+        for c in grouped_candidates() {
+            for (n, k) in [(1, 32), (7, 64), (4096, 32768), (262_144, 256), (262_144, 32_768)] {
+                for m in [2, 16, 31] {
+                    for bpp in [1, 3, k / 32] {
+                        assert!(
+                            c.plan_batched(Codebook::S4, n, k, m, bpp).is_some(),
+                            "{} at {m} x {n} x {k}, bpp {bpp}",
+                            c.id
+                        );
+                    }
+                }
             }
         }
     }
