@@ -455,23 +455,28 @@ pub const GROUPED_IMMA_TILES: [(u32, u32, u32, u32); 3] = [(16, 128, 1, 4), (16,
 
 /// Generation 3's grouped candidates: [`GROUPED_IMMA_TILES`], `std` then `kpart` per tile.
 fn build_grouped_imma() -> Vec<Candidate> {
-    let mut out = Vec::new();
-    for &(bm, bn, warps_m, warps_n) in &GROUPED_IMMA_TILES {
-        for kpart in [false, true] {
-            out.push(Candidate {
-                id: id(format!("grouped.imma.{bm}x{bn}.w{warps_m}x{warps_n}.{}", if kpart { "kpart" } else { "std" })),
-                backend: Backend::Cuda,
-                surface: Surface::Grouped,
-                family: Family::Imma,
-                tile: bn,
-                cpt: 1,
-                rows: bm,
-                kb: KbRule::Inherited,
-                prefill: Some(PrefillTile { bm, bn, warps_m, warps_n, kstep: 2, kpart }),
-            });
-        }
-    }
-    out
+    GROUPED_IMMA_TILES
+        .iter()
+        .flat_map(|&(bm, bn, warps_m, warps_n)| {
+            let tile = PrefillTile { bm, bn, warps_m, warps_n, kstep: 2, kpart: false };
+            imma_candidates(&format!("grouped.imma.{bm}x{bn}.w{warps_m}x{warps_n}"), Surface::Grouped, tile)
+        })
+        .collect()
+}
+
+/// One IMMA tile of `surface` in both forms, `<base>.std` then `<base>.kpart`.
+fn imma_candidates(base: &str, surface: Surface, tile: PrefillTile) -> [Candidate; 2] {
+    [false, true].map(|kpart| Candidate {
+        id: id(format!("{base}.{}", if kpart { "kpart" } else { "std" })),
+        backend: Backend::Cuda,
+        surface,
+        family: Family::Imma,
+        tile: tile.bn,
+        cpt: 1,
+        rows: tile.bm,
+        kb: KbRule::Inherited,
+        prefill: Some(PrefillTile { kpart, ..tile }),
+    })
 }
 
 /// The BK64 prefill tiles (BM, BN, warps along M, warps along N), from 64 x 64 with 128
@@ -490,23 +495,7 @@ fn build_prefill() -> Vec<Candidate> {
     for &(name, bm, bn, warps_m, warps_n) in &PREFILL_BK256_TILES {
         tiles.push((format!("prefill.bk256.{name}"), PrefillTile { bm, bn, warps_m, warps_n, kstep: 8, kpart: false }));
     }
-    let mut out = Vec::new();
-    for (base, tile) in tiles {
-        for kpart in [false, true] {
-            out.push(Candidate {
-                id: id(format!("{base}.{}", if kpart { "kpart" } else { "std" })),
-                backend: Backend::Cuda,
-                surface: Surface::Prefill,
-                family: Family::Imma,
-                tile: tile.bn,
-                cpt: 1,
-                rows: tile.bm,
-                kb: KbRule::Inherited,
-                prefill: Some(PrefillTile { kpart, ..tile }),
-            });
-        }
-    }
-    out
+    tiles.into_iter().flat_map(|(base, tile)| imma_candidates(&base, Surface::Prefill, tile)).collect()
 }
 
 /// The M buckets the prefill surface is certified and timed at.

@@ -100,9 +100,8 @@ impl CpuSession {
             let w = cell_weights(format, n, k, FIXTURE_SEED)?;
             let cols = check_columns(n, 1, derive_seed(FIXTURE_SEED, "columns"));
             let ctx = self.context(format, n, k, &w, cols.len());
-            let seed = |m: usize| derive_seed(FIXTURE_SEED, &format!("{format} {m} {n} {k}"));
             let mut out = CellResult::default();
-            self.decode_rows(&ctx, &w, &cols, &seed, protocol, Some(ids), &mut out)?;
+            self.decode_rows(&ctx, &w, &cols, protocol, Some(ids), &mut out)?;
             Ok(out)
         })
     }
@@ -146,12 +145,11 @@ impl CpuSession {
         let cols = check_columns(n, max_m, derive_seed(FIXTURE_SEED, "columns"));
         let mut out = CellResult::default();
         let mut ctx = self.context(format, n, k, &w, cols.len());
-        let seed = |m: usize| derive_seed(FIXTURE_SEED, &format!("{format} {m} {n} {k}"));
 
         let (m1, bpp) = match inherit {
             Some(p) => (p.candidate.clone(), p.bpp),
             None => {
-                self.decode_rows(&ctx, &w, &cols, &seed, protocol, None, &mut out)?;
+                self.decode_rows(&ctx, &w, &cols, protocol, None, &mut out)?;
                 // Grouped rows inherit the fastest decode candidate's bpp.
                 match best_row(&out.rows, Mode::Eager) {
                     Some(best) => (best.candidate.clone(), best.bpp),
@@ -171,7 +169,7 @@ impl CpuSession {
                 runs.push(Checked { id: g.id.clone(), bpp, mismatches, first_mismatch, registers: 0, occupancy: 0 });
             }
             let eligible: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].mismatches == 0).collect();
-            let pm = Protocol { seed: seed(m), ..protocol.clone() };
+            let pm = Protocol { seed: timing_seed(format, m, n, k), ..protocol.clone() };
             let timed = time_cpu(&pm, eligible.len(), &mut |i| {
                 cpu::grouped(&grouped[eligible[i]], &w, &a, bpp).map(|r| drop(std::hint::black_box(r)))
             })?;
@@ -184,13 +182,11 @@ impl CpuSession {
     }
 
     /// M = 1: every decode candidate (or those of `only`) with its own bpp.
-    #[allow(clippy::too_many_arguments)]
     fn decode_rows(
         &self,
         ctx: &CellContext,
         w: &PackedMatrix,
         cols: &[usize],
-        seed: &dyn Fn(usize) -> u64,
         protocol: &Protocol,
         only: Option<&[CandidateId]>,
         out: &mut CellResult,
@@ -213,7 +209,7 @@ impl CpuSession {
             runs.push(Checked { id: c.id.clone(), bpp, mismatches, first_mismatch, registers: 0, occupancy: 0 });
         }
         let eligible: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].mismatches == 0).collect();
-        let p1 = Protocol { seed: seed(1), ..protocol.clone() };
+        let p1 = Protocol { seed: timing_seed(ctx.format, 1, n, k), ..protocol.clone() };
         let timed = time_cpu(&p1, eligible.len(), &mut |i| {
             cpu::decode(&decode[eligible[i]], w, &a, units).map(|r| drop(std::hint::black_box(r)))
         })?;
@@ -221,6 +217,12 @@ impl CpuSession {
         mode_rows(ctx, &t, out);
         Ok(())
     }
+}
+
+/// The seed of the timing order of `format`'s n x k rows at M = m: the same for a cell and
+/// for a pair of its candidates timed again.
+fn timing_seed(format: SourceFormat, m: usize, n: usize, k: usize) -> u64 {
+    derive_seed(FIXTURE_SEED, &format!("{format} {m} {n} {k}"))
 }
 
 /// The protocol on the host clock: calibrate replays, then the shared rounds.

@@ -21,15 +21,7 @@ CODEBOOKS=${CODEBOOKS:-s4,nl4,u4,s5,u5,s6d,s8}
 # llama.cpp's type names for our codebooks' first source formats.
 PEER_CASES=${PEER_CASES:-"q4_0,q4_K,q8_0,q6_K,iq4_nl:151936x4096:1,8,16;q4_0,q4_K,q8_0:248320x5120:1,8,16;q4_0,q4_K,q8_0,q6_K:28672x8192:1,8,16;q4_0,q4_K,q8_0:4096x14336:1,8,16"}
 mkdir -p "$OUT" "$WORK"
-: >"$WORK/table.txt"
-status() { printf '%-18s %s\n' "$1" "$2" >>"$WORK/table.txt"; }
-run() { # name, then the command; records rc and seconds
-  local name=$1; shift
-  local start=$(date +%s) rc=0
-  "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
-  status "$name" "rc=$rc $(( $(date +%s) - start ))s  $(tail -1 "$WORK/$name.out")"
-}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$WORK/gpu.txt"
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 PEER_SH=$(dirname "${BASH_SOURCE[0]}")/../../target/peers/ggml-perf.sh
 if [ -n "${PEERS:-}" ]; then  # build while ours runs (low priority: ours times in graph mode)
   (nice -n 19 bash "$PEER_SH" "$PEERS" 'q4_0:4096x4096:1' /dev/null >"$WORK/peer-build.log" 2>&1 || true) &

@@ -14,15 +14,7 @@ OUT=${OUT:-target/device}
 CACHE=${CACHE:-/tmp/vnni-cubin-cache}
 WORK=${WORK:-/tmp/vnni-smoke}
 mkdir -p "$OUT" "$WORK"
-status() { printf '%-22s %s\n' "$1" "$2" >>"$WORK/table.txt"; }
-: >"$WORK/table.txt"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$WORK/gpu.txt"
-run() { # name, then the command; records rc and seconds
-  local name=$1; shift
-  local start=$(date +%s) rc=0
-  "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
-  status "$name" "rc=$rc $(( $(date +%s) - start ))s  $(tail -1 "$WORK/$name.out")"
-}
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 run preflight "$BIN" preflight --cache "$CACHE" --out "$WORK/resources.csv"
 run bench "$BIN" bench --cache "$CACHE" --shapes 4096x4096,24576x4096 --grouped-shapes 4096x4096 \
   --grouped-m 2,16,31 --prefill-shapes 24576x4096 --prefill-m 64 --samples 4 --warmups 1 --out "$WORK/bench"
