@@ -93,6 +93,10 @@ pub struct CollectionPlan {
     /// JSON when false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub whole_rotations: bool,
+    /// Decode candidates launched with programmatic dependent launch (`sweep --programmatic`,
+    /// CUDA on sm_90: tables for callers that launch so; absent from the JSON when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub programmatic: bool,
 }
 
 /// One cell key.

@@ -16,6 +16,7 @@ struct DecodeArgs {
   float* out;               // [KB][M][N] partials, or y[M][N] when KB == 1
   int n, kblk, bpp;
   int m;                    // activation rows (grouped kernels; 1 for decode)
+  int prefetch_rows;        // decode: block rows of each partition asked of L2 before the wait (0: one round)
 };
 
 // f16 bits to f32 (exact); PTX directly, so the module needs no cuda_fp16.h.
@@ -23,6 +24,67 @@ __device__ __forceinline__ float h2f(unsigned short bits) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
   return f;
+}
+
+// Programmatic dependent launch (sm_90). A decode kernel launched with the programmatic
+// stream serialization attribute may start while the previous kernel of its stream drains:
+// it lets its own dependents start as soon as every CTA has begun (`pdl_trigger`), asks L2
+// for its first weights (`prefetch_first`: weights are never written by a kernel of the
+// chain), and waits for the previous grid to complete and flush (`pdl_wait`) before reading
+// activations or partials and before any store. Without the attribute the wait returns at
+// once; before sm_90 (no such launch) all three are absent.
+__device__ __forceinline__ void pdl_trigger() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+
+// Bytes [lo, hi) of `base` into L2, rounded inward to 16 B (the bulk prefetch's unit): a
+// hint, so it never touches memory past the range.
+__device__ __forceinline__ void prefetch_bytes(const void* base, size_t lo, size_t hi) {
+#if __CUDA_ARCH__ >= 900
+  lo = (lo + 15) & ~(size_t)15;
+  hi &= ~(size_t)15;
+  if (hi > lo)
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"((const char*)base + lo), "r"((unsigned)(hi - lo)));
+#endif
+}
+
+// Block rows [b0, b0 + rows) of partitions 0..parts-1 (partition q starts at b0 + q * bpp,
+// rows past its end or past kblk skipped) over columns [c0, c0 + cols): payload, scales and
+// second scales, one bulk prefetch per (partition, row, array), spread over the CTA's threads.
+// No registers stay live across it, unlike loads issued before the wait. Not inlined, and
+// given scalars (no struct on the stack): inlined, ptxas interleaves its arithmetic with the
+// fold and kernels at their register budget spill.
+__device__ __noinline__ void prefetch_rows(const u8* payload, const unsigned short* scale, const unsigned short* second,
+                                           int pb, int n, int kblk, int bpp, int b0, int parts, int rows, int c0,
+                                           int cols) {
+  for (int t = threadIdx.x; t < parts * rows * 3; t += blockDim.x) {
+    const int q = t / (rows * 3), u = t / 3 % rows, which = t % 3;
+    const int b = b0 + q * bpp + u;
+    if (u >= bpp || b >= kblk) continue;
+    const size_t first = (size_t)b * n + c0, last = first + cols;
+    if (which == 0) {
+      prefetch_bytes(payload, first * pb, last * pb);
+    } else if (which == 1) {
+      prefetch_bytes(scale, first * 2, last * 2);
+    } else if (second != nullptr) {
+      prefetch_bytes(second, first * 2, last * 2);
+    }
+  }
+}
+
+template <int CB>
+__device__ __forceinline__ void prefetch_first(const DecodeArgs& a, int b0, int parts, int rows, int c0, int cols) {
+  if (cols > 0)
+    prefetch_rows(a.payload, a.scale, Codebook<CB>::SECOND ? a.second : nullptr, Codebook<CB>::PB, a.n, a.kblk, a.bpp,
+                  b0, parts, rows, c0, cols);
 }
 
 // Blocks whose loads are in flight at once per thread: about 128 payload bytes, enough to
@@ -103,6 +165,10 @@ template <int CB, int TN, int CPT>
 __device__ __forceinline__ void decode_tile(const DecodeArgs& a) {
   const int THREADS = TN / CPT;
   const int p = blockIdx.y;
+  pdl_trigger();
+  const int D = Depth<CB>::VALUE / CPT > 0 ? Depth<CB>::VALUE / CPT : 1;
+  prefetch_first<CB>(a, partition_begin(p, a.bpp), 1, a.prefetch_rows > 0 ? a.prefetch_rows : D, blockIdx.x * TN, min(TN, a.n - (int)blockIdx.x * TN));
+  pdl_wait();
   int col[CPT];
 #pragma unroll
   for (int j = 0; j < CPT; ++j) col[j] = blockIdx.x * TN + threadIdx.x + j * THREADS;
@@ -117,6 +183,8 @@ __device__ __forceinline__ void decode_tile(const DecodeArgs& a) {
 __device__ __forceinline__ void reduce_partials(const float* __restrict__ partials, float* __restrict__ y, int n,
                                                 int kb) {
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  pdl_trigger();
+  pdl_wait();  // the partials are the previous kernel's output
   if (col >= n) return;
   float v = partials[col];
   for (int p = 1; p < kb; ++p) v = fold(v, partials[(size_t)p * n + col]);
@@ -131,6 +199,9 @@ __device__ __forceinline__ void decode_fused(const DecodeArgs& a, int kb) {
   extern __shared__ float partial[];  // [KB][C]
   const int p = threadIdx.x / C, c = threadIdx.x % C;
   const int n = blockIdx.x * C + c;
+  pdl_trigger();
+  prefetch_first<CB>(a, 0, kb, a.prefetch_rows > 0 ? a.prefetch_rows : Depth<CB>::VALUE, blockIdx.x * C, min(C, a.n - (int)blockIdx.x * C));
+  pdl_wait();
   int col[1] = {n};
   float acc[1];
   fold_columns<CB, 1>(a, col, partition_begin(p, a.bpp), partition_end(p, a.bpp, a.kblk), acc);

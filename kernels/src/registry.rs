@@ -35,6 +35,16 @@ pub enum Family {
     Imma,
 }
 
+impl Family {
+    /// Whether the family's kernels (and the ordered reduce after them) hold the programmatic
+    /// dependent launch protocol: no read of another kernel's output and no store before
+    /// `griddepcontrol.wait`. The decode families do; the grouped and prefill kernels do not,
+    /// so they must never be launched with the attribute.
+    pub fn programmatic(self) -> bool {
+        matches!(self, Family::Wide | Family::Direct | Family::Kpar | Family::FusedKpar)
+    }
+}
+
 /// The tile of a prefill candidate: a BM x BN output tile of WM x WN warps, K walked
 /// KSTEP K-blocks (32 values each) per pipeline stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -223,6 +233,17 @@ pub struct LaunchPlan {
     pub shared: u32,
     /// f32 partials the candidate needs as workspace (kpar).
     pub workspace: usize,
+}
+
+/// Block rows of each partition a decode kernel asks of L2 before it waits for the previous
+/// kernel (`prefetch_first` in decode_m1.cuh): a sixteenth of L2 over the whole grid, at
+/// least one row and at most the partition. Measured on the H200 (docs/PERF.md, "Programmatic
+/// dependent launch"): 4 or 8 MB in all beat one round of loads by 7% (geomean, graph mode,
+/// plain launches; 5% programmatic) on 2-60 MB layers, and tie with each other; 16 and 32 MB
+/// lose 3-8% again. `weight_bytes` over `kblk` block rows of all N columns.
+pub fn prefetch_rows(l2_bytes: usize, weight_bytes: usize, kblk: usize, plan: &LaunchPlan) -> usize {
+    let row_bytes = (weight_bytes / kblk.max(1)).max(1);
+    (l2_bytes / 16 / row_bytes / plan.kb.max(1)).clamp(1, plan.bpp.max(1))
 }
 
 /// (bpp, partitions) of a surface that inherits the M = 1 bpp: clamped to KBLK, so a
@@ -879,6 +900,23 @@ pub const MAX_WORKSPACE_BYTES: usize = 8 << 30;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefetch_rows_ask_a_sixteenth_of_l2_within_the_partition() {
+        let l2 = 60 << 20;
+        // s4 4096 x 4096: 128 block rows of 4096 x 18 B; the wide tile is one partition.
+        let wide = find("decode.wide.tn256.cpt2").unwrap().plan(4096, 4096, 132).unwrap();
+        let bytes = 4096 * 128 * 18;
+        assert_eq!(prefetch_rows(l2, bytes, 128, &wide), (l2 / 16) / (4096 * 18));
+        // Split over partitions, and never past one.
+        let fused = find("decode.fused.c16.kb8").unwrap().plan(4096, 4096, 132).unwrap();
+        assert_eq!(fused.kb, 8);
+        assert_eq!(prefetch_rows(l2, bytes, 128, &fused), ((l2 / 16) / (4096 * 18) / 8).min(fused.bpp));
+        assert_eq!(prefetch_rows(l2, 1024 * 128 * 18, 128, &fused), fused.bpp, "a small matrix is asked whole");
+        // A huge row still gets one.
+        let vocab = find("decode.wide.tn256.cpt2").unwrap().plan(1 << 24, 4096, 132).unwrap();
+        assert_eq!(prefetch_rows(l2, (1 << 24) * 128 * 18, 128, &vocab), 1);
+    }
 
     #[test]
     fn ids_are_unique_and_stable() {

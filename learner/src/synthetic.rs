@@ -372,6 +372,7 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
         frozen_m1: None,
         m1_only: false,
         whole_rotations: false,
+        programmatic: false,
     };
     let mut phases: BTreeMap<String, CellResult> =
         PHASES.iter().map(|p| (p.to_string(), CellResult::default())).collect();

@@ -103,12 +103,13 @@ pub fn section(dir: &Path, plan: &CollectionPlan, rows: &[TimingRow]) -> Result<
     let _ = writeln!(
         md,
         "Seconds each cell took to measure (fixtures, bit checks, timing; not the time between cells), \
-         {stage}; {} protocol pass(es) of {} warmup + {} sample rounds{}, {} mode(s), on {}.\n\n\
+         {stage}; {} protocol pass(es) of {} warmup + {} sample rounds{}{}, {} mode(s), on {}.\n\n\
          | weight size | cells | seconds | seconds per cell | cells per minute |\n|---|---|---|---|---|",
         plan.inventory.passes,
         plan.inventory.warmups,
         plan.inventory.samples,
         if plan.whole_rotations { " (samples of whole weight-copy rotations: the older protocol)" } else { "" },
+        if plan.programmatic { ", decode launched programmatically" } else { "" },
         plan.inventory.modes.len(),
         plan.device
     );

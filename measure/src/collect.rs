@@ -46,6 +46,8 @@ pub struct CollectOptions {
     pub stage: Stage,
     /// Samples replay whole rotations of the weight copies (the older protocol).
     pub whole_rotations: bool,
+    /// Decode candidates launch programmatically (CUDA only; recorded in the plan).
+    pub programmatic: bool,
 }
 
 /// Which rows a collection measures.
@@ -167,6 +169,7 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
         warmups: iplan.warmups,
         passes: iplan.passes,
         whole_rotations: opts.whole_rotations,
+        programmatic: opts.programmatic,
         device: opts.device,
         cache: opts.cache.clone(),
     };
@@ -181,6 +184,9 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
             info.backend.name(),
             info.modes.iter().map(|m| m.name()).collect::<Vec<_>>()
         );
+    }
+    if opts.programmatic && info.backend != vnni_kernels::Backend::Cuda {
+        invalid!("--programmatic is a CUDA launch (sm_90); the {} backend has none", info.backend.name());
     }
     let (git_commit, git_dirty) = git_state(Path::new("."));
     let mut plan = CollectionPlan {
@@ -203,6 +209,7 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
         frozen_m1: None,
         m1_only: opts.stage == Stage::M1,
         whole_rotations: opts.whole_rotations,
+        programmatic: opts.programmatic,
     };
     let m1_rows = match &opts.stage {
         Stage::Batched { frozen, m1_corpus } => {

@@ -129,7 +129,7 @@ pub fn run_cell(gpu: &Gpu, fx: &CellFixture, c: &CellInputs) -> Result<CellResul
                   y: &mut DeviceBuffer<f32>,
                   ws: &mut DeviceBuffer<f32>| {
         let l = match &c.target {
-            CellTarget::Decode => Launch::decode(cand, plan, mat, &act, 0),
+            CellTarget::Decode => Launch::decode(cand, plan, mat, &act, 0).programmatic(c.protocol.programmatic),
             CellTarget::Inherited { .. } => Launch::batched(cand, plan, mat, &act),
         };
         gpu.launch(&l, y, ws)

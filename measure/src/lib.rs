@@ -6,6 +6,7 @@
 //! - [`rows`]: bit comparison with the reference; aggregate rows and raw samples of a mode.
 //! - [`cell`]: what every backend's cell shares (fixtures, checked columns, best row).
 //! - [`cpu_cell`]: the CPU cell runner; [`cuda_cell`], [`cuda_clock`] (feature `cuda`): the GPU ones.
+//! - [`chain`] (feature `cuda`): the layers of a model timed end to end, plain and programmatic.
 //! - [`runner`]: the backends behind one `CellRunner` (open once, describe, run a cell).
 //! - [`collect`]: the collection driver (claim, measure, publish, assemble, seal).
 //! - [`pairs`]: cells that failed cross-validation, their two candidates timed again.
@@ -17,6 +18,8 @@
 //! - [`error`]: `MeasureError`, typed, with context lines.
 
 pub mod cell;
+#[cfg(feature = "cuda")]
+pub mod chain;
 pub mod collect;
 pub mod cpu_cell;
 #[cfg(feature = "cuda")]

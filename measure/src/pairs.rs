@@ -24,6 +24,7 @@ pub fn open_for(plan: &CollectionPlan, device: usize, cache: Option<&Path>) -> R
         warmups: plan.inventory.warmups,
         passes: plan.inventory.passes,
         whole_rotations: plan.whole_rotations,
+        programmatic: plan.programmatic,
         device,
         cache: cache.map(Path::to_path_buf),
     };

@@ -24,6 +24,9 @@ pub struct TimingOptions {
     /// Every sample replays whole rotations of the weight copies (the protocol before
     /// 2026-12-02; `bench` and `sweep` keep it to measure what the windows change).
     pub whole_rotations: bool,
+    /// Decode launches carry Hopper's programmatic stream serialization attribute
+    /// ([`Protocol::programmatic`]).
+    pub programmatic: bool,
     /// CUDA device ordinal.
     pub device: usize,
     /// Cubin cache directory.
@@ -37,6 +40,7 @@ impl TimingOptions {
             samples: self.samples,
             passes: self.passes.max(1),
             whole_rotations: self.whole_rotations,
+            programmatic: self.programmatic,
             ..Protocol::default()
         }
     }
@@ -63,6 +67,10 @@ pub struct Protocol {
     /// Samples replay whole rotations of the weight copies instead of windows of them
     /// ([`Rotation`]): the older, slower protocol, kept to measure the difference.
     pub whole_rotations: bool,
+    /// Decode candidates launch with programmatic dependent launch (sm_90): each may start
+    /// its weight loads while the previous launch of the sample drains (`bench
+    /// --programmatic`, `sweep --programmatic`, recorded in the plan).
+    pub programmatic: bool,
 }
 
 impl Protocol {
@@ -73,6 +81,7 @@ impl Protocol {
             samples: plan.inventory.samples,
             passes: plan.inventory.passes,
             whole_rotations: plan.whole_rotations,
+            programmatic: plan.programmatic,
             ..Protocol::default()
         }
     }
@@ -90,6 +99,7 @@ impl Default for Protocol {
             settle: Some(SETTLE),
             seed: 0x5EED,
             whole_rotations: false,
+            programmatic: false,
         }
     }
 }

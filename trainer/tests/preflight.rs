@@ -60,6 +60,15 @@ fn gpu_commands_explain_a_missing_gpu() {
 }
 
 #[test]
+fn a_chain_layer_must_be_a_benched_shape() {
+    // Refused before any device is opened: a layer launches its shape's best candidate.
+    let (ok, _, stderr) =
+        vnni(&["bench", "--shapes", "4096x4096", "--prefill-shapes", "", "--chain", "4096x4096,1024x4096"]);
+    assert!(!ok);
+    assert!(stderr.contains("--chain 1024x4096 is not in --shapes"), "{stderr}");
+}
+
+#[test]
 fn candidates_lists_the_registry() {
     let (ok, out, err) = vnni(&["candidates", "--surface", "decode", "--backend", "cuda", "--json"]);
     assert!(ok, "{err}");

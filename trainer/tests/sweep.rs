@@ -375,3 +375,13 @@ fn whole_rotations_are_recorded_in_the_plan_and_never_mixed() {
     assert!(!ok && err.contains("holds another collection plan"), "{err}");
     assert!(err.contains(r#""whole_rotations": true there, absent now"#), "{err}");
 }
+
+/// Programmatic dependent launch is a CUDA launch: a CPU sweep asking for it is refused
+/// before anything is planned.
+#[test]
+fn programmatic_launch_is_refused_on_the_cpu() {
+    let work = tmp("programmatic-cpu");
+    let (ok, _, err) = sweep(&work, &["--shard", "0/4", "--programmatic"]);
+    assert!(!ok && err.contains("--programmatic is a CUDA launch"), "{err}");
+    assert!(!work.join("plan.json").exists(), "nothing planned");
+}

@@ -3,6 +3,7 @@
 //! the device's own arch, and the launchers of every kernel family.
 
 use std::collections::BTreeMap;
+use std::ffi::c_void;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -15,7 +16,7 @@ use cudarc::nvrtc::Ptx;
 use super::launch::LaunchCheck;
 use super::{driver, nvrtc, ptxas, source, CudaError};
 use crate::activation::QuantizedActivations;
-use crate::registry::{kernel_specs, Candidate, Family, KernelSpec, LaunchPlan};
+use crate::registry::{kernel_specs, prefetch_rows, Candidate, Family, KernelSpec, LaunchPlan};
 use crate::{Codebook, PackedMatrix};
 
 /// What the device says about itself.
@@ -94,6 +95,9 @@ pub struct Launch<'a> {
     pub rows: usize,
     /// Grouped or prefill (all rows at an inherited bpp), else decode (one row).
     pub batched: bool,
+    /// Launch with the programmatic stream serialization attribute (decode only:
+    /// [`Family::programmatic`]).
+    pub programmatic: bool,
 }
 
 impl<'a> Launch<'a> {
@@ -105,7 +109,14 @@ impl<'a> Launch<'a> {
         activations: &'a DeviceActivations,
         row: usize,
     ) -> Self {
-        Launch { candidate, plan, weights, activations, first_row: row, rows: 1, batched: false }
+        Launch { candidate, plan, weights, activations, first_row: row, rows: 1, batched: false, programmatic: false }
+    }
+
+    /// The same launch with programmatic dependent launch (Hopper) on or off: the kernel may
+    /// begin while the stream's previous kernel drains; it waits for it before reading
+    /// activations or partials and before any store (`pdl_wait` in decode_m1.cuh).
+    pub fn programmatic(self, on: bool) -> Self {
+        Launch { programmatic: on, ..self }
     }
 
     /// A grouped or prefill candidate on every activation row.
@@ -115,7 +126,16 @@ impl<'a> Launch<'a> {
         weights: &'a DeviceMatrix,
         activations: &'a DeviceActivations,
     ) -> Self {
-        Launch { candidate, plan, weights, activations, first_row: 0, rows: activations.m, batched: true }
+        Launch {
+            candidate,
+            plan,
+            weights,
+            activations,
+            first_row: 0,
+            rows: activations.m,
+            batched: true,
+            programmatic: false,
+        }
     }
 }
 
@@ -134,6 +154,7 @@ struct DecodeArgs {
     kblk: i32,
     bpp: i32,
     m: i32,
+    prefetch_rows: i32,
 }
 // SAFETY: plain-old-data with the C layout of the CUDA struct.
 unsafe impl DeviceRepr for DecodeArgs {}
@@ -438,6 +459,7 @@ impl Gpu {
             batched: l.batched,
             y_len: y.len(),
             workspace_len: workspace.len(),
+            programmatic: l.programmatic,
         };
         let two_phase = check.verify()?;
         let (row0, m) = (l.first_row, l.rows);
@@ -457,40 +479,87 @@ impl Gpu {
             kblk: kblk as i32,
             bpp: plan.bpp as i32,
             m: m as i32,
+            prefetch_rows: if cand.family.programmatic() {
+                prefetch_rows(self.info.l2_bytes, w.bytes(), w.k / 32, plan) as i32
+            } else {
+                0
+            },
         };
         let cfg = LaunchConfig {
             grid_dim: (plan.grid.0, plan.grid.1, plan.z),
             block_dim: (plan.threads, 1, 1),
             shared_mem_bytes: plan.shared,
         };
-        let kb = plan.kb as i32;
-        let kpart = i32::from(cand.prefill.is_some_and(|t| t.kpart));
-        let mut b = self.stream.launch_builder(f);
-        b.arg(&args);
+        let mut kb = plan.kb as i32;
+        let mut kpart = i32::from(cand.prefill.is_some_and(|t| t.kpart));
+        let mut args = args;
+        let mut params: Vec<*mut c_void> = vec![(&raw mut args).cast()];
         if cand.family == Family::FusedKpar {
-            b.arg(&kb);
+            params.push((&raw mut kb).cast());
         }
         if cand.family == Family::Imma {
-            b.arg(&kpart);
+            params.push((&raw mut kpart).cast());
         }
-        // SAFETY: DecodeArgs matches vnni::DecodeArgs; `check` proved the plan is the
-        // registry's for this shape (so the grid covers exactly the buffers), the weights,
-        // activation rows, outputs and partials hold what the kernel reads and writes.
-        unsafe { b.launch(cfg) }.map_err(driver(format!("launching {}", cand.id)))?;
+        // SAFETY: the parameters are DecodeArgs (matching vnni::DecodeArgs) and the family's
+        // int, alive until the call returns (the driver copies them); `check` proved the plan
+        // is the registry's for this shape (so the grid covers exactly the buffers), the
+        // weights, activation rows, outputs and partials hold what the kernel reads and writes.
+        unsafe { self.launch_raw(f, cfg, &mut params, l.programmatic) }
+            .map_err(driver(format!("launching {}", cand.id)))?;
         if two_phase {
             let r = self.common_function("vnni_reduce_partials")?;
-            let outputs = (m * w.n) as i32;
+            let mut outputs = (m * w.n) as i32;
             let cfg = LaunchConfig {
                 grid_dim: ((outputs as u32).div_ceil(256), 1, 1),
                 block_dim: (256, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let mut b = self.stream.launch_builder(r);
-            b.arg(&*workspace).arg(&mut *y).arg(&outputs).arg(&kb);
-            // SAFETY: checked above: workspace holds kb * m * n partials, y holds m * n outputs.
-            unsafe { b.launch(cfg) }.map_err(driver("launching the ordered reduce"))?;
+            let (mut partials, mut out) = (self.ptr(workspace), self.ptr(y));
+            let mut params: Vec<*mut c_void> = vec![
+                (&raw mut partials).cast(),
+                (&raw mut out).cast(),
+                (&raw mut outputs).cast(),
+                (&raw mut kb).cast(),
+            ];
+            // SAFETY: checked above: workspace holds kb * m * n partials, y holds m * n
+            // outputs; the reduce waits for the grid that wrote the partials.
+            unsafe { self.launch_raw(r, cfg, &mut params, l.programmatic) }
+                .map_err(driver("launching the ordered reduce"))?;
         }
         Ok(())
+    }
+
+    /// `cuLaunchKernelEx` on the device's stream, with the programmatic stream serialization
+    /// attribute when `programmatic` (cudarc's launch builder has no launch attributes).
+    ///
+    /// # Safety
+    /// `params` must point at the kernel's parameters, in order and of its types.
+    unsafe fn launch_raw(
+        &self,
+        f: &CudaFunction,
+        cfg: LaunchConfig,
+        params: &mut [*mut c_void],
+        programmatic: bool,
+    ) -> Result<(), cudarc::driver::DriverError> {
+        // SAFETY: a zeroed attribute is a valid "ignore" entry; only its id and value are set.
+        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        let config = sys::CUlaunchConfig {
+            gridDimX: cfg.grid_dim.0,
+            gridDimY: cfg.grid_dim.1,
+            gridDimZ: cfg.grid_dim.2,
+            blockDimX: cfg.block_dim.0,
+            blockDimY: cfg.block_dim.1,
+            blockDimZ: cfg.block_dim.2,
+            sharedMemBytes: cfg.shared_mem_bytes,
+            hStream: self.stream.cu_stream(),
+            attrs: &raw mut attr,
+            numAttrs: u32::from(programmatic),
+        };
+        self.ctx.bind_to_thread()?;
+        // SAFETY: the caller vouches for `params`; the function belongs to this context.
+        unsafe { sys::cuLaunchKernelEx(&config, f.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result()
     }
 
     /// Fill a buffer with 0xA5 bytes so values a kernel failed to write show up.

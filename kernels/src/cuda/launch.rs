@@ -28,6 +28,9 @@ pub struct LaunchCheck<'a> {
     pub batched: bool,
     pub y_len: usize,
     pub workspace_len: usize,
+    /// With programmatic dependent launch: only for families whose kernels wait for the
+    /// previous grid before reading its output or storing ([`Family::programmatic`]).
+    pub programmatic: bool,
 }
 
 /// Why a launch was refused before it reached the device.
@@ -58,6 +61,12 @@ impl LaunchCheck<'_> {
         }
         if c.backend != crate::Backend::Cuda {
             return Err(refuse(format!("{} is a {} candidate, not a CUDA kernel", c.id, c.backend)));
+        }
+        if self.programmatic && !c.family.programmatic() {
+            return Err(refuse(format!(
+                "a {:?} kernel does not wait for the previous grid, so it cannot launch programmatically",
+                c.family
+            )));
         }
         if !c.supports(self.codebook) {
             return Err(refuse(format!("the candidate does not support codebook {}", self.codebook)));
@@ -145,6 +154,25 @@ mod tests {
             batched,
             y_len: m * n,
             workspace_len: p.workspace,
+            programmatic: false,
+        }
+    }
+
+    #[test]
+    fn only_decode_families_launch_programmatically() {
+        for id in ["decode.kpar.tn128.cpt1.kb8", "decode.wide.tn256.cpt2", "decode.fused.c16.kb8"] {
+            let c = find(id).unwrap();
+            let p = c.plan(4096, 4096, 132).unwrap();
+            let pdl = LaunchCheck { programmatic: true, ..check(c, &p, 4096, 4096, 1, false) };
+            assert!(pdl.verify().is_ok(), "{id}");
+        }
+        // The grouped and prefill kernels store without waiting for the previous grid.
+        for (id, m) in [("grouped.rows.r8", 8), ("grouped.imma.16x128.w1x4.std", 16), ("prefill.bk256.wide.std", 64)] {
+            let c = find(id).unwrap();
+            let p = c.plan_batched(Codebook::S4, 4096, 4096, m, 32).unwrap();
+            assert!(check(c, &p, 4096, 4096, m, true).verify().is_ok(), "{id}");
+            let pdl = LaunchCheck { programmatic: true, ..check(c, &p, 4096, 4096, m, true) };
+            assert!(pdl.verify().unwrap_err().why.contains("programmatically"), "{id}");
         }
     }
 

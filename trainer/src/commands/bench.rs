@@ -25,6 +25,8 @@ use vnni_measure::vendor::{copy_bandwidth, cublas_f16_gemm, cublas_f16_gemv, cub
 
 use crate::argv::{Argv, ToArgv};
 
+mod chain;
+
 #[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Args {
     #[arg(long, default_value = "cuda", value_parser = ["cuda"])]
@@ -50,6 +52,11 @@ pub struct Args {
     /// what the windows change.
     #[arg(long)]
     pub whole_rotations: bool,
+    /// Decode candidates launch with programmatic dependent launch (sm_90): each launch of a
+    /// sample may start its weight loads while the previous one drains, as consecutive layers
+    /// of a model can. Grouped and prefill rows launch plainly.
+    #[arg(long)]
+    pub programmatic: bool,
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
@@ -69,6 +76,13 @@ pub struct Args {
     /// Row counts for the prefill tiles (empty: none).
     #[arg(long, default_value = "512,2048")]
     pub prefill_m: MValues,
+    /// Layers of one model in the order it runs them (each must be in --shapes), timed end to
+    /// end per codebook and mode with each layer's best decode candidate of this run, plain
+    /// and with programmatic dependent launch in the same rounds; writes chain.csv (empty:
+    /// none). A Llama-3-8B decoder layer: 4096x4096,1024x4096,1024x4096,4096x4096,
+    /// 14336x4096,14336x4096,4096x14336.
+    #[arg(long, default_value = "")]
+    pub chain: Shapes,
     /// Time only the pairs a fit listed (`fit --report R` writes `R/remeasure.csv`): each
     /// cell's held-out pick against its fastest candidate, in the cell's source format and
     /// mode, instead of --shapes; writes decode.csv, samples.csv and resources.csv.
@@ -91,12 +105,14 @@ impl ToArgv for Args {
             .val("warmups", self.warmups)
             .val("passes", self.passes)
             .flag("whole-rotations", self.whole_rotations)
+            .flag("programmatic", self.programmatic)
             .val("device", self.device)
             .opt_path("cache", self.cache.as_deref())
             .val("grouped-shapes", &self.grouped_shapes)
             .val("grouped-m", &self.grouped_m)
             .val("prefill-shapes", &self.prefill_shapes)
             .val("prefill-m", &self.prefill_m)
+            .val("chain", &self.chain)
             .opt_path("pairs", self.pairs.as_deref())
             .path("out", &self.out)
             .done()
@@ -158,12 +174,26 @@ fn baseline_row(gpu: &Gpu, b: &Baseline, t: &Timed, copy_gbps: f64, p: &Protocol
 }
 
 fn samples_of(mode: Mode, name: &str, m: usize, n: usize, k: usize, t: &Timed) -> Vec<SampleRow> {
+    samples_as(mode, None, name, m, n, k, t)
+}
+
+/// A measurement's raw samples under `name` (a baseline, or a chain with its codebook's
+/// first source format).
+fn samples_as(
+    mode: Mode,
+    format: Option<SourceFormat>,
+    name: &str,
+    m: usize,
+    n: usize,
+    k: usize,
+    t: &Timed,
+) -> Vec<SampleRow> {
     t.samples
         .iter()
         .map(|s| SampleRow {
             mode,
-            source_format: None,
-            codebook: None,
+            source_format: format,
+            codebook: format.map(SourceFormat::codebook),
             m,
             n,
             k,
@@ -314,6 +344,7 @@ fn open(args: &Args) -> Result<GpuSession> {
         warmups: args.warmups,
         passes: args.passes as usize,
         whole_rotations: args.whole_rotations,
+        programmatic: args.programmatic,
         device: args.device,
         cache: args.cache.clone(),
     };
@@ -376,6 +407,9 @@ pub fn run(args: &Args) -> Result<()> {
     if let Some((n, k)) = args.prefill_shapes.0.iter().find(|s| !shapes.contains(s)) {
         bail!("--prefill-shapes {n}x{k} is not in --shapes: prefill inherits the bpp of that shape's best decode candidate");
     }
+    if let Some((n, k)) = args.chain.0.iter().find(|s| !shapes.contains(s)) {
+        bail!("--chain {n}x{k} is not in --shapes: a chain layer launches that shape's best decode candidate");
+    }
     let session = open(args)?;
     let (gpu, protocol) = (&session.gpu, &session.protocol);
     let mut out = Measured::default();
@@ -407,10 +441,14 @@ pub fn run(args: &Args) -> Result<()> {
         }
     }
     let best = best_rows(&out.rows);
+    let chains = if args.chain.0.is_empty() { Vec::new() } else { chain::run(&bench, &best, &mut out.samples)? };
     let mismatched = out.write(&args.out, &session)?;
     vnni_corpus::write_csv(&args.out.join("best.csv"), &best)?;
     vnni_corpus::write_csv(&args.out.join("grouped.csv"), &out.grouped)?;
     vnni_corpus::write_csv(&args.out.join("prefill.csv"), &out.prefill)?;
+    if !chains.is_empty() {
+        vnni_corpus::write_csv(&args.out.join("chain.csv"), &chains)?;
+    }
     println!(
         "\n{} | copy {copy_gbps:.0} GB/s | {} candidate rows, {mismatched} with mismatches",
         gpu.info.name,
@@ -419,6 +457,7 @@ pub fn run(args: &Args) -> Result<()> {
     print_decode(&best);
     print_grouped(&out.grouped);
     print_prefill(&out.prefill);
+    chain::print(&chains);
     if mismatched > 0 {
         bail!("{mismatched} candidate rows differ from the CPU reference");
     }

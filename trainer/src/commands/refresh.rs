@@ -272,6 +272,7 @@ fn corpus_step(a: &Args, out: &Path, steps: &mut Vec<Step>) -> Result<(PathBuf, 
         m1_policy: None,
         m1_corpus: None,
         whole_rotations: false,
+        programmatic: false,
         worker: None,
     };
     let stage1 = out.join("m1");

@@ -59,6 +59,10 @@ pub struct Args {
     /// the plan): to measure what the windows change, not for tables.
     #[arg(long)]
     pub whole_rotations: bool,
+    /// Decode candidates launch with programmatic dependent launch (CUDA, sm_90; recorded in
+    /// the plan): tables for callers that launch the decode kernels so.
+    #[arg(long)]
+    pub programmatic: bool,
     /// Internal: this process is worker i of --devices.
     #[arg(long, hide = true)]
     pub worker: Option<usize>,
@@ -80,6 +84,7 @@ impl ToArgv for Args {
             .opt_path("m1-policy", self.m1_policy.as_deref())
             .opt_path("m1-corpus", self.m1_corpus.as_deref())
             .flag("whole-rotations", self.whole_rotations)
+            .flag("programmatic", self.programmatic)
             .opt("worker", self.worker)
             .done()
     }
@@ -119,6 +124,7 @@ impl Args {
             version: crate::commands::version(),
             stage: self.stage()?,
             whole_rotations: self.whole_rotations,
+            programmatic: self.programmatic,
         })
     }
 
