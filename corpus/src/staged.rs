@@ -87,6 +87,14 @@ impl M1Rows {
                 m1.backend, m1.arch, m1.device, m1.units, batched.backend, batched.arch, batched.device, batched.units
             )));
         }
+        if m1.programmatic != batched.programmatic {
+            let launch = |p: bool| if p { "programmatically" } else { "plainly" };
+            return Err(mismatch(format!(
+                "launched its decode candidates {}, this sweep {}: the frozen picks hold for one launch style (sweep --programmatic on both stages or neither)",
+                launch(m1.programmatic),
+                launch(batched.programmatic)
+            )));
+        }
         let protocol = |p: &CollectionPlan| (p.inventory.warmups, p.inventory.samples, p.inventory.passes);
         if protocol(&m1) != protocol(batched) {
             let (w, s, p) = protocol(&m1);

@@ -3,6 +3,7 @@
 // template instantiation, not a copy.
 #pragma once
 #include "codebook.cuh"
+#include "launch.cuh"
 
 namespace vnni {
 
@@ -24,36 +25,6 @@ __device__ __forceinline__ float h2f(unsigned short bits) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
   return f;
-}
-
-// Programmatic dependent launch (sm_90). A decode kernel launched with the programmatic
-// stream serialization attribute may start while the previous kernel of its stream drains:
-// it lets its own dependents start as soon as every CTA has begun (`pdl_trigger`), asks L2
-// for its first weights (`prefetch_first`: weights are never written by a kernel of the
-// chain), and waits for the previous grid to complete and flush (`pdl_wait`) before reading
-// activations or partials and before any store. Without the attribute the wait returns at
-// once; before sm_90 (no such launch) all three are absent.
-__device__ __forceinline__ void pdl_trigger() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;");
-#endif
-}
-__device__ __forceinline__ void pdl_wait() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-
-// Bytes [lo, hi) of `base` into L2, rounded inward to 16 B (the bulk prefetch's unit): a
-// hint, so it never touches memory past the range.
-__device__ __forceinline__ void prefetch_bytes(const void* base, size_t lo, size_t hi) {
-#if __CUDA_ARCH__ >= 900
-  lo = (lo + 15) & ~(size_t)15;
-  hi &= ~(size_t)15;
-  if (hi > lo)
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"((const char*)base + lo), "r"((unsigned)(hi - lo)));
-#endif
 }
 
 // Block rows [b0, b0 + rows) of partitions 0..parts-1 (partition q starts at b0 + q * bpp,

@@ -98,6 +98,7 @@ pub fn skeleton(corpus: &Corpus) -> Policy {
             frozen_m1: None,
             m1_only: corpus.plan.m1_only,
             pairs: None,
+            programmatic: corpus.plan.programmatic,
         },
         units: corpus.plan.units as u64,
         codebooks,

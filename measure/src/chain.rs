@@ -1,7 +1,9 @@
 //! A chain of decode layers timed end to end, as a model runs them: the layers of one
-//! decoder block in order, each on its own weights, one launch after the other in a sample,
-//! with plain launches and with programmatic dependent launch (Hopper) interleaved in the
-//! same rounds. Each layer's outputs must be the same bytes either way.
+//! decoder block in order, each on its own weights and its own activation row, quantized on
+//! the device right before the layer (as a model quantizes each layer's input), one launch
+//! after the other in a sample, with plain launches and with programmatic dependent launch
+//! (Hopper) interleaved in the same rounds. Each layer's outputs must be the same bytes
+//! either way.
 
 use std::time::Instant;
 
@@ -46,22 +48,25 @@ struct Bound {
 }
 
 impl Bound {
+    /// The layer's activation quantization, then its decode candidate.
     fn launch(
         &mut self,
         gpu: &Gpu,
         copy: usize,
         programmatic: bool,
     ) -> std::result::Result<(), vnni_kernels::cuda::CudaError> {
+        gpu.quantize_launch(&mut self.act, programmatic)?;
         let l = Launch::decode(&self.candidate, &self.plan, &self.mats[copy], &self.act, 0).programmatic(programmatic);
         gpu.launch(&l, &mut self.y, &mut self.ws)
     }
 }
 
 /// Time `layers` as one chain in `mode`: first every layer once plainly and once
-/// programmatically (outputs poisoned before each), refusing a chain whose outputs differ
-/// in one bit; then both forms under `protocol` (without racing: neither may drop out), the
-/// weights rotated over enough copies of the whole chain that L2 never holds a layer between
-/// two of its uses.
+/// programmatically (quantized activations, outputs and partials poisoned before each, so a
+/// kernel that read its producer's output before waiting for it would read poison), refusing
+/// a chain whose outputs differ in one bit; then both forms under `protocol` (without racing:
+/// neither may drop out), the weights rotated over enough copies of the whole chain that L2
+/// never holds a layer between two of its uses.
 pub fn time_chain(gpu: &Gpu, layers: &[ChainLayer], mode: Mode, protocol: &Protocol) -> Result<ChainTiming> {
     if layers.is_empty() {
         return Err(MeasureError::Invalid("a chain needs at least one layer".into()));
@@ -84,8 +89,7 @@ pub fn time_chain(gpu: &Gpu, layers: &[ChainLayer], mode: Mode, protocol: &Proto
             mats.push(gpu.duplicate_matrix(&mats[0])?);
         }
         let x = fixture::activations(1, l.k, FIXTURE_SEED);
-        let mut act = gpu.upload_activations(&x, 1, l.k)?;
-        gpu.quantize(&mut act)?;
+        let act = gpu.upload_activations(&x, 1, l.k)?;
         let y = gpu.alloc_zeros::<f32>(l.n)?;
         let ws = gpu.alloc_zeros::<f32>(plan.workspace.max(1))?;
         bound.push(Bound { candidate: l.candidate.clone(), plan, mats, act, y, ws });
@@ -97,6 +101,9 @@ pub fn time_chain(gpu: &Gpu, layers: &[ChainLayer], mode: Mode, protocol: &Proto
         for b in bound.iter_mut() {
             gpu.poison(&mut b.y)?;
             gpu.poison(&mut b.ws)?;
+            gpu.poison(&mut b.act.q)?;
+            gpu.poison(&mut b.act.d)?;
+            gpu.poison(&mut b.act.sum)?;
         }
         for b in bound.iter_mut() {
             b.launch(gpu, 0, programmatic)?;

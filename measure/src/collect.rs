@@ -188,6 +188,9 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
     if opts.programmatic && info.backend != vnni_kernels::Backend::Cuda {
         invalid!("--programmatic is a CUDA launch (sm_90); the {} backend has none", info.backend.name());
     }
+    if opts.programmatic && !vnni_kernels::cuda::launch::programmatic_arch(&info.arch) {
+        invalid!("--programmatic needs sm_90 or later (programmatic dependent launch); this device is {}", info.arch);
+    }
     let (git_commit, git_dirty) = git_state(Path::new("."));
     let mut plan = CollectionPlan {
         schema: COLLECTION_SCHEMA.into(),

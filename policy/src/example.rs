@@ -139,6 +139,7 @@ pub fn example_policy(backend: Backend) -> Policy {
             frozen_m1: None,
             m1_only: false,
             pairs: None,
+            programmatic: false,
         },
         units: 132,
         codebooks,

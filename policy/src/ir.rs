@@ -238,6 +238,11 @@ pub struct Provenance {
     /// --pairs`; absent from the JSON when none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairs: Option<PairEvidence>,
+    /// Fitted on decode rows launched with programmatic dependent launch (`sweep
+    /// --programmatic`): its picks are for callers that launch so (absent from the JSON when
+    /// false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub programmatic: bool,
 }
 
 /// The pair samples a fit applied: the sha256 of the file and the cells it changed.

@@ -32,6 +32,7 @@ fn every_subcommand() -> Vec<Command> {
             threads: 3,
             random: 7,
             cache: Some(p("cache")),
+            programmatic: true,
         }),
         Command::Formats(formats::Args { json: true }),
         Command::Inventory(inventory::Args { action: None, dir: p("inv"), profile: "all".into(), json: true }),

@@ -38,6 +38,7 @@ fn refresh_on_the_cpu_runs_end_to_end_and_leaves_every_output() {
         "domains",
         "worst p95",
         "staged",
+        "launch      plain",
         "invariance",
         "matrix",
         "corpus",

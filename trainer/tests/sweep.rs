@@ -355,6 +355,32 @@ fn a_staged_sweep_refuses_an_m1_corpus_timed_with_another_protocol() {
     let (ok, _, err) = run([base(&two, &work), stage].concat());
     assert!(!ok && err.contains("1 passes per cell, this sweep with 0, 2 and 2"), "{err}");
     assert!(published(&work).is_empty(), "nothing measured");
+
+    // An M = 1 corpus whose decode candidates were launched programmatically (its plan says
+    // so, resealed and refitted) cannot stand beside batched rows launched plainly: refused
+    // first, whatever else differs.
+    let pdl = root.join("m1-programmatic");
+    std::fs::create_dir_all(&pdl).unwrap();
+    for e in std::fs::read_dir(m1.join("corpus")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, pdl.join(p.file_name().unwrap())).unwrap();
+    }
+    let plan = std::fs::read_to_string(pdl.join("plan.json")).unwrap();
+    let marked = plan.replacen("{", "{\n  \"programmatic\": true,", 1);
+    std::fs::write(pdl.join("plan.json"), marked).unwrap();
+    let (ok, out, err) = run(["seal".into(), s(&pdl), "--inventory".into(), s(&one)].to_vec());
+    assert!(ok, "{out}{err}");
+    let pdl_policy = root.join("m1-programmatic-policy.json");
+    let (ok, out, err) = run(["fit", "--corpus", &s(&pdl), "--out", &s(&pdl_policy), "--ledger", &s(&ledger)]
+        .map(String::from)
+        .to_vec());
+    assert!(pdl_policy.is_file(), "{out}{err}");
+    let _ = ok; // the fit may fail its gates; the policy is written either way
+    let fitted = std::fs::read_to_string(&pdl_policy).unwrap();
+    assert!(fitted.contains("\"programmatic\": true"), "the policy records the launch");
+    let stage = vec!["--m1-policy".into(), s(&pdl_policy), "--m1-corpus".into(), s(&pdl)];
+    let (ok, _, err) = run([base(&one, &root.join("batched-plain")), stage].concat());
+    assert!(!ok && err.contains("launched its decode candidates programmatically, this sweep plainly"), "{err}");
 }
 
 /// The older protocol (samples of whole weight-copy rotations) is recorded in the plan, so a

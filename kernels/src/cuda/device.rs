@@ -382,6 +382,12 @@ impl Gpu {
 
     /// Quantize `a.x` into `a.q`, `a.d`, `a.sum` on the stream.
     pub fn quantize(&self, a: &mut DeviceActivations) -> Result<(), CudaError> {
+        self.quantize_launch(a, false)
+    }
+
+    /// [`Gpu::quantize`], launched programmatically when `programmatic` (sm_90): it reads `x`
+    /// while the previous kernel drains and waits for it before storing (activation.cu).
+    pub fn quantize_launch(&self, a: &mut DeviceActivations, programmatic: bool) -> Result<(), CudaError> {
         let values = a.m * a.k;
         if a.k % 32 != 0
             || a.x.len() < values
@@ -400,11 +406,27 @@ impl Gpu {
         let blocks = (a.m * a.k / 32) as i64;
         let cfg =
             LaunchConfig { grid_dim: ((blocks as u32).div_ceil(8), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        let mut b = self.stream.launch_builder(f);
-        b.arg(&a.x).arg(&mut a.q).arg(&mut a.d).arg(&mut a.sum).arg(&blocks);
-        // SAFETY: argument types match the kernel signature; buffers hold m*k and m*k/32 elements.
-        unsafe { b.launch(cfg) }.map_err(driver("launching activation quantization"))?;
-        Ok(())
+        if programmatic && !super::launch::programmatic_arch(&self.info.arch) {
+            return Err(CudaError::NotApplicable {
+                candidate: "activation quantization".into(),
+                n: a.m,
+                k: a.k,
+                why: format!("programmatic dependent launch needs sm_90 or later, this device is {}", self.info.arch),
+            });
+        }
+        let (mut x, mut q, mut d, mut sum, mut blocks) =
+            (self.ptr(&a.x), self.ptr(&a.q), self.ptr(&a.d), self.ptr(&a.sum), blocks);
+        let mut params: Vec<*mut c_void> = vec![
+            (&raw mut x).cast(),
+            (&raw mut q).cast(),
+            (&raw mut d).cast(),
+            (&raw mut sum).cast(),
+            (&raw mut blocks).cast(),
+        ];
+        // SAFETY: the parameters match the kernel signature (four pointers and a long long);
+        // the buffers hold m*k and m*k/32 elements (checked above).
+        unsafe { self.launch_raw(f, cfg, &mut params, programmatic) }
+            .map_err(driver("launching activation quantization"))
     }
 
     /// The quantized activations, read back (to compare with the CPU quantizer).
@@ -462,6 +484,14 @@ impl Gpu {
             programmatic: l.programmatic,
         };
         let two_phase = check.verify()?;
+        if l.programmatic && !super::launch::programmatic_arch(&self.info.arch) {
+            return Err(CudaError::NotApplicable {
+                candidate: cand.id.to_string(),
+                n: w.n,
+                k: w.k,
+                why: format!("programmatic dependent launch needs sm_90 or later, this device is {}", self.info.arch),
+            });
+        }
         let (row0, m) = (l.first_row, l.rows);
         let spec = cand.kernel(w.codebook);
         let f = self.function(&spec)?;

@@ -33,6 +33,14 @@ pub struct LaunchCheck<'a> {
     pub programmatic: bool,
 }
 
+/// Whether `arch` (`sm_<major><minor>`) has programmatic dependent launch (sm_90 and later):
+/// below it the kernels compile without their wait, so the attribute must never be set.
+pub fn programmatic_arch(arch: &str) -> bool {
+    arch.strip_prefix("sm_")
+        .and_then(|v| v.trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse::<u32>().ok())
+        .is_some_and(|v| v >= 90)
+}
+
 /// Why a launch was refused before it reached the device.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("refusing to launch {candidate} on {n} x {k} (M = {rows}): {why}")]
@@ -156,6 +164,12 @@ mod tests {
             workspace_len: p.workspace,
             programmatic: false,
         }
+    }
+
+    #[test]
+    fn programmatic_launch_needs_sm_90() {
+        assert!(programmatic_arch("sm_90") && programmatic_arch("sm_90a") && programmatic_arch("sm_100"));
+        assert!(!programmatic_arch("sm_89") && !programmatic_arch("sm_80") && !programmatic_arch("gfx90a"));
     }
 
     #[test]

@@ -7,8 +7,9 @@ use crate::registry::{KernelSpec, GROUPED_THREADS};
 use crate::Codebook;
 
 /// The CUDA files, by name. Their digest is part of every build identity.
-pub const FILES: [(&str, &str); 9] = [
+pub const FILES: [(&str, &str); 10] = [
     ("contract.cuh", include_str!("../../cuda/contract.cuh")),
+    ("launch.cuh", include_str!("../../cuda/launch.cuh")),
     ("codebook.cuh", include_str!("../../cuda/codebook.cuh")),
     ("decode_m1.cuh", include_str!("../../cuda/decode_m1.cuh")),
     ("grouped.cuh", include_str!("../../cuda/grouped.cuh")),

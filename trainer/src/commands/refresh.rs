@@ -59,6 +59,11 @@ pub struct Args {
     pub random: u64,
     #[arg(long)]
     pub cache: Option<PathBuf>,
+    /// Tables for callers that launch the decode kernels with programmatic dependent launch
+    /// (CUDA, sm_90): both stages are collected so (`sweep --programmatic`) and the policy
+    /// records it. The picks differ from plain launches (docs/PERF.md).
+    #[arg(long)]
+    pub programmatic: bool,
 }
 
 impl ToArgv for Args {
@@ -75,6 +80,7 @@ impl ToArgv for Args {
             .val("threads", self.threads)
             .val("random", self.random)
             .opt_path("cache", self.cache.as_deref())
+            .flag("programmatic", self.programmatic)
             .done()
     }
 }
@@ -272,7 +278,7 @@ fn corpus_step(a: &Args, out: &Path, steps: &mut Vec<Step>) -> Result<(PathBuf, 
         m1_policy: None,
         m1_corpus: None,
         whole_rotations: false,
-        programmatic: false,
+        programmatic: a.programmatic,
         worker: None,
     };
     let stage1 = out.join("m1");
@@ -452,6 +458,14 @@ fn summary(
             ),
         ),
         ("candidates", format!("{}", policy.candidates.len())),
+        (
+            "launch",
+            if policy.provenance.programmatic {
+                "decode candidates launched programmatically: the tables are for callers that launch so".into()
+            } else {
+                "plain".into()
+            },
+        ),
         (
             "domains",
             format!(

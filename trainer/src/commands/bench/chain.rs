@@ -28,7 +28,10 @@ pub(super) struct ChainRow {
     samples: usize,
     median_us: f64,
     p95_us: f64,
-    /// The sum of the layers' medians timed alone (this run's best decode rows).
+    /// The sum of the layers' medians timed alone, without the activation quantization the
+    /// chain runs before each layer: this run's best decode rows (launched
+    /// programmatically under `bench --programmatic`, else plainly), of the codebook's first
+    /// source format as every bench row.
     alone_us: f64,
     /// The weight bytes at the copy bandwidth.
     copy_us: f64,
