@@ -17,7 +17,7 @@ struct DecodeArgs {
   float* out;               // [KB][M][N] partials, or y[M][N] when KB == 1
   int n, kblk, bpp;
   int m;                    // activation rows (grouped kernels; 1 for decode)
-  int prefetch_rows;        // decode: block rows of each partition asked of L2 before the wait (0: one round)
+  int prefetch_rows;        // decode: block rows of each partition asked of L2 before the wait (registry::prefetch_rows)
 };
 
 // f16 bits to f32 (exact); PTX directly, so the module needs no cuda_fp16.h.
@@ -137,8 +137,7 @@ __device__ __forceinline__ void decode_tile(const DecodeArgs& a) {
   const int THREADS = TN / CPT;
   const int p = blockIdx.y;
   pdl_trigger();
-  const int D = Depth<CB>::VALUE / CPT > 0 ? Depth<CB>::VALUE / CPT : 1;
-  prefetch_first<CB>(a, partition_begin(p, a.bpp), 1, a.prefetch_rows > 0 ? a.prefetch_rows : D, blockIdx.x * TN, min(TN, a.n - (int)blockIdx.x * TN));
+  prefetch_first<CB>(a, partition_begin(p, a.bpp), 1, a.prefetch_rows, blockIdx.x * TN, min(TN, a.n - (int)blockIdx.x * TN));
   pdl_wait();
   int col[CPT];
 #pragma unroll
@@ -171,7 +170,7 @@ __device__ __forceinline__ void decode_fused(const DecodeArgs& a, int kb) {
   const int p = threadIdx.x / C, c = threadIdx.x % C;
   const int n = blockIdx.x * C + c;
   pdl_trigger();
-  prefetch_first<CB>(a, 0, kb, a.prefetch_rows > 0 ? a.prefetch_rows : Depth<CB>::VALUE, blockIdx.x * C, min(C, a.n - (int)blockIdx.x * C));
+  prefetch_first<CB>(a, 0, kb, a.prefetch_rows, blockIdx.x * C, min(C, a.n - (int)blockIdx.x * C));
   pdl_wait();
   int col[1] = {n};
   float acc[1];

@@ -406,14 +406,6 @@ impl Gpu {
         let blocks = (a.m * a.k / 32) as i64;
         let cfg =
             LaunchConfig { grid_dim: ((blocks as u32).div_ceil(8), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        if programmatic && !super::launch::programmatic_arch(&self.info.arch) {
-            return Err(CudaError::NotApplicable {
-                candidate: "activation quantization".into(),
-                n: a.m,
-                k: a.k,
-                why: format!("programmatic dependent launch needs sm_90 or later, this device is {}", self.info.arch),
-            });
-        }
         let (mut x, mut q, mut d, mut sum, mut blocks) =
             (self.ptr(&a.x), self.ptr(&a.q), self.ptr(&a.d), self.ptr(&a.sum), blocks);
         let mut params: Vec<*mut c_void> = vec![
@@ -425,8 +417,7 @@ impl Gpu {
         ];
         // SAFETY: the parameters match the kernel signature (four pointers and a long long);
         // the buffers hold m*k and m*k/32 elements (checked above).
-        unsafe { self.launch_raw(f, cfg, &mut params, programmatic) }
-            .map_err(driver("launching activation quantization"))
+        unsafe { self.launch_raw(f, cfg, &mut params, programmatic, "activation quantization") }
     }
 
     /// The quantized activations, read back (to compare with the CPU quantizer).
@@ -484,20 +475,12 @@ impl Gpu {
             programmatic: l.programmatic,
         };
         let two_phase = check.verify()?;
-        if l.programmatic && !super::launch::programmatic_arch(&self.info.arch) {
-            return Err(CudaError::NotApplicable {
-                candidate: cand.id.to_string(),
-                n: w.n,
-                k: w.k,
-                why: format!("programmatic dependent launch needs sm_90 or later, this device is {}", self.info.arch),
-            });
-        }
         let (row0, m) = (l.first_row, l.rows);
         let spec = cand.kernel(w.codebook);
         let f = self.function(&spec)?;
         let kblk = w.k / 32;
         let out = if two_phase { self.ptr(workspace) } else { self.ptr(y) };
-        let args = DecodeArgs {
+        let mut args = DecodeArgs {
             payload: self.ptr(&w.payload),
             scale: self.ptr(&w.scale),
             second: w.second.as_ref().map_or(0, |s| self.ptr(s)),
@@ -510,7 +493,7 @@ impl Gpu {
             bpp: plan.bpp as i32,
             m: m as i32,
             prefetch_rows: if cand.family.programmatic() {
-                prefetch_rows(self.info.l2_bytes, w.bytes(), w.k / 32, plan) as i32
+                prefetch_rows(self.info.l2_bytes, w.bytes(), kblk, plan) as i32
             } else {
                 0
             },
@@ -522,7 +505,6 @@ impl Gpu {
         };
         let mut kb = plan.kb as i32;
         let mut kpart = i32::from(cand.prefill.is_some_and(|t| t.kpart));
-        let mut args = args;
         let mut params: Vec<*mut c_void> = vec![(&raw mut args).cast()];
         if cand.family == Family::FusedKpar {
             params.push((&raw mut kb).cast());
@@ -534,8 +516,7 @@ impl Gpu {
         // int, alive until the call returns (the driver copies them); `check` proved the plan
         // is the registry's for this shape (so the grid covers exactly the buffers), the
         // weights, activation rows, outputs and partials hold what the kernel reads and writes.
-        unsafe { self.launch_raw(f, cfg, &mut params, l.programmatic) }
-            .map_err(driver(format!("launching {}", cand.id)))?;
+        unsafe { self.launch_raw(f, cfg, &mut params, l.programmatic, cand.id.as_str()) }?;
         if two_phase {
             let r = self.common_function("vnni_reduce_partials")?;
             let mut outputs = (m * w.n) as i32;
@@ -553,14 +534,14 @@ impl Gpu {
             ];
             // SAFETY: checked above: workspace holds kb * m * n partials, y holds m * n
             // outputs; the reduce waits for the grid that wrote the partials.
-            unsafe { self.launch_raw(r, cfg, &mut params, l.programmatic) }
-                .map_err(driver("launching the ordered reduce"))?;
+            unsafe { self.launch_raw(r, cfg, &mut params, l.programmatic, "the ordered reduce") }?;
         }
         Ok(())
     }
 
-    /// `cuLaunchKernelEx` on the device's stream, with the programmatic stream serialization
-    /// attribute when `programmatic` (cudarc's launch builder has no launch attributes).
+    /// `cuLaunchKernelEx` of kernel `what` on the device's stream, with the programmatic stream
+    /// serialization attribute when `programmatic` (cudarc's launch builder has no launch
+    /// attributes), which devices before sm_90 refuse: their kernels compile without the wait.
     ///
     /// # Safety
     /// `params` must point at the kernel's parameters, in order and of its types.
@@ -570,7 +551,11 @@ impl Gpu {
         cfg: LaunchConfig,
         params: &mut [*mut c_void],
         programmatic: bool,
-    ) -> Result<(), cudarc::driver::DriverError> {
+        what: &str,
+    ) -> Result<(), CudaError> {
+        if programmatic && !super::launch::programmatic_arch(&self.info.arch) {
+            return Err(CudaError::NoProgrammaticLaunch { what: what.into(), arch: self.info.arch.clone() });
+        }
         // SAFETY: a zeroed attribute is a valid "ignore" entry; only its id and value are set.
         let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
         attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -587,9 +572,12 @@ impl Gpu {
             attrs: &raw mut attr,
             numAttrs: u32::from(programmatic),
         };
-        self.ctx.bind_to_thread()?;
+        let launching = || driver(format!("launching {what}"));
+        self.ctx.bind_to_thread().map_err(launching())?;
         // SAFETY: the caller vouches for `params`; the function belongs to this context.
-        unsafe { sys::cuLaunchKernelEx(&config, f.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result()
+        unsafe { sys::cuLaunchKernelEx(&config, f.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }
+            .result()
+            .map_err(launching())
     }
 
     /// Fill a buffer with 0xA5 bytes so values a kernel failed to write show up.

@@ -33,6 +33,8 @@ pub enum CudaError {
     Io { path: PathBuf, message: String },
     #[error(transparent)]
     Refused(#[from] launch::LaunchRefused),
+    #[error("{what} cannot launch programmatically on {arch}: programmatic dependent launch needs sm_90 or later")]
+    NoProgrammaticLaunch { what: String, arch: String },
     #[error("{candidate} cannot run {n} x {k}: {why}")]
     NotApplicable { candidate: String, n: usize, k: usize, why: String },
 }

@@ -44,6 +44,7 @@ pub(super) struct ChainRow {
 pub(super) fn run(bench: &Bench, best: &[TimingRow], samples: &mut Vec<SampleRow>) -> Result<Vec<ChainRow>> {
     let (gpu, s) = (&bench.session.gpu, bench.session);
     let shapes = &bench.args.chain.0;
+    let layers_text = shapes.iter().map(|(n, k)| format!("{n}x{k}")).collect::<Vec<_>>().join("+");
     let mut rows = Vec::new();
     for &cb in &s.codebooks {
         let format = SourceFormat::aliases_of(cb)[0];
@@ -69,7 +70,7 @@ pub(super) fn run(bench: &Bench, best: &[TimingRow], samples: &mut Vec<SampleRow
                     mode: mode.to_string(),
                     codebook: cb.to_string(),
                     launch: launch.into(),
-                    layers: shapes.iter().map(|(n, k)| format!("{n}x{k}")).collect::<Vec<_>>().join("+"),
+                    layers: layers_text.clone(),
                     candidates: layers.iter().map(|l| l.candidate.id.to_string()).collect::<Vec<_>>().join("+"),
                     weight_bytes: t.weight_bytes,
                     weight_copies: t.copies,
