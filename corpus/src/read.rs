@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
-use crate::schema::{parse_hex_f64, Certificate, PairRequest, ResourceRow, SampleRow, TimingRow};
+use crate::schema::{parse_hex_f64, Certificate, DenseMRow, PairRequest, ResourceRow, SampleRow, TimingRow};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -159,6 +159,46 @@ pub fn read_pair_requests(path: &Path) -> Result<Vec<PairRequest>, ReadError> {
         }
         let key = format!("{}|{}|{}|{}|{}", r.source_format, r.mode, r.m, r.n, r.k);
         check_unique(&mut seen, key, path, line, "source_format", "cell")?;
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// Dense-M rows (`dense-m.csv`): candidates known, times finite and positive, the codebook
+/// the source format's, the dispatched time present only beside a dispatched candidate,
+/// (mode, source format, N, K, M) unique.
+pub fn read_dense_m(path: &Path) -> Result<Vec<DenseMRow>, ReadError> {
+    let mut seen: HashMap<String, u64> = HashMap::new();
+    let mut out = Vec::new();
+    for (line, r) in rows::<DenseMRow>(path)? {
+        for (col, id) in
+            [("m1_candidate", Some(&r.m1_candidate)), ("best", Some(&r.best)), ("dispatched", r.dispatched.as_ref())]
+        {
+            if let Some(id) = id.filter(|id| vnni_kernels::registry::find(id.as_str()).is_none()) {
+                return Err(row_err(path, line, col, format!("unknown candidate {id} (not in the registry)")));
+            }
+        }
+        if r.codebook != r.source_format.codebook() {
+            return Err(row_err(
+                path,
+                line,
+                "codebook",
+                format!("{} is not the codebook of {}", r.codebook, r.source_format),
+            ));
+        }
+        if r.m == 0 || r.n == 0 || r.k == 0 || r.k % 32 != 0 {
+            return Err(row_err(path, line, "m", format!("{}x{}x{} is not a product shape", r.m, r.n, r.k)));
+        }
+        for (col, v) in [("best_us", Some(r.best_us)), ("dispatched_us", r.dispatched_us)] {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
+                return Err(row_err(path, line, col, format!("{v} is not a positive time")));
+            }
+        }
+        if r.dispatched.is_none() && r.dispatched_us.is_some() {
+            return Err(row_err(path, line, "dispatched_us", "a time without a dispatched candidate"));
+        }
+        let key = format!("{}|{}|{}|{}|{}", r.mode, r.source_format, r.n, r.k, r.m);
+        check_unique(&mut seen, key, path, line, "m", "(mode, source format, N, K, M)")?;
         out.push(r);
     }
     Ok(out)

@@ -224,3 +224,31 @@ pub struct PairRequest {
     /// confidence bound does (more samples could settle it).
     pub limit: String,
 }
+
+/// One M of a dense-M bench (`dense-m.csv`, `bench --dense-m`): at a (mode, source format,
+/// N, K) and M rows, the fastest candidate measured at the inherited bpp beside the one a
+/// policy dispatches. At M = 1 the decode candidates race with their own bpp.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DenseMRow {
+    pub mode: Mode,
+    pub source_format: SourceFormat,
+    pub codebook: Codebook,
+    pub n: usize,
+    pub k: usize,
+    pub m: usize,
+    /// The M = 1 identity whose bpp every M >= 2 row inherits: the policy's M = 1 pick, or
+    /// the fastest decode candidate without a policy.
+    pub m1_candidate: CandidateId,
+    pub bpp: usize,
+    /// Candidates timed at this M (eligible, bit-exact).
+    pub timed: usize,
+    /// The fastest of them (not dropped by racing) and its median.
+    pub best: CandidateId,
+    pub best_us: f64,
+    /// The policy's pick at this M; empty without a policy.
+    pub dispatched: Option<CandidateId>,
+    /// Its median (a partial one when racing dropped it); empty when it was not timed.
+    pub dispatched_us: Option<f64>,
+    /// Why the dispatched candidate has no time, or that racing dropped it; else empty.
+    pub note: String,
+}

@@ -2,8 +2,10 @@
 
 use std::path::PathBuf;
 
-use vnni_corpus::read::{read_certificates, read_pair_requests, read_resources, read_samples, read_timing};
-use vnni_corpus::schema::{hex_f64, PairRequest};
+use vnni_corpus::read::{
+    read_certificates, read_dense_m, read_pair_requests, read_resources, read_samples, read_timing,
+};
+use vnni_corpus::schema::{hex_f64, DenseMRow, PairRequest};
 use vnni_corpus::{write_csv, Certificate, SampleRow, TimingRow};
 
 fn tmp(name: &str) -> PathBuf {
@@ -289,5 +291,51 @@ fn pair_requests_round_trip_and_bad_rows_are_named() {
         write_csv(&p, &rows).unwrap();
         let e = err_of(read_pair_requests(&p));
         assert!(e.contains(want), "want {want:?} in {e}");
+    }
+}
+
+fn dense(m: usize, dispatched: Option<(&str, Option<f64>)>) -> DenseMRow {
+    DenseMRow {
+        mode: "graph".parse().unwrap(),
+        source_format: "Q4_0".parse().unwrap(),
+        codebook: "s4".parse().unwrap(),
+        n: 151_936,
+        k: 4096,
+        m,
+        m1_candidate: "decode.wide.tn128.cpt2".parse().unwrap(),
+        bpp: 128,
+        timed: 12,
+        best: "grouped.imma.32x128.w1x4.std".parse().unwrap(),
+        best_us: 640.5,
+        dispatched: dispatched.map(|d| d.0.parse().unwrap()),
+        dispatched_us: dispatched.and_then(|d| d.1),
+        note: String::new(),
+    }
+}
+
+#[test]
+fn dense_m_rows_round_trip_and_bad_rows_are_named() {
+    let r16 = "grouped.rows.r16";
+    let good = vec![dense(31, Some((r16, Some(1158.0)))), dense(32, Some((r16, None))), dense(33, None)];
+    let p = tmp("dense-m.csv");
+    write_csv(&p, &good).unwrap();
+    assert_eq!(read_dense_m(&p).unwrap(), good);
+    let mut wrong_codebook = dense(31, None);
+    wrong_codebook.codebook = "u4".parse().unwrap();
+    let mut orphan = dense(31, None);
+    orphan.dispatched_us = Some(3.0);
+    let mut slow = dense(31, None);
+    slow.best_us = 0.0;
+    let cases: Vec<(Vec<DenseMRow>, &str)> = vec![
+        (vec![dense(31, Some(("grouped.rows.r99", Some(1.0))))], "dense-m.csv:2: column dispatched: unknown candidate"),
+        (vec![wrong_codebook], "dense-m.csv:2: column codebook: u4 is not the codebook of Q4_0"),
+        (vec![orphan], "dense-m.csv:2: column dispatched_us: a time without a dispatched candidate"),
+        (vec![slow], "dense-m.csv:2: column best_us: 0 is not a positive time"),
+        (vec![dense(31, None), dense(31, None)], "dense-m.csv:3: column m: duplicate (mode, source format, N, K, M)"),
+    ];
+    for (rows, want) in cases {
+        write_csv(&p, &rows).unwrap();
+        let e = err_of(read_dense_m(&p));
+        assert!(e.contains(want), "{e}\nwanted {want}");
     }
 }

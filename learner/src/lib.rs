@@ -34,6 +34,7 @@ pub mod corpus;
 pub mod corpus_report;
 pub mod cost_model;
 pub mod cv;
+pub mod dense_m;
 pub mod distill;
 pub mod domains;
 pub mod error;

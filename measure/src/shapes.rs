@@ -76,6 +76,22 @@ impl fmt::Display for MValues {
     }
 }
 
+/// The row counts a dense-M bench measures up to `max`: every M from 1 to 64, every multiple
+/// of 16 to 512, then powers of two (issue 24's grid; `max` itself when it falls between).
+pub fn dense_m_grid(max: usize) -> Vec<usize> {
+    let mut grid: Vec<usize> = (1..=64).chain((80..=512).step_by(16)).collect();
+    let mut p = 1024;
+    while p <= max.min(MAX_M) {
+        grid.push(p);
+        p *= 2;
+    }
+    grid.retain(|&m| m <= max);
+    if (1..=MAX_M).contains(&max) && grid.last() != Some(&max) {
+        grid.push(max);
+    }
+    grid
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +109,18 @@ mod tests {
         for bad in ["0", "99999999", "x"] {
             assert!(bad.parse::<MValues>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_dense_grid_is_every_m_then_sixteens_then_powers_of_two() {
+        let g = dense_m_grid(4096);
+        assert_eq!(g.len(), 64 + 28 + 3);
+        assert_eq!(&g[..3], &[1, 2, 3]);
+        assert_eq!(&g[62..67], &[63, 64, 80, 96, 112]);
+        assert_eq!(&g[g.len() - 4..], &[512, 1024, 2048, 4096]);
+        assert!(g.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(dense_m_grid(40).last(), Some(&40));
+        assert_eq!(dense_m_grid(100), [(1..=64).collect::<Vec<_>>(), vec![80, 96, 100]].concat());
+        assert_eq!(dense_m_grid(1), vec![1]);
     }
 }

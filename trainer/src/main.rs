@@ -150,6 +150,14 @@ fn main() -> std::process::ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // NVRTC 12.9+ keeps its own compilation cache and, on a hit, returns a cubin without the
+    // ptxas log the preflight reads registers and spills from (every kernel would then be
+    // rejected). Kernels are cached by `--cache` with their logs; the driver's JIT cache is
+    // not used (cubins are loaded, never PTX). Set before any other thread exists; a value the
+    // user set stays.
+    if std::env::var_os("CUDA_CACHE_DISABLE").is_none() {
+        std::env::set_var("CUDA_CACHE_DISABLE", "1");
+    }
     let cli = Cli::parse();
     match run(&cli.command) {
         Ok(()) => std::process::ExitCode::SUCCESS,

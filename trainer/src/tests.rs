@@ -72,6 +72,9 @@ fn every_subcommand() -> Vec<Command> {
             prefill_m: vnni_measure::shapes::MValues(vec![64]),
             chain: Shapes(vec![(128, 256), (64, 32)]),
             pairs: Some(p("remeasure.csv")),
+            dense_m: true,
+            dense_m_max: 512,
+            policy: Some(p("policy.json")),
             out: p("b"),
         }),
         Command::Seal(seal::Args {
@@ -177,7 +180,13 @@ fn every_subcommand() -> Vec<Command> {
             profile: "core".into(),
             certificates: Some(p("certs.jsonl")),
         }),
-        Command::Report(report::Args { corpus: p("c"), policy: Some(p("p")), out: p("o") }),
+        Command::Report(report::Args { corpus: Some(p("c")), dense_m: vec![], policy: Some(p("p")), out: p("o") }),
+        Command::Report(report::Args {
+            corpus: None,
+            dense_m: vec![p("a.csv"), p("b.csv")],
+            policy: None,
+            out: p("o"),
+        }),
         Command::Explain(explain::Args {
             policy: p("p.json"),
             format: SourceFormat::Q4_K,

@@ -219,3 +219,76 @@ fn words_from_a_policy_or_a_corpus_never_reach_a_path_outside_out() {
     assert!(!root.join("PWN-m1.png").exists() && !std::env::temp_dir().join("PWN-m1.png").exists());
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// A dense-M line as `bench --dense-m` writes it: a dispatched rows kernel that falls behind
+/// at M = 9 (a second pass) and cannot launch at M = 11.
+fn dense_rows() -> Vec<vnni_corpus::schema::DenseMRow> {
+    let row = |m: usize, best: &str, best_us: f64, disp: Option<f64>| vnni_corpus::schema::DenseMRow {
+        mode: "graph".parse().unwrap(),
+        source_format: "Q4_K".parse().unwrap(),
+        codebook: "u4".parse().unwrap(),
+        n: 28_672,
+        k: 8192,
+        m,
+        m1_candidate: "decode.wide.tn128.cpt2".parse().unwrap(),
+        bpp: 256,
+        timed: 9,
+        best: best.parse().unwrap(),
+        best_us,
+        dispatched: Some("grouped.rows.r8".parse().unwrap()),
+        dispatched_us: disp,
+        note: if disp.is_none() { "not runnable".into() } else { String::new() },
+    };
+    let imma = "grouped.imma.16x128.w1x4.std";
+    vec![
+        row(8, "grouped.rows.r8", 40.0, Some(40.0)),
+        row(9, imma, 44.0, Some(75.0)),
+        row(10, imma, 44.5, Some(76.0)),
+        row(11, imma, 45.0, None),
+    ]
+}
+
+#[test]
+fn the_dense_m_report_lists_the_cliffs_of_every_file() {
+    let root = std::env::temp_dir().join(format!("vnni-cli-dense-m-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let rows = dense_rows();
+    let (a, b) = (root.join("a.csv"), root.join("b.csv"));
+    vnni_corpus::write_csv(&a, &rows[..2]).unwrap();
+    vnni_corpus::write_csv(&b, &rows[2..]).unwrap();
+    let out = root.join("report");
+    let run = |files: &str| {
+        Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"))
+            .args(["report", "--dense-m", files, "--out"])
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    let stdout = ok(&run(&format!("{},{}", a.display(), b.display())));
+    assert!(stdout.contains("4 rows, 4 cliffs, 1 charts"), "{stdout}");
+    let md = std::fs::read_to_string(out.join("dense-m.md")).unwrap();
+    for want in [
+        "| step | dispatched | 8 | 9 | 1.88 |",
+        "| behind | dispatched | 9 | - | 1.70 |",
+        "| untimed | dispatched | 11 |",
+        "8 -> 9: grouped.rows.r8 -> grouped.imma.16x128.w1x4.std",
+    ] {
+        assert!(md.contains(want), "{want} not in\n{md}");
+    }
+    for png in linked_pngs(&md) {
+        let (w, h, pixels) = decode_png(&std::fs::read(out.join(&png)).unwrap()).unwrap();
+        assert_eq!((w, h), (960, 560));
+        assert!(pixels.iter().any(|p| *p == PALETTE[1]), "{png}: the dispatched line is not drawn");
+    }
+    // a row in two files, or twice in one, is refused, naming the file (and line)
+    vnni_corpus::write_csv(&b, &rows[1..]).unwrap();
+    let o = run(&format!("{},{}", a.display(), b.display()));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("M = 9 is also in") && err.contains("a.csv"), "{err}");
+    vnni_corpus::write_csv(&b, &[rows[2].clone(), rows[2].clone()]).unwrap();
+    let o = run(&b.display().to_string());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("b.csv:3: column m: duplicate"), "{err}");
+    std::fs::remove_dir_all(&root).unwrap();
+}

@@ -70,6 +70,11 @@ fn to_string(chars: Vec<c_char>) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// Whether a compile log carries ptxas's per-kernel resource lines (`--ptxas-options=--verbose`).
+pub fn has_resource_lines(log: &str) -> bool {
+    log.contains("Compiling entry function '")
+}
+
 /// Compile `source` (module `name`) to a cubin for `arch` (e.g. `sm_90`), using `cache`
 /// when given. A compile error returns the whole log.
 pub fn compile(source: &str, name: &str, arch: &str, cache: Option<&Path>) -> Result<Compiled, CudaError> {
@@ -79,7 +84,11 @@ pub fn compile(source: &str, name: &str, arch: &str, cache: Option<&Path>) -> Re
         cache.map(|dir| (dir.join(format!("{key}.cubin")), dir.join(format!("{key}.log"))));
     if let Some((cubin, log)) = &cached {
         if let (Ok(cubin), Ok(log)) = (std::fs::read(cubin), std::fs::read_to_string(log)) {
-            return Ok(Compiled { cubin, log, from_cache: true });
+            // A log without resource lines (written before NVRTC's own cache was turned off)
+            // cannot preflight anything: compile again.
+            if has_resource_lines(&log) {
+                return Ok(Compiled { cubin, log, from_cache: true });
+            }
         }
     }
     let src = CString::new(source).expect("CUDA source has no NUL");
@@ -107,6 +116,17 @@ pub fn compile(source: &str, name: &str, arch: &str, cache: Option<&Path>) -> Re
         let _ = result::destroy_program(prog);
         res
     }?;
+    if !has_resource_lines(&out.log) {
+        return Err(CudaError::Nvrtc {
+            module: name.into(),
+            log: format!(
+                "the compile log has no ptxas resource lines, so no kernel can be preflighted: NVRTC's own \
+                 compilation cache (CUDA 12.9+) answers without running ptxas unless CUDA_CACHE_DISABLE=1 \
+                 (vnni-dispatch sets it at start; a library caller must set it before the first compile)\n{}",
+                out.log
+            ),
+        });
+    }
     if let Some((cubin, log)) = &cached {
         write_atomic(cubin, &out.cubin)?;
         write_atomic(log, out.log.as_bytes())?;

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use vnni_corpus::schema::hex_f64;
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::Gpu;
@@ -26,6 +26,7 @@ use vnni_measure::vendor::{copy_bandwidth, cublas_f16_gemm, cublas_f16_gemv, cub
 use crate::argv::{Argv, ToArgv};
 
 mod chain;
+pub(crate) mod dense_m;
 
 #[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Args {
@@ -88,6 +89,19 @@ pub struct Args {
     /// mode, instead of --shapes; writes decode.csv, samples.csv and resources.csv.
     #[arg(long)]
     pub pairs: Option<PathBuf>,
+    /// Instead of the tables above: every M of the dense grid (1 to 64, multiples of 16 to 512,
+    /// powers of two to --dense-m-max) for each of --shapes x --codebooks x --modes, the
+    /// fastest batched candidate at the inherited bpp beside --policy's pick; writes
+    /// dense-m.csv, dense-rows.csv.zst, samples.csv.zst and report/ (cliffs, charts).
+    #[arg(long)]
+    pub dense_m: bool,
+    /// The largest M of the dense grid.
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(2..=65536))]
+    pub dense_m_max: u64,
+    /// The policy whose picks the dense grid times beside the fastest (its units must be this
+    /// device's SMs); without it the M = 1 identity is the fastest decode candidate.
+    #[arg(long, requires = "dense_m")]
+    pub policy: Option<PathBuf>,
     /// Output directory for decode.csv, samples.csv, resources.csv, best.csv, grouped.csv,
     /// prefill.csv.
     #[arg(long, default_value = "target/bench")]
@@ -114,6 +128,9 @@ impl ToArgv for Args {
             .val("prefill-m", &self.prefill_m)
             .val("chain", &self.chain)
             .opt_path("pairs", self.pairs.as_deref())
+            .flag("dense-m", self.dense_m)
+            .val("dense-m-max", self.dense_m_max)
+            .opt_path("policy", self.policy.as_deref())
             .path("out", &self.out)
             .done()
     }
@@ -404,7 +421,11 @@ pub fn run(args: &Args) -> Result<()> {
         return run_pairs(args, pairs);
     }
     let shapes = &args.shapes.0;
-    if let Some((n, k)) = args.prefill_shapes.0.iter().find(|s| !shapes.contains(s)) {
+    if args.dense_m && !args.chain.0.is_empty() {
+        bail!("--dense-m and --chain are separate runs");
+    }
+    // A dense run times its own grid: the grouped and prefill shape lists do not apply.
+    if let Some((n, k)) = args.prefill_shapes.0.iter().find(|s| !shapes.contains(s) && !args.dense_m) {
         bail!("--prefill-shapes {n}x{k} is not in --shapes: prefill inherits the bpp of that shape's best decode candidate");
     }
     if let Some((n, k)) = args.chain.0.iter().find(|s| !shapes.contains(s)) {
@@ -426,6 +447,10 @@ pub fn run(args: &Args) -> Result<()> {
         grouped: grouped_candidates(),
         prefill: prefill_candidates(),
     };
+    if args.dense_m {
+        let policy = args.policy.as_deref().map(read_policy).transpose()?;
+        return dense_m::run(&bench, policy.as_ref());
+    }
     for &(n, k) in shapes {
         if args.prefill_shapes.0.contains(&(n, k)) {
             bench.prefill_baselines(n, k, &mut out)?;
@@ -462,6 +487,15 @@ pub fn run(args: &Args) -> Result<()> {
         bail!("{mismatched} candidate rows differ from the CPU reference");
     }
     Ok(())
+}
+
+/// A policy file, checked against the vocabulary.
+pub(crate) fn read_policy(path: &Path) -> Result<vnni_policy::Policy> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let policy =
+        vnni_policy::Policy::from_bytes(&bytes).with_context(|| format!("{} is not a policy", path.display()))?;
+    policy.check().with_context(|| format!("{}: not a valid policy", path.display()))?;
+    Ok(policy)
 }
 
 fn word<T: std::fmt::Display>(w: Option<T>) -> String {

@@ -219,7 +219,12 @@ pub fn run(a: &Args) -> Result<()> {
 
     // 6. The corpus report (bandwidth vs roofline, regret CDFs, decision maps).
     step("report", &mut steps, || {
-        let args = report::Args { corpus: corpus.clone(), policy: Some(policy_path.clone()), out: out.join("report") };
+        let args = report::Args {
+            corpus: Some(corpus.clone()),
+            dense_m: Vec::new(),
+            policy: Some(policy_path.clone()),
+            out: out.join("report"),
+        };
         report::run(&args)?;
         Ok(s(&args.out.join("report.md")))
     })?;

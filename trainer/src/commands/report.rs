@@ -1,6 +1,7 @@
 //! `vnni-dispatch report --corpus DIR [--policy policy.json] --out DIR`: the corpus report
 //! (Markdown, PNG and SVG charts): decode bandwidth vs the measured copy roofline, regret CDFs of the
-//! policy and the baselines per domain group, decision maps.
+//! policy and the baselines per domain group, decision maps. `report --dense-m CSV,.. --out
+//! DIR`: the dense-M report of `bench --dense-m` runs (cliffs, time per row against M).
 
 use std::path::PathBuf;
 
@@ -13,8 +14,13 @@ use crate::argv::{Argv, ToArgv};
 #[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Args {
     /// A sealed corpus directory (authenticated before anything is read).
-    #[arg(long)]
-    pub corpus: PathBuf,
+    #[arg(long, required_unless_present = "dense_m", conflicts_with = "dense_m")]
+    pub corpus: Option<PathBuf>,
+    /// `dense-m.csv` files of `bench --dense-m` runs (comma-separated): their cliffs and charts,
+    /// and with the `dense-rows.csv.zst` beside each, the M buckets learned from them (beside
+    /// the sweep's default M values and --policy's buckets).
+    #[arg(long, value_delimiter = ',')]
+    pub dense_m: Vec<PathBuf>,
     /// A fitted policy: its in-sample regret is plotted and its decision maps drawn
     /// (without it, the maps are of the policy the learner fits from this corpus).
     #[arg(long)]
@@ -27,7 +33,8 @@ pub struct Args {
 impl ToArgv for Args {
     fn to_argv(&self) -> Vec<String> {
         Argv::new("report")
-            .path("corpus", &self.corpus)
+            .opt_path("corpus", self.corpus.as_deref())
+            .list("dense-m", &self.dense_m.iter().map(|p| p.display()).collect::<Vec<_>>())
             .opt_path("policy", self.policy.as_deref())
             .path("out", &self.out)
             .done()
@@ -46,9 +53,53 @@ pub fn run(a: &Args) -> Result<()> {
         }
         None => None,
     };
-    let files = write_corpus_report(&a.corpus, policy.as_ref(), &a.out)?;
+    let Some(corpus) = &a.corpus else { return dense_m(a) };
+    let files = write_corpus_report(corpus, policy.as_ref(), &a.out)?;
     let count = |ext: &str| files.iter().filter(|f| f.extension().is_some_and(|e| e == ext)).count();
     println!("report {} ({} charts, PNG and SVG each)", a.out.join("report.md").display(), count("png"));
     debug_assert_eq!(count("png"), count("svg"));
+    Ok(())
+}
+
+/// `--dense-m`: every file's rows read (and checked) together, then one report.
+fn dense_m(a: &Args) -> Result<()> {
+    let mut rows = Vec::new();
+    let mut seen = std::collections::BTreeMap::new();
+    for path in &a.dense_m {
+        for r in vnni_corpus::read::read_dense_m(path)? {
+            let key = (r.mode.to_string(), r.source_format.to_string(), r.n, r.k, r.m);
+            if let Some(first) = seen.insert(key, path.clone()) {
+                anyhow::bail!(
+                    "{}: {} {} {}x{} M = {} is also in {}: one measurement per M",
+                    path.display(),
+                    r.mode,
+                    r.source_format,
+                    r.n,
+                    r.k,
+                    r.m,
+                    first.display()
+                );
+            }
+            rows.push(r);
+        }
+    }
+    // Every candidate's rows, where the bench left them beside its dense-m.csv.
+    let mut timing = Vec::new();
+    for path in &a.dense_m {
+        let beside = path.with_file_name("dense-rows.csv.zst");
+        if beside.is_file() {
+            timing.extend(vnni_corpus::read::read_timing(&beside)?);
+        }
+    }
+    let policy = a.policy.as_deref().map(crate::commands::bench::read_policy).transpose()?;
+    let maps = crate::commands::bench::dense_m::bucket_maps(policy.as_ref());
+    let files = vnni_learner::dense_m::write_report(&rows, &timing, &maps, &a.dense_m, &a.out)?;
+    let cliffs = vnni_learner::dense_m::cliffs(&rows).len();
+    println!(
+        "report {} ({} rows, {cliffs} cliffs, {} charts)",
+        a.out.join("dense-m.md").display(),
+        rows.len(),
+        files.iter().filter(|f| f.extension().is_some_and(|e| e == "png")).count()
+    );
     Ok(())
 }
