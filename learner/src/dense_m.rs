@@ -167,7 +167,8 @@ pub fn times(rows: &[TimingRow]) -> Times {
 }
 
 /// The one candidate that serves every M of `ms` in a series with the least worst regret
-/// (ties: the smaller name), with that regret; `None` when no candidate was timed at them all.
+/// (ties: the smaller name), with that regret: infinite when no candidate was timed at every
+/// one of them (so such a bucket is never feasible); `None` when the series has none of `ms`.
 pub fn bucket_pick(line: &BTreeMap<usize, BTreeMap<String, f64>>, ms: &[usize]) -> Option<(String, f64)> {
     let present: Vec<&BTreeMap<String, f64>> = ms.iter().filter_map(|m| line.get(m)).collect();
     let first = present.first()?;
@@ -240,8 +241,10 @@ pub fn learn_buckets(t: &Times, tolerance: f64) -> Vec<JudgedBucket> {
 pub fn judge_buckets(t: &Times, starts: &[usize]) -> Vec<JudgedBucket> {
     let ms = measured(t);
     let mut out = Vec::new();
+    // Buckets start at M = 2 or later (M = 1 is the decode bucket).
+    let starts: Vec<usize> = starts.iter().copied().filter(|&m| m >= 2).collect();
     for (i, &lo) in starts.iter().enumerate() {
-        let hi = starts.get(i + 1).map_or(usize::MAX, |&next| next - 1);
+        let hi = starts.get(i + 1).map_or(usize::MAX, |&next| next.saturating_sub(1));
         let inside: Vec<usize> = ms.iter().copied().filter(|&m| m >= lo && m <= hi).collect();
         if !inside.is_empty() {
             out.push(judge(t, &inside));
@@ -256,7 +259,7 @@ pub struct Summary {
     pub ms: usize,
     /// Largest step ratio over its allowed limit (<= 1: no step cliff), of the best and of the
     /// dispatched times, with the M where it starts.
-    pub worst_best_step: (f64, usize),
+    pub worst_best_step: Option<(f64, usize)>,
     pub worst_dispatched_step: Option<(f64, usize)>,
     /// Largest dispatched time over the best (as a fraction behind), with its M.
     pub worst_behind: Option<(f64, usize)>,
@@ -279,7 +282,7 @@ pub fn summarize(line: &[&DenseMRow]) -> Summary {
     let behind = |r: &&DenseMRow| r.dispatched_us.map(|t| (t / r.best_us - 1.0, r.m));
     Summary {
         ms: line.len(),
-        worst_best_step: steps(&|r| Some(r.best_us)).unwrap_or((0.0, 1)),
+        worst_best_step: steps(&|r| Some(r.best_us)),
         worst_dispatched_step: steps(&|r| r.dispatched_us),
         worst_behind: worst(&mut line.iter().filter_map(behind)),
         within: line.iter().filter_map(behind).filter(|(b, _)| *b <= BEHIND_LIMIT).count(),
@@ -411,7 +414,9 @@ The fewest buckets of the measured M values in which every series has one candid
             },
         );
         let (regret, place) = worst.map_or((0.0, String::new()), |(r, b, (mode, f, n, k))| {
-            (r, format!("{f} {n}x{k} {mode}, M {}..{}: {}", b.lo, b.hi, b.picks[&(mode.clone(), f.clone(), *n, *k)].0))
+            let pick = &b.picks[&(mode.clone(), f.clone(), *n, *k)].0;
+            let pick = if r.is_finite() { pick.as_str() } else { "no single candidate was timed at every M" };
+            (r, format!("{f} {n}x{k} {mode}, M {}..{}: {pick}", b.lo, b.hi))
         });
         let _ = writeln!(md, "| {name} | {} | {:.1}% | {place} |", buckets.len(), 100.0 * regret);
         for b in buckets {
@@ -479,7 +484,7 @@ pub fn write_report(
             md,
             "| {mode} | {format} | {n}x{k} | {} | {} | {} | {behind} | {within} | {} |",
             s.ms,
-            step(Some(s.worst_best_step)),
+            step(s.worst_best_step),
             step(s.worst_dispatched_step),
             s.untimed
         );
@@ -606,6 +611,7 @@ mod tests {
         assert_eq!(line.iter().map(|r| r.m).collect::<Vec<_>>(), vec![8, 9, 10]);
         assert_eq!(best_changes(line), vec![(8, 9, r8, imma)]);
         let sum = summarize(line);
+        assert_eq!(summarize(&line[..1]).worst_best_step, None, "one M has no step");
         assert_eq!(sum.ms, 3);
         assert_eq!(sum.within, 1);
         assert_eq!(sum.worst_behind.unwrap().1, 9);
@@ -710,6 +716,8 @@ mod tests {
         );
         assert!((fixed[2].worst() - 0.03).abs() < 1e-9, "8..15 with b: 3% at M = 8");
         assert!((fixed[3].worst() - 0.2).abs() < 1e-9, "16..30: c, 20% behind b at M = 16");
+        // starts below 2 (M = 1 is the decode bucket) are ignored, not underflowed
+        assert_eq!(judge_buckets(&t, &[0, 1, 2, 17]), judge_buckets(&t, &[2, 17]));
         // a candidate missing at some M of the bucket cannot serve it
         let mut gap = rows.clone();
         gap.retain(|r| !(r.m == 12 && r.candidate.as_str() == b));

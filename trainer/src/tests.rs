@@ -72,6 +72,29 @@ fn every_subcommand() -> Vec<Command> {
             prefill_m: vnni_measure::shapes::MValues(vec![64]),
             chain: Shapes(vec![(128, 256), (64, 32)]),
             pairs: Some(p("remeasure.csv")),
+            dense_m: false,
+            dense_m_max: 4096,
+            policy: None,
+            out: p("b"),
+        }),
+        Command::Bench(bench::Args {
+            backend: "cuda".into(),
+            shapes: Shapes(vec![(28_672, 8192)]),
+            codebooks: vec![Codebook::U4],
+            modes: vec![Mode::Graph],
+            samples: 8,
+            warmups: 2,
+            passes: 1,
+            whole_rotations: false,
+            programmatic: false,
+            device: 0,
+            cache: None,
+            grouped_shapes: Shapes(vec![]),
+            grouped_m: vnni_measure::shapes::MValues(vec![]),
+            prefill_shapes: Shapes(vec![]),
+            prefill_m: vnni_measure::shapes::MValues(vec![]),
+            chain: Shapes(vec![]),
+            pairs: None,
             dense_m: true,
             dense_m_max: 512,
             policy: Some(p("policy.json")),
@@ -309,4 +332,16 @@ fn every_subcommand_shows_an_example_that_parses() {
         assert_eq!(words[1], sub.get_name(), "{example}");
         Cli::try_parse_from(&words).unwrap_or_else(|e| panic!("the example `{example}` does not parse: {e}"));
     }
+}
+
+#[test]
+fn a_dense_run_takes_neither_pairs_nor_a_policy_alone() {
+    let parse = |args: &[&str]| Cli::try_parse_from(std::iter::once("vnni-dispatch").chain(args.iter().copied()));
+    assert!(parse(&["bench", "--dense-m", "--pairs", "r.csv"]).is_err());
+    assert!(parse(&["bench", "--policy", "p.json"]).is_err(), "--policy needs --dense-m");
+    assert!(
+        parse(&["bench", "--dense-m", "--policy", "p.json", "--dense-m-max", "1"]).is_err(),
+        "the grid starts at 2"
+    );
+    assert!(parse(&["bench", "--dense-m", "--policy", "p.json"]).is_ok());
 }

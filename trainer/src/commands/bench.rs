@@ -93,7 +93,7 @@ pub struct Args {
     /// powers of two to --dense-m-max) for each of --shapes x --codebooks x --modes, the
     /// fastest batched candidate at the inherited bpp beside --policy's pick; writes
     /// dense-m.csv, dense-rows.csv.zst, samples.csv.zst and report/ (cliffs, charts).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "pairs")]
     pub dense_m: bool,
     /// The largest M of the dense grid.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(2..=65536))]
@@ -431,6 +431,8 @@ pub fn run(args: &Args) -> Result<()> {
     if let Some((n, k)) = args.chain.0.iter().find(|s| !shapes.contains(s)) {
         bail!("--chain {n}x{k} is not in --shapes: a chain layer launches that shape's best decode candidate");
     }
+    // The policy is read (and checked) before the GPU is opened.
+    let policy = args.policy.as_deref().map(read_policy).transpose()?;
     let session = open(args)?;
     let (gpu, protocol) = (&session.gpu, &session.protocol);
     let mut out = Measured::default();
@@ -448,7 +450,6 @@ pub fn run(args: &Args) -> Result<()> {
         prefill: prefill_candidates(),
     };
     if args.dense_m {
-        let policy = args.policy.as_deref().map(read_policy).transpose()?;
         return dense_m::run(&bench, policy.as_ref());
     }
     for &(n, k) in shapes {

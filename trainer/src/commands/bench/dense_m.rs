@@ -101,9 +101,18 @@ struct Dense {
     rows: Vec<DenseMRow>,
     timing: Vec<TimingRow>,
     samples: Vec<SampleRow>,
+    /// M values where no candidate was eligible (every one mismatched or none could run).
+    empty: Vec<usize>,
 }
 
 impl Dense {
+    fn push(&mut self, m: usize, row: Option<DenseMRow>) {
+        match row {
+            Some(r) => self.rows.push(r),
+            None => self.empty.push(m),
+        }
+    }
+
     /// Every file, rewritten (atomically) with everything measured so far.
     fn write(&self, bench: &Bench, policy: Option<&Policy>) -> Result<()> {
         let out = &bench.args.out;
@@ -143,7 +152,8 @@ impl Line<'_> {
         Ok(Some((s.candidate.id.clone(), s.bpp)))
     }
 
-    /// A dense row from the timing rows of one M; `dispatched` is the policy's pick.
+    /// A dense row from the timing rows of one M; `dispatched` is the policy's pick. `None`
+    /// (said on stderr) when no candidate was eligible there: the run goes on and fails at the end.
     fn row(
         &self,
         m: usize,
@@ -151,10 +161,11 @@ impl Line<'_> {
         rows: &[TimingRow],
         dispatched: Option<&str>,
         why: Option<String>,
-    ) -> Result<DenseMRow> {
-        let best = best_row(rows, self.mode).with_context(|| {
-            format!("no eligible candidate at M = {m} ({} {}x{} {})", self.format, self.n, self.k, self.mode)
-        })?;
+    ) -> Result<Option<DenseMRow>> {
+        let Some(best) = best_row(rows, self.mode) else {
+            eprintln!("no eligible candidate at M = {m} ({} {}x{} {}): no row", self.format, self.n, self.k, self.mode);
+            return Ok(None);
+        };
         let pick = dispatched.and_then(|d| rows.iter().find(|r| r.mode == self.mode && r.candidate.as_str() == d));
         let note = match (dispatched, pick) {
             (None, _) => String::new(),
@@ -166,7 +177,7 @@ impl Line<'_> {
             }
         };
         let dispatched_us = pick.filter(|r| r.eligible && r.median_us.is_finite()).map(|r| r.median_us);
-        Ok(DenseMRow {
+        Ok(Some(DenseMRow {
             mode: self.mode,
             source_format: self.format,
             codebook: self.format.codebook(),
@@ -181,7 +192,7 @@ impl Line<'_> {
             dispatched: dispatched.map(str::parse).transpose()?,
             dispatched_us,
             note,
-        })
+        }))
     }
 }
 
@@ -224,13 +235,9 @@ pub(super) fn run(bench: &Bench, policy: Option<&Policy>) -> Result<()> {
                     }
                     None => (m1_best.candidate.to_string(), m1_best.bpp),
                 };
-                dense.rows.push(line.row(
-                    1,
-                    (&m1_id, m1_bpp),
-                    &decode.rows,
-                    m1_pick.as_ref().map(|p| p.0.as_str()),
-                    None,
-                )?);
+                let m1_row =
+                    line.row(1, (&m1_id, m1_bpp), &decode.rows, m1_pick.as_ref().map(|p| p.0.as_str()), None)?;
+                dense.push(1, m1_row);
                 for &m in grid.iter().filter(|&&m| m >= 2) {
                     let pick = line.dispatched(m)?.map(|p| p.0);
                     let mut why = None;
@@ -252,7 +259,7 @@ pub(super) fn run(bench: &Bench, policy: Option<&Policy>) -> Result<()> {
                         .collect();
                     let target = CellTarget::Inherited { m, m1_candidate: m1_id.parse()?, bpp: m1_bpp };
                     let cell = run_cell(gpu, &fx, &inputs.retarget(target, &cands, &[mode]))?;
-                    dense.rows.push(line.row(m, (&m1_id, m1_bpp), &cell.rows, pick.as_deref(), why)?);
+                    dense.push(m, line.row(m, (&m1_id, m1_bpp), &cell.rows, pick.as_deref(), why)?);
                     dense.timing.extend(cell.rows);
                     dense.samples.extend(cell.samples);
                 }
@@ -267,6 +274,13 @@ pub(super) fn run(bench: &Bench, policy: Option<&Policy>) -> Result<()> {
     print_summary(&dense.rows);
     if mismatched > 0 {
         bail!("{mismatched} candidate rows differ from the CPU reference (dense-rows.csv.zst)");
+    }
+    if !dense.empty.is_empty() {
+        bail!(
+            "no eligible candidate at {} (shape, codebook, mode, M) points, M = {:?}",
+            dense.empty.len(),
+            dense.empty
+        );
     }
     Ok(())
 }
@@ -286,7 +300,7 @@ fn print_summary(rows: &[DenseMRow]) {
             "{mode:<6} {format:<7} {:<14} {:>4} {:>16} {:>16} {:>18} {:>8}",
             format!("{n}x{k}"),
             s.ms,
-            step(Some(s.worst_best_step)),
+            step(s.worst_best_step),
             step(s.worst_dispatched_step),
             behind,
             s.untimed
