@@ -2,7 +2,7 @@
 //! of the policy's own M = 1 pick for its (codebook, N, K), not of the fastest candidate a
 //! sweep happened to measure, so what must be certified is every planned (source format,
 //! N, K) of the policy's profile x every M the grouped surface serves (2..16 and 31, not only
-//! the plan's) x mode: the policy's grouped pick, at the bpp of its M = 1 pick, byte-identical
+//! the plan's, and the first, last and one inner M of every grouped bucket: [`certified_m`]) x mode: the policy's grouped pick, at the bpp of its M = 1 pick, byte-identical
 //! to M single-row decodes of that pick (zero mismatches, also on repeat), on the policy's
 //! backend. `vnni-dispatch certify --policy` produces exactly that set; a plan with no
 //! shapes is an empty matrix, which [`gaps`] refuses.
@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use vnni_corpus::inventory::InventoryPlan;
 use vnni_corpus::Certificate;
 use vnni_kernels::registry::GROUPED_M;
-use vnni_kernels::{CandidateId, SourceFormat};
+use vnni_kernels::{CandidateId, SourceFormat, Surface};
 use vnni_policy::{Policy, PolicyError};
 
 /// Why a policy's matrix cannot be checked.
@@ -48,9 +48,19 @@ pub type Identities = BTreeMap<(SourceFormat, usize, usize), Vec<CandidateId>>;
 type CertKey<'a> = (SourceFormat, usize, usize, usize, &'a str, &'a str);
 
 /// The row counts the matrix covers: every M the grouped surface serves (2..16 and 31), not
-/// only those a plan timed (its buckets dispatch the others too).
-pub fn grouped_m() -> Vec<usize> {
-    GROUPED_M.to_vec()
+/// only those a plan timed (its buckets dispatch the others too), and the edges of the policy's
+/// grouped buckets: each bucket's first and last M and one inside, so a bucket whose edges a
+/// sweep placed anywhere is certified where its candidate starts and stops serving. An
+/// unbounded last bucket is sampled up to twice its first M (its candidate slices the rows the
+/// same way beyond it).
+pub fn certified_m(policy: &Policy) -> Vec<usize> {
+    let mut ms: BTreeSet<usize> = GROUPED_M.iter().copied().collect();
+    for b in policy.m_buckets.iter().filter(|b| b.surface == Surface::Grouped) {
+        let lo = b.lo as usize;
+        let hi = b.hi.map_or(2 * lo, |hi| hi as usize);
+        ms.extend([lo, lo + (hi - lo) / 2, hi]);
+    }
+    ms.into_iter().collect()
 }
 
 /// Per planned (format, N, K): the M = 1 candidates the policy picks in its modes (sorted,
@@ -91,7 +101,7 @@ pub fn gaps(policy: &Policy, plan: &InventoryPlan, certs: &[Certificate]) -> Res
             for mode in &policy.modes {
                 let cb = f.codebook().name();
                 let one = policy.select(cb, mode, 1, s.n as u64, s.k as u64)?;
-                for m in grouped_m() {
+                for m in certified_m(policy) {
                     let sel = policy.select(cb, mode, m as u64, s.n as u64, s.k as u64)?;
                     let key = (f, s.n, s.k, m, one.candidate.id.as_str(), sel.candidate.id.as_str());
                     let found =
@@ -115,4 +125,28 @@ pub fn gaps(policy: &Policy, plan: &InventoryPlan, certs: &[Certificate]) -> Res
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vnni_kernels::Backend;
+    use vnni_policy::example::example_policy;
+
+    #[test]
+    fn every_grouped_bucket_is_certified_at_its_edges_and_inside() {
+        let mut p = example_policy(Backend::Cpu);
+        // buckets {2..8}, {9..}: 2..16 and 31 as always, plus 5, 8, 9, 13 and 18
+        assert_eq!(certified_m(&p), [(2..=16).collect::<Vec<_>>(), vec![18, 31]].concat());
+        // learned edges far from the default M values: 33..79 and 80.. get 33, 56, 79, 80, 120, 160
+        p.m_buckets[2].hi = Some(32);
+        p.m_buckets.push(vnni_policy::ir::MBucket { lo: 33, hi: Some(79), surface: Surface::Grouped });
+        p.m_buckets.push(vnni_policy::ir::MBucket { lo: 80, hi: None, surface: Surface::Grouped });
+        let ms = certified_m(&p);
+        for m in [9, 20, 32, 33, 56, 79, 80, 120, 160] {
+            assert!(ms.contains(&m), "{m} not in {ms:?}");
+        }
+        assert!(ms.windows(2).all(|w| w[0] < w[1]));
+        assert!(!ms.contains(&1), "M = 1 is the decode bucket");
+    }
 }

@@ -99,8 +99,14 @@ fn resolve(req: &CertifyRequest) -> Result<Resolved> {
         if m == 0 || m > crate::shapes::MAX_M {
             invalid!("M = {m}: row counts are 1 to {}", crate::shapes::MAX_M);
         }
-        if Surface::of_m(m) != req.surface {
-            invalid!("M = {m} is not on the {} surface (grouped: 2..31, prefill: >= 32)", req.surface);
+        // Grouped kernels launch at any M >= 2: a policy's last grouped bucket serves M >= 32
+        // too, and its edges are certified there. Prefill tiles are certified from 32.
+        let fits = match req.surface {
+            Surface::Grouped => m >= 2,
+            _ => Surface::of_m(m) == req.surface,
+        };
+        if !fits {
+            invalid!("M = {m} is not on the {} surface (grouped: >= 2, prefill: >= 32)", req.surface);
         }
     }
     let identities: std::collections::BTreeSet<&CandidateId> = points.iter().flat_map(|p| &p.3).collect();
@@ -228,5 +234,37 @@ impl<'a> Sides<'a> {
             return Ok(c);
         }
         Ok(self.cpu.insert(CpuSides::new(self.w, quantize_activations(x, m, self.w.k)?, self.sms)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(surface: Surface, backend: Backend, m: Vec<usize>) -> CertifyRequest {
+        CertifyRequest {
+            backend,
+            surface,
+            formats: vec![SourceFormat::Q4_0],
+            shapes: vec![(256, 2304)],
+            m,
+            m1: default_m1(),
+            m1_by_shape: BTreeMap::new(),
+            units_must_match: false,
+            sms: 132,
+            device: 0,
+            cache: None,
+            out: PathBuf::from("certificates.jsonl"),
+        }
+    }
+
+    #[test]
+    fn grouped_rows_are_certified_at_any_m_a_bucket_serves() {
+        // a policy's last grouped bucket serves M >= 32 too: its edges are certified there
+        assert!(resolve(&request(Surface::Grouped, Backend::Cpu, vec![2, 31, 46, 62])).is_ok());
+        let e = resolve(&request(Surface::Grouped, Backend::Cpu, vec![1])).err().unwrap().to_string();
+        assert!(e.contains("M = 1 is not on the grouped surface"), "{e}");
+        let e = resolve(&request(Surface::Prefill, Backend::Cuda, vec![16])).err().unwrap().to_string();
+        assert!(e.contains("M = 16 is not on the prefill surface"), "{e}");
     }
 }

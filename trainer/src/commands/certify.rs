@@ -45,9 +45,10 @@ pub struct Args {
     #[arg(long, default_value = "certificates.jsonl")]
     pub out: PathBuf,
     /// Certify a policy's matrix instead: every planned (format, N, K) of its profile, at the
-    /// bpp of the policy's own M = 1 pick in each of its modes, at every grouped M (2..16, 31;
-    /// --m narrows it: what `generate --install` requires is all of them). Replaces --formats,
-    /// --shapes, --m1 and --sms.
+    /// bpp of the policy's own M = 1 pick in each of its modes, at every grouped M (2..16, 31,
+    /// and the first, last and one inner M of each of the policy's grouped buckets, an unbounded
+    /// one up to twice its first M; --m narrows it: what `generate --install` requires is all of
+    /// them). Replaces --formats, --shapes, --m1 and --sms.
     #[arg(long)]
     pub policy: Option<PathBuf>,
     /// The profile whose plan the policy was fitted on (default: the policy's own).
@@ -117,7 +118,7 @@ impl Args {
             bail!("profile {} plans no (format, shape): there is no matrix to certify", plan.profile);
         }
         if req.m.is_empty() {
-            req.m = certified::grouped_m();
+            req.m = certified::certified_m(&policy);
         }
         // The bpp the policy computes is for its units; the CUDA side refuses a device with
         // another SM count (`CertifyRequest::units_must_match`).
