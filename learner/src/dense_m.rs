@@ -170,13 +170,16 @@ pub fn times(rows: &[TimingRow]) -> Times {
 /// (ties: the smaller name), with that regret: infinite when no candidate was timed at every
 /// one of them (so such a bucket is never feasible); `None` when the series has none of `ms`.
 pub fn bucket_pick(line: &BTreeMap<usize, BTreeMap<String, f64>>, ms: &[usize]) -> Option<(String, f64)> {
-    let present: Vec<&BTreeMap<String, f64>> = ms.iter().filter_map(|m| line.get(m)).collect();
-    let first = present.first()?;
+    let present: Vec<(&BTreeMap<String, f64>, f64)> = ms
+        .iter()
+        .filter_map(|m| line.get(m))
+        .map(|at| (at, at.values().copied().fold(f64::INFINITY, f64::min)))
+        .collect();
+    let (first, _) = present.first()?;
     let mut best: Option<(String, f64)> = None;
     for cand in first.keys() {
         let mut worst = 0f64;
-        for at in &present {
-            let fastest = at.values().copied().fold(f64::INFINITY, f64::min);
+        for (at, fastest) in &present {
             match at.get(cand) {
                 Some(t) => worst = worst.max(t / fastest - 1.0),
                 None => worst = f64::INFINITY,
@@ -223,16 +226,20 @@ fn judge(t: &Times, ms: &[usize]) -> JudgedBucket {
 pub fn learn_buckets(t: &Times, tolerance: f64) -> Vec<JudgedBucket> {
     let ms = measured(t);
     let mut out = Vec::new();
-    let mut start = 0;
+    let (mut start, mut current) = (0, None);
     for i in 0..ms.len() {
-        if i > start && judge(t, &ms[start..=i]).worst() > tolerance {
-            out.push(judge(t, &ms[start..i]));
-            start = i;
+        let grown = judge(t, &ms[start..=i]);
+        if grown.worst() <= tolerance {
+            current = Some(grown);
+            continue;
         }
+        // One M alone is always feasible (its fastest candidate), so `current` holds
+        // ms[start..i]: close it and start again at M = ms[i].
+        out.extend(current.take());
+        start = i;
+        current = Some(judge(t, &ms[i..=i]));
     }
-    if start < ms.len() {
-        out.push(judge(t, &ms[start..]));
-    }
+    out.extend(current);
     out
 }
 
@@ -269,12 +276,8 @@ pub struct Summary {
 }
 
 pub fn summarize(line: &[&DenseMRow]) -> Summary {
-    let worst = |it: &mut dyn Iterator<Item = (f64, usize)>| {
-        it.fold(None, |w: Option<(f64, usize)>, x| match w {
-            Some(w) if w.0 >= x.0 => Some(w),
-            _ => Some(x),
-        })
-    };
+    // The largest, the first of equals.
+    let worst = |it: &mut dyn Iterator<Item = (f64, usize)>| it.reduce(|w, x| if w.0 >= x.0 { w } else { x });
     let steps = |t: &dyn Fn(&DenseMRow) -> Option<f64>| {
         let mut it = line.windows(2).filter_map(|w| Some((t(w[1])? / t(w[0])? / step_allowed(w[0].m, w[1].m), w[0].m)));
         worst(&mut it)
@@ -288,6 +291,31 @@ pub fn summarize(line: &[&DenseMRow]) -> Summary {
         within: line.iter().filter_map(behind).filter(|(b, _)| *b <= BEHIND_LIMIT).count(),
         untimed: line.iter().filter(|r| r.dispatched.is_some() && r.dispatched_us.is_none()).count(),
     }
+}
+
+/// Per series: its M values, the worst steps (over their limits) of the fastest and of the
+/// dispatched candidate, the worst dispatched regret and how many M are within
+/// [`BEHIND_LIMIT`] (a Markdown table: the report's and the one `bench --dense-m` prints last).
+pub fn summary_table(rows: &[DenseMRow]) -> String {
+    let mut md = format!(
+        "| mode | format | N x K | M values | worst step, fastest (x limit, at M) | worst step, dispatched | worst dispatched behind (at M) | dispatched within {:.0}% | untimed |\n|---|---|---|---|---|---|---|---|---|\n",
+        100.0 * BEHIND_LIMIT
+    );
+    for ((mode, format, n, k), line) in &series(rows) {
+        let s = summarize(line);
+        let step = |w: Option<(f64, usize)>| w.map_or_else(|| "-".into(), |(r, m)| format!("{r:.2} (M = {m})"));
+        let behind = s.worst_behind.map_or_else(|| "-".into(), |(b, m)| format!("{:.1}% (M = {m})", 100.0 * b));
+        let within = if s.worst_behind.is_some() { format!("{} of {}", s.within, s.ms) } else { "-".into() };
+        let _ = writeln!(
+            md,
+            "| {mode} | {format} | {n}x{k} | {} | {} | {} | {behind} | {within} | {} |",
+            s.ms,
+            step(s.worst_best_step),
+            step(s.worst_dispatched_step),
+            s.untimed
+        );
+    }
+    md
 }
 
 /// Time per row against M (both on log2 axes): the fastest measured candidate and the
@@ -374,6 +402,18 @@ pub struct BucketMap {
     pub starts: Vec<usize>,
 }
 
+/// The bucket maps a dense report judges beside the learned one: the sweep's default grouped
+/// M values (one bucket from each) and the policy's.
+pub fn bucket_maps(policy: Option<&vnni_policy::Policy>) -> Vec<BucketMap> {
+    let grouped = vnni_kernels::registry::GROUPED_M.to_vec();
+    let mut maps = vec![BucketMap { name: "GROUPED_M (2..16, 31)".into(), starts: grouped }];
+    if let Some(p) = policy {
+        let starts = p.m_buckets.iter().map(|b| b.lo as usize).filter(|&m| m >= 2).collect();
+        maps.push(BucketMap { name: "the policy's".into(), starts });
+    }
+    maps
+}
+
 /// The M-bucket section: the learned map and every given one judged on `timing`.
 fn bucket_section(timing: &[TimingRow], maps: &[BucketMap], md: &mut String) -> Vec<BucketRow> {
     let t = times(timing);
@@ -406,13 +446,13 @@ The fewest buckets of the measured M values in which every series has one candid
     }
     let mut rows = Vec::new();
     for (name, buckets) in &judged {
-        let worst = buckets.iter().flat_map(|b| b.picks.iter().map(move |(k, p)| (p.1, b, k))).fold(
-            None,
-            |w: Option<(f64, &JudgedBucket, &SeriesKey)>, x| match w {
-                Some(w) if w.0 >= x.0 => Some(w),
-                _ => Some(x),
-            },
-        );
+        let worst = buckets.iter().flat_map(|b| b.picks.iter().map(move |(k, p)| (p.1, b, k))).reduce(|w, x| {
+            if w.0 >= x.0 {
+                w
+            } else {
+                x
+            }
+        });
         let (regret, place) = worst.map_or((0.0, String::new()), |(r, b, (mode, f, n, k))| {
             let pick = &b.picks[&(mode.clone(), f.clone(), *n, *k)].0;
             let pick = if r.is_finite() { pick.as_str() } else { "no single candidate was timed at every M" };
@@ -468,27 +508,8 @@ pub fn write_report(
         names.join(", "),
         100.0 * BEHIND_LIMIT
     );
-    let _ = writeln!(
-        md,
-        "| mode | format | N x K | M values | worst step, fastest (x limit, at M) | worst step, dispatched | worst dispatched behind (at M) | dispatched within {:.0}% | untimed |\n|---|---|---|---|---|---|---|---|---|",
-        100.0 * BEHIND_LIMIT
-    );
+    md.push_str(&summary_table(rows));
     let grouped = series(rows);
-    for (key, line) in &grouped {
-        let s = summarize(line);
-        let step = |w: Option<(f64, usize)>| w.map_or_else(|| "-".into(), |(r, m)| format!("{r:.2} (M = {m})"));
-        let behind = s.worst_behind.map_or_else(|| "-".into(), |(b, m)| format!("{:.1}% (M = {m})", 100.0 * b));
-        let within = if s.worst_behind.is_some() { format!("{} of {}", s.within, s.ms) } else { "-".into() };
-        let (mode, format, n, k) = key;
-        let _ = writeln!(
-            md,
-            "| {mode} | {format} | {n}x{k} | {} | {} | {} | {behind} | {within} | {} |",
-            s.ms,
-            step(s.worst_best_step),
-            step(s.worst_dispatched_step),
-            s.untimed
-        );
-    }
     let _ = writeln!(md, "\n## Cliffs\n");
     if all.is_empty() {
         let _ = writeln!(md, "None.\n");

@@ -54,5 +54,5 @@ PY
 fi
 echo; grep -h "dense M\|MISMATCH" "$WORK/dense.err" || true
 echo; grep -h "mismatch\|certif" "$WORK"/certify-*.out | tail -4 || true
-echo; sed -n '/^mode /,$p' "$WORK/dense.out" || true
+echo; sed -n '/^| mode /,$p' "$WORK/dense.out" || true
 echo; cat "$WORK/table.txt"

@@ -71,7 +71,7 @@ fn to_string(chars: Vec<c_char>) -> String {
 }
 
 /// Whether a compile log carries ptxas's per-kernel resource lines (`--ptxas-options=--verbose`).
-pub fn has_resource_lines(log: &str) -> bool {
+fn has_resource_lines(log: &str) -> bool {
     log.contains("Compiling entry function '")
 }
 

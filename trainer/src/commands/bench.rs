@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use vnni_corpus::schema::hex_f64;
 use vnni_corpus::{SampleRow, TimingRow};
 use vnni_kernels::cuda::device::Gpu;
@@ -26,7 +26,7 @@ use vnni_measure::vendor::{copy_bandwidth, cublas_f16_gemm, cublas_f16_gemv, cub
 use crate::argv::{Argv, ToArgv};
 
 mod chain;
-pub(crate) mod dense_m;
+mod dense_m;
 
 #[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct Args {
@@ -432,7 +432,7 @@ pub fn run(args: &Args) -> Result<()> {
         bail!("--chain {n}x{k} is not in --shapes: a chain layer launches that shape's best decode candidate");
     }
     // The policy is read (and checked) before the GPU is opened.
-    let policy = args.policy.as_deref().map(read_policy).transpose()?;
+    let policy = args.policy.as_deref().map(super::load_policy).transpose()?;
     let session = open(args)?;
     let (gpu, protocol) = (&session.gpu, &session.protocol);
     let mut out = Measured::default();
@@ -488,15 +488,6 @@ pub fn run(args: &Args) -> Result<()> {
         bail!("{mismatched} candidate rows differ from the CPU reference");
     }
     Ok(())
-}
-
-/// A policy file, checked against the vocabulary.
-pub(crate) fn read_policy(path: &Path) -> Result<vnni_policy::Policy> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let policy =
-        vnni_policy::Policy::from_bytes(&bytes).with_context(|| format!("{} is not a policy", path.display()))?;
-    policy.check().with_context(|| format!("{}: not a valid policy", path.display()))?;
-    Ok(policy)
 }
 
 fn word<T: std::fmt::Display>(w: Option<T>) -> String {

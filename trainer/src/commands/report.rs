@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use vnni_learner::corpus_report::write_corpus_report;
 use vnni_policy::Policy;
 
@@ -42,18 +42,9 @@ impl ToArgv for Args {
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    let policy = match &a.policy {
-        Some(path) => {
-            let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-            let policy = Policy::from_bytes(&bytes)
-                .with_context(|| format!("{} is not a policy (vnni-policy-v2 JSON)", path.display()))?;
-            // Its codebook and mode words name the report's files: only the vocabulary passes.
-            policy.check().with_context(|| format!("{}: not a valid policy", path.display()))?;
-            Some(policy)
-        }
-        None => None,
-    };
-    let Some(corpus) = &a.corpus else { return dense_m(a) };
+    // Its codebook and mode words name the report's files: only a checked policy passes.
+    let policy = a.policy.as_deref().map(super::load_policy).transpose()?;
+    let Some(corpus) = &a.corpus else { return dense_m(a, policy.as_ref()) };
     let files = write_corpus_report(corpus, policy.as_ref(), &a.out)?;
     let count = |ext: &str| files.iter().filter(|f| f.extension().is_some_and(|e| e == ext)).count();
     println!("report {} ({} charts, PNG and SVG each)", a.out.join("report.md").display(), count("png"));
@@ -62,7 +53,7 @@ pub fn run(a: &Args) -> Result<()> {
 }
 
 /// `--dense-m`: every file's rows read (and checked) together, then one report.
-fn dense_m(a: &Args) -> Result<()> {
+fn dense_m(a: &Args, policy: Option<&Policy>) -> Result<()> {
     let mut rows = Vec::new();
     let mut seen = std::collections::BTreeMap::new();
     for path in &a.dense_m {
@@ -91,8 +82,7 @@ fn dense_m(a: &Args) -> Result<()> {
             timing.extend(vnni_corpus::read::read_timing(&beside)?);
         }
     }
-    let policy = a.policy.as_deref().map(crate::commands::bench::read_policy).transpose()?;
-    let maps = crate::commands::bench::dense_m::bucket_maps(policy.as_ref());
+    let maps = vnni_learner::dense_m::bucket_maps(policy);
     let files = vnni_learner::dense_m::write_report(&rows, &timing, &maps, &a.dense_m, &a.out)?;
     let cliffs = vnni_learner::dense_m::cliffs(&rows).len();
     println!(

@@ -9,8 +9,8 @@
 use anyhow::{bail, Context, Result};
 use vnni_corpus::schema::DenseMRow;
 use vnni_corpus::{SampleRow, TimingRow};
-use vnni_kernels::registry::{find, Candidate, Family, GROUPED_M, MAX_WORKSPACE_BYTES, PREFILL_MIN_M};
-use vnni_kernels::{Codebook, Mode, SourceFormat, Surface};
+use vnni_kernels::registry::{find, Candidate, Family, MAX_WORKSPACE_BYTES, PREFILL_MIN_M};
+use vnni_kernels::{CandidateId, Codebook, Mode, SourceFormat, Surface};
 use vnni_measure::cell::{best_row, FIXTURE_SEED};
 use vnni_measure::cuda_cell::{run_cell, CellFixture, CellInputs, CellTarget};
 use vnni_measure::shapes::dense_m_grid;
@@ -24,41 +24,29 @@ pub const ROWS_KERNELS_MAX_M: usize = 64;
 
 /// The batched candidates timed at M rows: the dp4a / mma16 grouped kernels up to
 /// [`ROWS_KERNELS_MAX_M`], the grouped IMMA tiles at every M, the prefill tiles from
-/// `PREFILL_MIN_M`; the dispatched candidate always.
-pub fn dense_candidates(m: usize, batched: &[Candidate], dispatched: Option<&str>) -> Vec<Candidate> {
-    batched
-        .iter()
-        .filter(|c| {
-            let serves = match (c.surface, c.family) {
-                (Surface::Grouped, Family::Imma) => true,
-                (Surface::Grouped, _) => m <= ROWS_KERNELS_MAX_M,
-                (Surface::Prefill, _) => m >= PREFILL_MIN_M,
-                (Surface::Decode, _) => false,
-            };
-            serves || dispatched == Some(c.id.as_str())
-        })
-        .cloned()
-        .collect()
+/// `PREFILL_MIN_M`; the dispatched candidate always (from any registry generation).
+pub fn dense_candidates(m: usize, batched: &[Candidate], dispatched: Option<&Candidate>) -> Vec<Candidate> {
+    let serves = |c: &Candidate| match (c.surface, c.family) {
+        (Surface::Grouped, Family::Imma) => true,
+        (Surface::Grouped, _) => m <= ROWS_KERNELS_MAX_M,
+        (Surface::Prefill, _) => m >= PREFILL_MIN_M,
+        (Surface::Decode, _) => false,
+    };
+    let mut out: Vec<Candidate> = batched.iter().filter(|c| serves(c)).cloned().collect();
+    include(&mut out, dispatched);
+    out
 }
 
-/// The bucket maps a dense report judges beside the learned one: the sweep's default grouped
-/// M values (one bucket from each) and the policy's.
-pub fn bucket_maps(policy: Option<&Policy>) -> Vec<vnni_learner::dense_m::BucketMap> {
-    use vnni_learner::dense_m::BucketMap;
-    let mut maps = vec![BucketMap { name: "GROUPED_M (2..16, 31)".into(), starts: GROUPED_M.to_vec() }];
-    if let Some(p) = policy {
-        let starts = p.m_buckets.iter().map(|b| b.lo as usize).filter(|&m| m >= 2).collect();
-        maps.push(BucketMap { name: "the policy's".into(), starts });
+/// `c` added to `cands` unless it is there.
+fn include(cands: &mut Vec<Candidate>, c: Option<&Candidate>) {
+    if let Some(c) = c.filter(|c| !cands.iter().any(|x| x.id == c.id)) {
+        cands.push(c.clone());
     }
-    maps
 }
 
-/// `id` added to `cands` (from the whole registry, any generation) unless it is there.
-fn include(cands: &mut Vec<Candidate>, id: &str) -> Result<()> {
-    if !cands.iter().any(|c| c.id.as_str() == id) {
-        cands.push(find(id).with_context(|| format!("the policy names {id}, which is not in the registry"))?.clone());
-    }
-    Ok(())
+/// The registry candidate a policy names (any generation).
+fn named(id: &str) -> Result<&'static Candidate> {
+    find(id).with_context(|| format!("the policy names {id}, which is not in the registry"))
 }
 
 /// Why a candidate cannot be timed on M x N x K at `bpp` (no plan, or partials over the
@@ -115,6 +103,7 @@ impl Dense {
 
     /// Every file, rewritten (atomically) with everything measured so far.
     fn write(&self, bench: &Bench, policy: Option<&Policy>) -> Result<()> {
+        use vnni_learner::dense_m::{bucket_maps, write_report};
         let out = &bench.args.out;
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
         let csv = out.join("dense-m.csv");
@@ -122,13 +111,7 @@ impl Dense {
         vnni_corpus::write_csv(&out.join("dense-rows.csv.zst"), &self.timing)?;
         vnni_corpus::write_csv(&out.join("samples.csv.zst"), &self.samples)?;
         vnni_corpus::write_csv(&out.join("resources.csv"), &bench.session.resources)?;
-        vnni_learner::dense_m::write_report(
-            &self.rows,
-            &self.timing,
-            &bucket_maps(policy),
-            &[csv],
-            &out.join("report"),
-        )?;
+        write_report(&self.rows, &self.timing, &bucket_maps(policy), &[csv], &out.join("report"))?;
         Ok(())
     }
 }
@@ -143,13 +126,14 @@ struct Line<'a> {
 }
 
 impl Line<'_> {
-    fn dispatched(&self, m: usize) -> Result<Option<(String, u64)>> {
+    /// The policy's pick at M rows and the bpp it runs at.
+    fn dispatched(&self, m: usize) -> Result<Option<(&'static Candidate, usize)>> {
         let Some(p) = self.policy else { return Ok(None) };
         let cb = self.format.codebook();
         let s = p
             .select(cb.name(), self.mode.name(), m as u64, self.n as u64, self.k as u64)
             .with_context(|| format!("the policy's pick for {cb} {} M = {m} {}x{}", self.mode, self.n, self.k))?;
-        Ok(Some((s.candidate.id.clone(), s.bpp)))
+        Ok(Some((named(&s.candidate.id)?, s.bpp as usize)))
     }
 
     /// A dense row from the timing rows of one M; `dispatched` is the policy's pick. `None`
@@ -157,16 +141,16 @@ impl Line<'_> {
     fn row(
         &self,
         m: usize,
-        m1: (&str, usize),
+        m1: (&CandidateId, usize),
         rows: &[TimingRow],
-        dispatched: Option<&str>,
+        dispatched: Option<&CandidateId>,
         why: Option<String>,
-    ) -> Result<Option<DenseMRow>> {
+    ) -> Option<DenseMRow> {
         let Some(best) = best_row(rows, self.mode) else {
             eprintln!("no eligible candidate at M = {m} ({} {}x{} {}): no row", self.format, self.n, self.k, self.mode);
-            return Ok(None);
+            return None;
         };
-        let pick = dispatched.and_then(|d| rows.iter().find(|r| r.mode == self.mode && r.candidate.as_str() == d));
+        let pick = dispatched.and_then(|d| rows.iter().find(|r| r.mode == self.mode && r.candidate == *d));
         let note = match (dispatched, pick) {
             (None, _) => String::new(),
             (Some(_), Some(r)) if r.mismatches > 0 => format!("{} mismatches: not eligible", r.mismatches),
@@ -177,22 +161,22 @@ impl Line<'_> {
             }
         };
         let dispatched_us = pick.filter(|r| r.eligible && r.median_us.is_finite()).map(|r| r.median_us);
-        Ok(Some(DenseMRow {
+        Some(DenseMRow {
             mode: self.mode,
             source_format: self.format,
             codebook: self.format.codebook(),
             n: self.n,
             k: self.k,
             m,
-            m1_candidate: m1.0.parse()?,
+            m1_candidate: m1.0.clone(),
             bpp: m1.1,
             timed: rows.iter().filter(|r| r.mode == self.mode && r.eligible).count(),
             best: best.candidate.clone(),
             best_us: best.median_us,
-            dispatched: dispatched.map(str::parse).transpose()?,
+            dispatched: dispatched.cloned(),
             dispatched_us,
             note,
-        }))
+        })
     }
 }
 
@@ -210,46 +194,39 @@ pub(super) fn run(bench: &Bench, policy: Option<&Policy>) -> Result<()> {
             let started = std::time::Instant::now();
             let format = SourceFormat::aliases_of(cb)[0];
             let fx = CellFixture::new(gpu, format, n, k, FIXTURE_SEED, s.protocol.passes)?;
-            // A policy's M = 1 pick may be a candidate of an older registry generation: timed too.
+            // The policy's M = 1 pick per mode, timed too (it may be of an older registry generation).
+            let lines: Vec<Line> = s.modes.iter().map(|&mode| Line { policy, format, n, k, mode }).collect();
+            let m1_picks = lines.iter().map(|l| l.dispatched(1)).collect::<Result<Vec<_>>>()?;
             let mut decode_cands = bench.decode.clone();
-            for &mode in &s.modes {
-                let line = Line { policy, format, n, k, mode };
-                if let Some((id, _)) = line.dispatched(1)? {
-                    include(&mut decode_cands, &id)?;
-                }
+            for pick in &m1_picks {
+                include(&mut decode_cands, pick.map(|p| p.0));
             }
             let inputs = CellInputs::decode(&decode_cands, &s.modes, &s.protocol, &s.rejected, bench.copy_gbps);
             let decode = run_cell(gpu, &fx, &inputs)?;
-            for &mode in &s.modes {
-                let line = Line { policy, format, n, k, mode };
+            for (line, m1_pick) in lines.iter().zip(&m1_picks) {
+                let mode = line.mode;
                 let m1_best = best_row(&decode.rows, mode)
                     .with_context(|| format!("no eligible decode row ({format} {n}x{k} {mode})"))?;
-                let m1_pick = line.dispatched(1)?;
-                let (m1_id, m1_bpp) = match &m1_pick {
-                    Some((id, bpp)) => {
-                        let planned = find(id).and_then(|c| c.plan(n, k, gpu.info.sms)).map(|p| p.bpp);
-                        if planned != Some(*bpp as usize) {
-                            bail!("the policy's M = 1 pick {id} has bpp {bpp} on {n}x{k}, the registry plans {planned:?} on this device");
+                let m1 = match m1_pick {
+                    Some((c, bpp)) => {
+                        let planned = c.plan(n, k, gpu.info.sms).map(|p| p.bpp);
+                        if planned != Some(*bpp) {
+                            bail!("the policy's M = 1 pick {} has bpp {bpp} on {n}x{k}, the registry plans {planned:?} on this device", c.id);
                         }
-                        (id.clone(), *bpp as usize)
+                        (c.id.clone(), *bpp)
                     }
-                    None => (m1_best.candidate.to_string(), m1_best.bpp),
+                    None => (m1_best.candidate.clone(), m1_best.bpp),
                 };
-                let m1_row =
-                    line.row(1, (&m1_id, m1_bpp), &decode.rows, m1_pick.as_ref().map(|p| p.0.as_str()), None)?;
+                let m1_row = line.row(1, (&m1.0, m1.1), &decode.rows, m1_pick.map(|p| &p.0.id), None);
                 dense.push(1, m1_row);
                 for &m in grid.iter().filter(|&&m| m >= 2) {
                     let pick = line.dispatched(m)?.map(|p| p.0);
                     let mut why = None;
-                    let mut all = batched.clone();
-                    if let Some(id) = &pick {
-                        include(&mut all, id)?;
-                    }
-                    let cands: Vec<Candidate> = dense_candidates(m, &all, pick.as_deref())
+                    let cands: Vec<Candidate> = dense_candidates(m, &batched, pick)
                         .into_iter()
-                        .filter(|c| match unrunnable(c, cb, n, k, m, m1_bpp) {
+                        .filter(|c| match unrunnable(c, cb, n, k, m, m1.1) {
                             Some(reason) => {
-                                if pick.as_deref() == Some(c.id.as_str()) {
+                                if pick.is_some_and(|p| p.id == c.id) {
                                     why = Some(reason);
                                 }
                                 false
@@ -257,9 +234,9 @@ pub(super) fn run(bench: &Bench, policy: Option<&Policy>) -> Result<()> {
                             None => true,
                         })
                         .collect();
-                    let target = CellTarget::Inherited { m, m1_candidate: m1_id.parse()?, bpp: m1_bpp };
+                    let target = CellTarget::Inherited { m, m1_candidate: m1.0.clone(), bpp: m1.1 };
                     let cell = run_cell(gpu, &fx, &inputs.retarget(target, &cands, &[mode]))?;
-                    dense.push(m, line.row(m, (&m1_id, m1_bpp), &cell.rows, pick.as_deref(), why)?);
+                    dense.push(m, line.row(m, (&m1.0, m1.1), &cell.rows, pick.map(|p| &p.id), why));
                     dense.timing.extend(cell.rows);
                     dense.samples.extend(cell.samples);
                 }
@@ -271,7 +248,8 @@ pub(super) fn run(bench: &Bench, policy: Option<&Policy>) -> Result<()> {
         }
     }
     let mismatched = dense.timing.iter().filter(|r| r.mismatches > 0).count();
-    print_summary(&dense.rows);
+    // The short table printed last: per series the worst steps and the dispatched regret.
+    print!("\n{}", vnni_learner::dense_m::summary_table(&dense.rows));
     if mismatched > 0 {
         bail!("{mismatched} candidate rows differ from the CPU reference (dense-rows.csv.zst)");
     }
@@ -283,29 +261,6 @@ pub(super) fn run(bench: &Bench, policy: Option<&Policy>) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The short table printed last: per series the worst steps and the dispatched regret.
-fn print_summary(rows: &[DenseMRow]) {
-    use vnni_learner::dense_m::{series, summarize};
-    println!(
-        "\n{:<6} {:<7} {:<14} {:>4} {:>16} {:>16} {:>18} {:>8}",
-        "mode", "format", "shape", "Ms", "best step/limit", "disp step/limit", "disp behind", "untimed"
-    );
-    for ((mode, format, n, k), line) in series(rows) {
-        let s = summarize(&line);
-        let step = |w: Option<(f64, usize)>| w.map_or_else(|| "-".into(), |(r, m)| format!("{r:.2} @{m}"));
-        let behind = s.worst_behind.map_or_else(|| "-".into(), |(b, m)| format!("{:.1}% @{m}", 100.0 * b));
-        println!(
-            "{mode:<6} {format:<7} {:<14} {:>4} {:>16} {:>16} {:>18} {:>8}",
-            format!("{n}x{k}"),
-            s.ms,
-            step(s.worst_best_step),
-            step(s.worst_dispatched_step),
-            behind,
-            s.untimed
-        );
-    }
 }
 
 #[cfg(test)]
@@ -327,7 +282,7 @@ mod tests {
             large.iter().any(|c| c.starts_with("grouped.imma.")) && large.iter().any(|c| c.starts_with("prefill."))
         );
         // a policy that dispatches a rows kernel at M = 4096 gets it timed there
-        assert!(ids(4096, Some("grouped.rows.r16")).iter().any(|c| c == "grouped.rows.r16"));
+        assert!(ids(4096, find("grouped.rows.r16")).iter().any(|c| c == "grouped.rows.r16"));
     }
 
     #[test]
