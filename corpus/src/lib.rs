@@ -3,8 +3,10 @@
 //! publication, the collection plan and cell store, and sealed corpus bundles.
 
 pub mod collection;
+pub mod evidence;
 pub mod gguf;
 pub mod inventory;
+pub mod ncu;
 pub mod provenance;
 pub mod read;
 pub mod schema;

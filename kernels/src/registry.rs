@@ -11,6 +11,9 @@ use crate::digest::sha256_hex;
 pub use crate::vocab::{Backend, CandidateId, Surface, PREFILL_MIN_M};
 use crate::Codebook;
 
+/// The ordered reduce a two-phase launch runs after its partials (`kernels/cuda/reduce.cu`).
+pub const REDUCE_SYMBOL: &str = "vnni_reduce_partials";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Family {
@@ -36,6 +39,11 @@ pub enum Family {
 }
 
 impl Family {
+    /// Whether the family's kernel runs its dots on the integer tensor cores (`mma.sync` s8).
+    pub fn tensor_cores(self) -> bool {
+        matches!(self, Family::Mma16 | Family::Imma)
+    }
+
     /// Whether the family's kernels (and the ordered reduce after them) hold the programmatic
     /// dependent launch protocol: no read of another kernel's output and no store before
     /// `griddepcontrol.wait`. The decode families do; the grouped and prefill kernels do not,
@@ -332,6 +340,28 @@ impl Candidate {
             Some(t) if t.kstep > 2 => codebook == Codebook::S4,
             _ => true,
         }
+    }
+
+    /// Whether a launch with `kb` K partitions writes partials that the ordered reduce folds
+    /// (a second kernel): dp4a and mma16 grouped kernels whenever there are partitions, kpar
+    /// decode and kpart IMMA tiles too; fused and wide forms fold in the CTA.
+    pub fn two_phase(&self, kb: usize) -> bool {
+        kb > 1
+            && match self.family {
+                Family::Kpar | Family::Rows | Family::Mma16 => true,
+                Family::Imma => self.prefill.is_some_and(|t| t.kpart),
+                Family::Wide | Family::Direct | Family::FusedKpar => false,
+            }
+    }
+
+    /// The symbols of the kernels one launch on `codebook` with `kb` K partitions runs, in
+    /// launch order (what a profiler must see).
+    pub fn launched_symbols(&self, codebook: Codebook, kb: usize) -> Vec<String> {
+        let mut out = vec![self.kernel(codebook).symbol()];
+        if self.two_phase(kb) {
+            out.push(REDUCE_SYMBOL.to_string());
+        }
+        out
     }
 
     /// The CUDA kernel this candidate launches for `codebook` (CPU candidates have none).

@@ -257,7 +257,7 @@ fn reference_pool() -> &'static rayon::ThreadPool {
 }
 
 /// M activation rows quantized on the CPU (the contract) and on the GPU, which must agree.
-fn activations(
+pub(crate) fn activations(
     gpu: &Gpu,
     cb: Codebook,
     m: usize,

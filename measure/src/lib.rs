@@ -14,6 +14,7 @@
 //! - [`phases`]: wall time per phase of a cell (fixtures, checks, calibration, capture, sampling).
 //! - [`vendor`] (feature `cuda`): copy bandwidth and cuBLAS/cuBLASLt baselines.
 //! - [`preflight`] (feature `cuda`): resources of every kernel specialization.
+//! - [`profile`] (feature `cuda`): one launch per request inside the profiler range (ncu evidence).
 //! - [`shapes`]: `NxK` lists from the command line, bounded.
 //! - [`error`]: `MeasureError`, typed, with context lines.
 
@@ -34,6 +35,8 @@ pub mod pairs;
 pub mod phases;
 #[cfg(feature = "cuda")]
 pub mod preflight;
+#[cfg(feature = "cuda")]
+pub mod profile;
 pub mod progress;
 pub mod protocol;
 pub mod rows;

@@ -71,6 +71,11 @@ enum Command {
         after_help = "Example:\n  vnni-dispatch remeasure --corpus target/refresh/core/m1/corpus --out pairs\n  vnni-dispatch fit --corpus target/refresh/core/m1/corpus --pairs pairs/pairs.samples.csv"
     )]
     Remeasure(commands::remeasure::Args),
+    /// Nsight Compute evidence beside a sealed CUDA corpus: one extra launch per (cell, candidate, mode), never timed.
+    #[command(
+        after_help = "Example:\n  vnni-dispatch profile --corpus target/refresh/family-smoke/corpus --out target/evidence --top 3"
+    )]
+    Profile(commands::profile::Args),
     /// Render a policy into .inc / header / Rust tables, validate them against the evaluator, install.
     #[command(after_help = "Example:\n  vnni-dispatch generate --policy policy.json --out tables --validate")]
     Generate(commands::generate::Args),
@@ -110,6 +115,7 @@ impl argv::ToArgv for Command {
             Command::Merge(a) => a.to_argv(),
             Command::Fit(a) => a.to_argv(),
             Command::Remeasure(a) => a.to_argv(),
+            Command::Profile(a) => a.to_argv(),
             Command::Generate(a) => a.to_argv(),
             Command::Report(a) => a.to_argv(),
             Command::Explain(a) => a.to_argv(),
@@ -131,6 +137,7 @@ fn run(command: &Command) -> anyhow::Result<()> {
         Command::Refresh(args) => commands::refresh::run(args),
         Command::Fit(args) => commands::fit::run(args),
         Command::Remeasure(args) => commands::remeasure::run(args),
+        Command::Profile(args) => commands::profile::run(args),
         Command::Generate(args) => commands::generate::run(args),
         Command::Report(args) => commands::report::run(args),
         Command::Explain(args) => commands::explain::run(args),

@@ -316,3 +316,35 @@ fn an_install_needs_the_policy_matrix_certified() {
     assert!(stdout.contains("installed "), "{stdout}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A CUDA install needs profiler evidence of its corpus; the refusal says how to make it, and
+/// evidence of another corpus is refused too.
+#[test]
+fn a_cuda_install_needs_profiler_evidence() {
+    let dir = scratch("evidence");
+    let policy = write_policy(&dir, &passing(example_policy(Backend::Cuda)));
+    let target = dir.join("vnni_dispatch.inc");
+    let out = dir.join("out");
+    let inv = inventory();
+    let base = [
+        "generate",
+        "--policy",
+        &policy,
+        "--out",
+        out.to_str().unwrap(),
+        "--install",
+        target.to_str().unwrap(),
+        "--inventory",
+        &inv,
+    ];
+    let (ok, _, err) = vnni(&base);
+    assert!(!ok && err.contains("refusing to install a CUDA policy without profiler evidence"), "{err}");
+    assert!(err.contains("vnni-dispatch profile --corpus CORPUS --out EVIDENCE --top 3"), "{err}");
+    assert!(!target.exists());
+    // --evidence needs --corpus
+    let mut args = base.to_vec();
+    args.extend(["--evidence", "ev"]);
+    let (ok, _, err) = vnni(&args);
+    assert!(!ok && err.contains("--corpus"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

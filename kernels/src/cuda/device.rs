@@ -518,7 +518,7 @@ impl Gpu {
         // weights, activation rows, outputs and partials hold what the kernel reads and writes.
         unsafe { self.launch_raw(f, cfg, &mut params, l.programmatic, cand.id.as_str()) }?;
         if two_phase {
-            let r = self.common_function("vnni_reduce_partials")?;
+            let r = self.common_function(crate::registry::REDUCE_SYMBOL)?;
             let mut outputs = (m * w.n) as i32;
             let cfg = LaunchConfig {
                 grid_dim: ((outputs as u32).div_ceil(256), 1, 1),
@@ -591,6 +591,11 @@ impl Gpu {
         // SAFETY: the range is exactly the buffer.
         unsafe { cudarc::driver::result::memset_d8_async(self.ptr(s), 0xA5, bytes, self.stream.cu_stream()) }
             .map_err(driver("memset"))
+    }
+
+    /// Make the device's context current on this thread (for driver calls outside cudarc).
+    pub(crate) fn bind_context(&self) -> Result<(), CudaError> {
+        self.ctx.bind_to_thread().map_err(driver("binding the context"))
     }
 
     pub fn synchronize(&self) -> Result<(), CudaError> {

@@ -3,7 +3,7 @@
 //! exactly the buffers), and every buffer must hold what the kernel reads or writes. The
 //! checks are plain arithmetic on lengths, so they are tested without a GPU.
 
-use crate::registry::{Candidate, Family, LaunchPlan};
+use crate::registry::{Candidate, LaunchPlan};
 use crate::{Codebook, Surface};
 
 /// The lengths and shapes of one launch, checked by [`LaunchCheck::verify`].
@@ -118,14 +118,7 @@ impl LaunchCheck<'_> {
         if self.y_len < outputs {
             return Err(refuse(format!("the output holds {} floats, {outputs} are written", self.y_len)));
         }
-        // dp4a and mma16 grouped kernels write partials whenever there are partitions, kpar
-        // decode and kpart IMMA tiles too; fused and std forms fold in the CTA.
-        let two_phase = p.kb > 1
-            && match c.family {
-                Family::Kpar | Family::Rows | Family::Mma16 => true,
-                Family::Imma => c.prefill.is_some_and(|t| t.kpart),
-                Family::Wide | Family::Direct | Family::FusedKpar => false,
-            };
+        let two_phase = c.two_phase(p.kb);
         if two_phase && self.workspace_len < p.kb * outputs {
             return Err(refuse(format!(
                 "the workspace holds {} floats, {} partials are written",

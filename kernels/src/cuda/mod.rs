@@ -10,6 +10,8 @@ pub mod device;
 pub mod launch;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
+#[cfg(feature = "cuda")]
+pub mod profiler;
 pub mod ptxas;
 pub mod source;
 #[cfg(feature = "cuda")]

@@ -3,7 +3,8 @@
 //! batched M, the decode selection whose bpp the rows inherit), then, where the policy's corpus
 //! has this exact key, the measured medians: the pick against the best and the runner-up, the
 //! spread of the pick's samples and, for a corpus timed in two or more passes, the cell's noise
-//! band and whether the pick is tied with the best inside it.
+//! band and whether the pick is tied with the best inside it; with `--evidence`, the profiler
+//! records of the pick and of the measured best there (`profile`).
 
 use std::path::{Path, PathBuf};
 
@@ -43,6 +44,9 @@ pub struct Args {
     /// fastest first, whatever answered the query (an overlay, the models or a tree).
     #[arg(long)]
     pub predictions: bool,
+    /// Profiler evidence of the policy's corpus (`profile`): the pick's records and the best's.
+    #[arg(long)]
+    pub evidence: Option<PathBuf>,
 }
 
 impl ToArgv for Args {
@@ -57,6 +61,7 @@ impl ToArgv for Args {
             .opt_path("corpus", self.corpus.as_deref())
             .path("root", &self.root)
             .flag("predictions", self.predictions)
+            .opt_path("evidence", self.evidence.as_deref())
             .done()
     }
 }
@@ -183,6 +188,51 @@ pub fn run(a: &Args) -> Result<()> {
         println!("measured    {} (same policy corpus)", corpus.display());
         measured(&rows, &s.candidate.id);
         band(&corpus, codebook, &mode, (a.m, a.n, a.k), &s.candidate.id)?;
+    }
+    if let Some(dir) = &a.evidence {
+        evidence(dir, &corpus, &rows, &s.candidate.id)?;
+    }
+    Ok(())
+}
+
+/// The profiler records of the pick and of the measured best among `rows` (one key's rows).
+fn evidence(dir: &Path, corpus: &Path, rows: &[TimingRow], picked: &str) -> Result<()> {
+    let (_, records) = super::profile::authenticate(dir, corpus)?;
+    let by_key = vnni_corpus::evidence::by_key(&records);
+    let best = rows.iter().filter(|r| r.eligible).min_by(|a, b| a.median_us.total_cmp(&b.median_us));
+    let mut shown: Vec<&TimingRow> = rows.iter().filter(|r| r.candidate.as_str() == picked).collect();
+    shown.extend(best.filter(|b| b.candidate.as_str() != picked));
+    if shown.is_empty() {
+        println!("evidence    the corpus has no row of the pick here: nothing was profiled");
+    }
+    for r in shown {
+        let role = if r.candidate.as_str() == picked { "pick" } else { "best" };
+        let key = vnni_corpus::evidence::ProfileKey::of_row(r);
+        match key.as_ref().and_then(|k| by_key.get(k)) {
+            None => println!(
+                "evidence    {role} {} ({}): no record in {}",
+                r.candidate,
+                r.source_format.map_or("-".into(), |f| f.to_string()),
+                dir.display()
+            ),
+            Some(recs) => {
+                for e in recs {
+                    println!(
+                        "evidence    {role} {} {}: {} regs, occupancy {:.1}%, DRAM {:.1}%, L2 {:.1}%, {} spill requests, ld128 {}, {} B/sector, {} IMMA",
+                        e.candidate,
+                        e.kernel,
+                        e.registers,
+                        e.achieved_occupancy_pct,
+                        e.dram_pct,
+                        e.l2_pct,
+                        e.spill_requests(),
+                        e.ld128_share.map_or("-".into(), |v| format!("{v:.2}")),
+                        e.bytes_per_sector.map_or("-".into(), |v| format!("{v:.1}")),
+                        e.imma_insts
+                    );
+                }
+            }
+        }
     }
     Ok(())
 }

@@ -2,11 +2,14 @@
 //! render the policy into `vnni_dispatch.inc`, `vnni_dispatch.h` and `vnni_dispatch.rs`,
 //! validate them (compiled C++ and Rust harnesses against the evaluator) when asked and
 //! always before an install, then install atomically. An install of a policy with grouped
-//! buckets also needs `--certificates` covering its whole matrix (`certify --policy`).
+//! buckets also needs `--certificates` covering its whole matrix (`certify --policy`); an
+//! install of a CUDA policy also needs profiler evidence (`profile`) of its corpus for the
+//! installed pick and its runner-up in every cell (`--evidence` with `--corpus`).
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
+use vnni_corpus::evidence;
 use vnni_corpus::inventory::Inventory;
 use vnni_corpus::read::read_certificates;
 use vnni_generator::{
@@ -59,6 +62,13 @@ pub struct Args {
     /// at the bpp of the policy's own M = 1 pick, with zero mismatches.
     #[arg(long)]
     pub certificates: Option<PathBuf>,
+    /// Profiler evidence of the policy's corpus (`profile --corpus C --out DIR`): a CUDA install
+    /// needs records of the installed pick and its runner-up in every cell, every claim held.
+    #[arg(long, requires = "corpus")]
+    pub evidence: Option<PathBuf>,
+    /// The sealed corpus the policy was fitted on (with --evidence).
+    #[arg(long)]
+    pub corpus: Option<PathBuf>,
 }
 
 impl ToArgv for Args {
@@ -76,6 +86,8 @@ impl ToArgv for Args {
             .flag("require-rust", self.require_rust)
             .val("profile", &self.profile)
             .opt_path("certificates", self.certificates.as_deref())
+            .opt_path("evidence", self.evidence.as_deref())
+            .opt_path("corpus", self.corpus.as_deref())
             .done()
     }
 }
@@ -110,6 +122,55 @@ fn refuse_uncertified(policy: &Policy, a: &Args) -> Result<()> {
     Ok(())
 }
 
+/// A CUDA install needs profiler evidence of its corpus: records of the installed pick and of
+/// its runner-up (the fastest other eligible candidate) in every cell and mode of the corpus,
+/// authenticated, with every registry claim held; the refusal names what is missing.
+fn refuse_without_evidence(policy: &Policy, a: &Args) -> Result<()> {
+    if policy.provenance.backend != "cuda" {
+        return Ok(());
+    }
+    let fix = format!(
+        "run `vnni-dispatch profile --corpus CORPUS --out EVIDENCE --top 3` on the corpus policy {} was fitted on and pass --evidence EVIDENCE --corpus CORPUS",
+        a.policy.display()
+    );
+    let (Some(dir), Some(corpus)) = (&a.evidence, &a.corpus) else {
+        bail!("{}: refusing to install a CUDA policy without profiler evidence; {fix}", a.policy.display());
+    };
+    let manifest = vnni_corpus::seal::verify(corpus, &Default::default())?;
+    if manifest.corpus_id != policy.provenance.corpus_id {
+        bail!(
+            "{}: the policy was fitted on corpus {}, {} is corpus {}; {fix}",
+            a.policy.display(),
+            policy.provenance.corpus_id,
+            corpus.display(),
+            manifest.corpus_id
+        );
+    }
+    let (_, rows) = super::profile::authenticate(dir, corpus)?;
+    let timing = vnni_corpus::collection::read_corpus_rows(corpus)?;
+    let pick = |r: &vnni_corpus::TimingRow| -> Result<String> {
+        let cb = r.codebook.map(|c| c.to_string()).unwrap_or_default();
+        Ok(policy.select(&cb, &r.mode.to_string(), r.m as u64, r.n as u64, r.k as u64)?.candidate.id.clone())
+    };
+    let required = evidence::installed_keys(&timing, pick)?;
+    let have = evidence::by_key(&rows);
+    let missing: Vec<_> = required.iter().filter(|k| !have.contains_key(*k)).collect();
+    if let Some(first) = missing.first() {
+        bail!(
+            "{}: refusing to install: {} of the {} installed picks and runners-up have no profiler record (first: {first}); {fix}",
+            dir.display(),
+            missing.len(),
+            required.len()
+        );
+    }
+    println!(
+        "profiler evidence: the installed pick and runner-up of every cell ({} keys, {})",
+        required.len(),
+        dir.display()
+    );
+    Ok(())
+}
+
 pub fn run(a: &Args) -> Result<()> {
     let policy = super::load_policy(&a.policy)?;
     let rendered = render(&policy).with_context(|| format!("{}: cannot render the policy", a.policy.display()))?;
@@ -130,6 +191,10 @@ pub fn run(a: &Args) -> Result<()> {
                 a.out.display()
             );
         }
+    }
+    if installing {
+        // before the (long) validation: evidence is checked from files alone
+        refuse_without_evidence(&policy, a)?;
     }
     if installing && a.random < MIN_RANDOM {
         bail!("--random {} is below the {MIN_RANDOM} random queries an install is validated on", a.random);

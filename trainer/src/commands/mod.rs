@@ -11,6 +11,7 @@ pub mod generate;
 pub mod inventory;
 pub mod merge;
 pub mod preflight;
+pub mod profile;
 pub mod refresh;
 pub mod remeasure;
 pub mod report;

@@ -198,6 +198,29 @@ pub fn run(a: &Args) -> Result<()> {
             bail!("the policy failed its gates (see the fit report): refusing to install it at {}", p.display());
         }
     }
+    // 4. Profiler evidence for a CUDA install: the top 3 candidates of every cell under Nsight
+    // Compute, after (never inside) the timing; generate refuses an install without it.
+    let evidence_dir = out.join("evidence");
+    let profiled = a.install.is_some() && plan.backend == Backend::Cuda;
+    if profiled {
+        step("profile", &mut steps, || {
+            let args = super::profile::Args {
+                corpus: corpus.clone(),
+                out: evidence_dir.clone(),
+                top: Some(3),
+                chunk: vnni_corpus::evidence::DEFAULT_CHUNK,
+                ncu: PathBuf::from("ncu"),
+                reparse: false,
+                device: a.devices.first().copied().unwrap_or(0),
+                cache: a.cache.clone(),
+                worker: false,
+                first: 0,
+                count: 0,
+            };
+            super::profile::run(&args)?;
+            Ok(format!("{} (top 3 of every cell)", evidence_dir.display()))
+        })?;
+    }
     step("generate", &mut steps, || {
         let args = generate::Args {
             policy: policy_path.clone(),
@@ -212,6 +235,8 @@ pub fn run(a: &Args) -> Result<()> {
             require_rust: false,
             profile: "all".into(),
             certificates: policy_certs.is_file().then(|| policy_certs.clone()),
+            evidence: profiled.then(|| evidence_dir.clone()),
+            corpus: profiled.then(|| corpus.clone()),
         };
         generate::run(&args)?;
         Ok(format!("{} (validated)", args.out.display()))
@@ -223,6 +248,7 @@ pub fn run(a: &Args) -> Result<()> {
             corpus: Some(corpus.clone()),
             dense_m: Vec::new(),
             policy: Some(policy_path.clone()),
+            evidence: profiled.then(|| evidence_dir.clone()),
             out: out.join("report"),
         };
         report::run(&args)?;

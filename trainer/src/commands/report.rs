@@ -1,7 +1,9 @@
 //! `vnni-dispatch report --corpus DIR [--policy policy.json] --out DIR`: the corpus report
 //! (Markdown, PNG and SVG charts): decode bandwidth vs the measured copy roofline, regret CDFs of the
 //! policy and the baselines per domain group, decision maps. `report --dense-m CSV,.. --out
-//! DIR`: the dense-M report of `bench --dense-m` runs (cliffs, time per row against M).
+//! DIR`: the dense-M report of `bench --dense-m` runs (cliffs, time per row against M). With
+//! `--evidence` (profiler evidence of the corpus, `profile`), `evidence.md` beside the report:
+//! every record authenticated, one line each.
 
 use std::path::PathBuf;
 
@@ -25,6 +27,9 @@ pub struct Args {
     /// (without it, the maps are of the policy the learner fits from this corpus).
     #[arg(long)]
     pub policy: Option<PathBuf>,
+    /// Profiler evidence of --corpus (`profile`): authenticated and written as evidence.md.
+    #[arg(long, requires = "corpus")]
+    pub evidence: Option<PathBuf>,
     /// Where report.md and the charts (PNG and SVG) go (created if missing).
     #[arg(long)]
     pub out: PathBuf,
@@ -36,6 +41,7 @@ impl ToArgv for Args {
             .opt_path("corpus", self.corpus.as_deref())
             .list("dense-m", &self.dense_m.iter().map(|p| p.display()).collect::<Vec<_>>())
             .opt_path("policy", self.policy.as_deref())
+            .opt_path("evidence", self.evidence.as_deref())
             .path("out", &self.out)
             .done()
     }
@@ -49,6 +55,19 @@ pub fn run(a: &Args) -> Result<()> {
     let count = |ext: &str| files.iter().filter(|f| f.extension().is_some_and(|e| e == ext)).count();
     println!("report {} ({} charts, PNG and SVG each)", a.out.join("report.md").display(), count("png"));
     debug_assert_eq!(count("png"), count("svg"));
+    if let Some(dir) = &a.evidence {
+        let (requests, rows) = super::profile::authenticate(dir, corpus)?;
+        let text = format!(
+            "# Profiler evidence\n\n{} requests, {} records from {} (Nsight Compute, one extra launch each, never timed); every registry claim holds (no spill request, IMMA instructions exactly in the tensor-core candidates).\n\n{}",
+            requests.len(),
+            rows.len(),
+            dir.display(),
+            super::profile::summary(&rows)
+        );
+        let path = a.out.join("evidence.md");
+        vnni_corpus::write_bytes(&path, text.as_bytes())?;
+        println!("evidence {}", path.display());
+    }
     Ok(())
 }
 

@@ -27,6 +27,9 @@ pub struct Args {
     /// Committed table sets (each a directory with policy.json and the generated files).
     #[arg(long, default_value = "lfs-data/tables")]
     pub tables: PathBuf,
+    /// Committed profiler evidence (`profile`; each directory bound to a corpus under --root).
+    #[arg(long, default_value = "lfs-data/evidence")]
+    pub evidence: PathBuf,
 }
 
 impl ToArgv for Args {
@@ -35,7 +38,11 @@ impl ToArgv for Args {
         for c in &self.corpus {
             a = a.path("corpus", c);
         }
-        a.path("inventory", &self.inventory).path("root", &self.root).path("tables", &self.tables).done()
+        a.path("inventory", &self.inventory)
+            .path("root", &self.root)
+            .path("tables", &self.tables)
+            .path("evidence", &self.evidence)
+            .done()
     }
 }
 
@@ -95,6 +102,20 @@ fn unsealed(root: &Path, corpora: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
+/// The verified corpus an evidence directory's requests were drawn from.
+fn evidence_corpus<'v>(dir: &Path, verified: &'v BTreeMap<String, PathBuf>) -> Result<&'v PathBuf> {
+    let path = dir.join(vnni_corpus::evidence::REQUEST_MANIFEST);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let manifest: vnni_corpus::evidence::RequestManifest =
+        serde_json::from_str(&text).with_context(|| format!("{}: not a request manifest", path.display()))?;
+    verified.get(&manifest.corpus_id).with_context(|| {
+        format!(
+            "drawn from corpus {}, which is not among the verified corpora: commit it beside the evidence",
+            manifest.corpus_id
+        )
+    })
+}
+
 pub fn run(a: &Args) -> Result<()> {
     let expected = expected(&a.inventory)?;
     if a.corpus.is_empty() && !a.root.is_dir() {
@@ -135,6 +156,17 @@ pub fn run(a: &Args) -> Result<()> {
     }
     if !a.corpus.is_empty() {
         return Ok(());
+    }
+    for e in holding(&a.evidence, vnni_corpus::evidence::EVIDENCE_MANIFEST) {
+        match evidence_corpus(&e, &verified).and_then(|c| super::profile::authenticate(&e, c)) {
+            Ok((requests, rows)) => {
+                println!("ok   {} ({} requests, {} records, every claim held)", e.display(), requests.len(), rows.len())
+            }
+            Err(err) => {
+                bad += 1;
+                println!("FAIL {}: {err:#}", e.display());
+            }
+        }
     }
     for t in holding(&a.tables, "policy.json") {
         if let Err(e) = refit(&t, &verified) {

@@ -1,0 +1,632 @@
+//! Profiler evidence beside a sealed corpus, never inside it: what was asked of Nsight Compute
+//! (`requests.csv`, one extra launch per (cell, candidate, mode), bound to the corpus id by
+//! `requests.manifest.json`), what ncu wrote (`ncu/*.csv`, one file per chunk of requests,
+//! kept so the evidence can be derived again), and the records per request in base units (`evidence.csv`, bound to all three by
+//! `evidence.manifest.json`). Profiler durations are recorded here only: they never enter
+//! timing rows or labels.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use vnni_kernels::digest::sha256_hex;
+use vnni_kernels::{CandidateId, Codebook, Mode, SourceFormat};
+
+use crate::ncu::{self, NcuRecord};
+use crate::schema::TimingRow;
+
+pub const SCHEMA: &str = "vnni-evidence-v1";
+pub const REQUESTS: &str = "requests.csv";
+pub const REQUEST_MANIFEST: &str = "requests.manifest.json";
+/// ncu's CSV per chunk of requests (`ncu/000000.csv` holds requests 0..chunk): each chunk is
+/// one ncu process, so a cut pass keeps the chunks it finished.
+pub const NCU_DIR: &str = "ncu";
+/// Requests per ncu process unless asked otherwise.
+pub const DEFAULT_CHUNK: usize = 256;
+pub const EVIDENCE: &str = "evidence.csv";
+pub const EVIDENCE_MANIFEST: &str = "evidence.manifest.json";
+
+#[derive(Debug, thiserror::Error)]
+pub enum EvidenceError {
+    #[error("{path}: {message}")]
+    File { path: PathBuf, message: String },
+    #[error(transparent)]
+    Ncu(#[from] ncu::NcuError),
+    #[error(transparent)]
+    Read(#[from] crate::read::ReadError),
+    #[error(transparent)]
+    Write(#[from] crate::write::WriteError),
+}
+
+fn file_err(path: &Path, message: impl Into<String>) -> EvidenceError {
+    EvidenceError::File { path: path.to_path_buf(), message: message.into() }
+}
+
+/// The cell, candidate and mode of one profiled launch (its key in every evidence file).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ProfileKey {
+    pub source_format: SourceFormat,
+    pub codebook: Codebook,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub mode: Mode,
+    pub candidate: CandidateId,
+    /// Batched rows: the M = 1 candidate whose bpp they inherit (empty for decode).
+    pub m1_candidate: Option<CandidateId>,
+    pub bpp: usize,
+}
+
+impl ProfileKey {
+    /// The key of a timing row (None for a baseline, which has no kernel of ours).
+    pub fn of_row(r: &TimingRow) -> Option<ProfileKey> {
+        Some(ProfileKey {
+            source_format: r.source_format?,
+            codebook: r.codebook?,
+            m: r.m,
+            n: r.n,
+            k: r.k,
+            mode: r.mode,
+            candidate: r.candidate.clone(),
+            m1_candidate: r.m1_candidate.clone(),
+            bpp: r.bpp,
+        })
+    }
+}
+
+impl std::fmt::Display for ProfileKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} M={} {}x{} {} {} (bpp {})",
+            self.source_format, self.codebook, self.m, self.n, self.k, self.mode, self.candidate, self.bpp
+        )
+    }
+}
+
+/// `key()` of a row that spells the key's fields out (the csv crate cannot flatten a struct).
+macro_rules! keyed {
+    ($row:ty) => {
+        impl $row {
+            pub fn key(&self) -> ProfileKey {
+                ProfileKey {
+                    source_format: self.source_format,
+                    codebook: self.codebook,
+                    m: self.m,
+                    n: self.n,
+                    k: self.k,
+                    mode: self.mode,
+                    candidate: self.candidate.clone(),
+                    m1_candidate: self.m1_candidate.clone(),
+                    bpp: self.bpp,
+                }
+            }
+        }
+    };
+}
+keyed!(ProfileRequest);
+keyed!(EvidenceRow);
+
+/// One launch to profile (`requests.csv`), in launch order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileRequest {
+    pub request: usize,
+    pub source_format: SourceFormat,
+    pub codebook: Codebook,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub mode: Mode,
+    pub candidate: CandidateId,
+    /// Batched rows: the M = 1 candidate whose bpp they inherit (empty for decode).
+    pub m1_candidate: Option<CandidateId>,
+    pub bpp: usize,
+    /// The candidate's place among its cell's eligible candidates in this mode (1: fastest).
+    pub rank: usize,
+    /// Launched with programmatic dependent launch, as the corpus's decode rows were.
+    pub programmatic: bool,
+    /// The kernels the launch runs, in order, `;`-separated symbols (the candidate's kernel,
+    /// then the ordered reduce for two-phase candidates).
+    pub kernels: String,
+    /// Whether the registry says the first kernel runs on the integer tensor cores.
+    pub imma: bool,
+}
+
+impl ProfileRequest {
+    pub fn kernel_symbols(&self) -> Vec<&str> {
+        self.kernels.split(';').collect()
+    }
+}
+
+/// One ncu record of a request, in base units (`evidence.csv`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvidenceRow {
+    pub request: usize,
+    pub source_format: SourceFormat,
+    pub codebook: Codebook,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub mode: Mode,
+    pub candidate: CandidateId,
+    /// Batched rows: the M = 1 candidate whose bpp they inherit (empty for decode).
+    pub m1_candidate: Option<CandidateId>,
+    pub bpp: usize,
+    /// The record's place among its request's kernels (0: the candidate's kernel).
+    pub record: usize,
+    pub kernel: String,
+    pub registers: u32,
+    pub shared_static_bytes: u64,
+    pub shared_dynamic_bytes: u64,
+    pub achieved_occupancy_pct: f64,
+    /// DRAM bytes moved, % of the peak over the launch's elapsed time.
+    pub dram_pct: f64,
+    /// L2 sectors served, % of the peak over the launch's elapsed time.
+    pub l2_pct: f64,
+    pub local_load_requests: u64,
+    pub local_store_requests: u64,
+    /// Global load warp instructions: `LDG` and `cp.async` (`LDGSTS`).
+    pub global_load_insts: u64,
+    /// Bytes those instructions asked for.
+    pub global_load_bytes: u64,
+    /// 32-byte sectors they fetched from L1/TEX.
+    pub global_load_sectors: u64,
+    /// The global loads' bytes over what the same warp instructions would move with every
+    /// lane loading 128 bits (1: every load is a full-warp 128-bit load); empty without loads.
+    pub ld128_share: Option<f64>,
+    /// Bytes the global loads asked for per 32-byte sector fetched (32: no byte wasted).
+    pub bytes_per_sector: Option<f64>,
+    pub imma_insts: u64,
+    /// ncu's own duration of the profiled launch: evidence only, never a timing.
+    pub profiled_duration_ns: f64,
+}
+
+impl EvidenceRow {
+    pub fn spill_requests(&self) -> u64 {
+        self.local_load_requests + self.local_store_requests
+    }
+}
+
+/// What binds `requests.csv` to the corpus it was drawn from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestManifest {
+    pub schema: String,
+    pub corpus_id: String,
+    pub requests_sha256: String,
+    pub requests: usize,
+    /// Records ncu must write: one per kernel of every request.
+    pub records: usize,
+    /// Requests per ncu process (per file of `ncu/`).
+    pub chunk: usize,
+    pub metrics: Vec<String>,
+}
+
+impl RequestManifest {
+    /// The request ranges of the chunks, in order.
+    pub fn chunks(&self) -> Vec<std::ops::Range<usize>> {
+        (0..self.requests).step_by(self.chunk.max(1)).map(|a| a..(a + self.chunk.max(1)).min(self.requests)).collect()
+    }
+}
+
+/// Where ncu writes the chunk that starts at request `first`.
+pub fn chunk_path(dir: &Path, first: usize) -> PathBuf {
+    dir.join(NCU_DIR).join(format!("{first:06}.csv"))
+}
+
+/// What binds the evidence to its requests, ncu's output and the corpus.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceManifest {
+    pub schema: String,
+    pub corpus_id: String,
+    pub requests_sha256: String,
+    /// sha256 of each chunk's ncu CSV, in order.
+    pub ncu_sha256: Vec<String>,
+    pub evidence_sha256: String,
+    pub records: usize,
+}
+
+/// The request manifest of `requests` for corpus `corpus_id`, with the bytes of `requests.csv`.
+pub fn request_manifest(
+    dir: &Path,
+    corpus_id: &str,
+    requests: &[ProfileRequest],
+    chunk: usize,
+) -> Result<(RequestManifest, Vec<u8>), EvidenceError> {
+    let bytes = crate::write::csv_bytes(&dir.join(REQUESTS), requests)?;
+    let records = requests.iter().map(|r| r.kernel_symbols().len()).sum();
+    let manifest = RequestManifest {
+        schema: SCHEMA.into(),
+        corpus_id: corpus_id.into(),
+        requests_sha256: sha256_hex(&bytes),
+        requests: requests.len(),
+        records,
+        chunk: chunk.max(1),
+        metrics: ncu::METRICS.iter().map(|m| m.ncu.to_string()).collect(),
+    };
+    Ok((manifest, bytes))
+}
+
+/// Write `requests.csv` and its manifest into `dir`.
+pub fn write_requests(
+    dir: &Path,
+    corpus_id: &str,
+    requests: &[ProfileRequest],
+    chunk: usize,
+) -> Result<RequestManifest, EvidenceError> {
+    let (manifest, bytes) = request_manifest(dir, corpus_id, requests, chunk)?;
+    crate::write::write_bytes(&dir.join(REQUESTS), &bytes)?;
+    write_json(&dir.join(REQUEST_MANIFEST), &manifest)?;
+    Ok(manifest)
+}
+
+fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<(), EvidenceError> {
+    let text = serde_json::to_string_pretty(v).expect("a manifest serializes") + "\n";
+    Ok(crate::write::write_bytes(path, text.as_bytes())?)
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, EvidenceError> {
+    let text = std::fs::read_to_string(path).map_err(|e| file_err(path, e.to_string()))?;
+    serde_json::from_str(&text).map_err(|e| file_err(path, format!("not a manifest: {e}")))
+}
+
+fn read_requests_file(path: &Path) -> Result<Vec<ProfileRequest>, EvidenceError> {
+    let mut r = csv::Reader::from_reader(crate::read::open(path)?);
+    let mut out: Vec<ProfileRequest> = Vec::new();
+    for (i, rec) in r.deserialize::<ProfileRequest>().enumerate() {
+        let line = i + 2;
+        let req = rec.map_err(|e| file_err(path, format!("line {line}: {e}")))?;
+        if req.request != i {
+            return Err(file_err(path, format!("line {line}: request {} where {i} was expected", req.request)));
+        }
+        if !crate::read::known_candidate(req.candidate.as_str()) {
+            return Err(file_err(path, format!("line {line}: unknown candidate {}", req.candidate)));
+        }
+        out.push(req);
+    }
+    Ok(out)
+}
+
+/// The requests of `dir`, authenticated by their manifest, which must bind `corpus_id`.
+pub fn read_requests(dir: &Path, corpus_id: &str) -> Result<(RequestManifest, Vec<ProfileRequest>), EvidenceError> {
+    let mpath = dir.join(REQUEST_MANIFEST);
+    let manifest: RequestManifest = read_json(&mpath)?;
+    if manifest.schema != SCHEMA {
+        return Err(file_err(&mpath, format!("schema {:?}, this build reads {SCHEMA:?}", manifest.schema)));
+    }
+    if manifest.corpus_id != corpus_id {
+        return Err(file_err(
+            &mpath,
+            format!(
+                "requests drawn from corpus {}, not from corpus {corpus_id}: profile this corpus again",
+                manifest.corpus_id
+            ),
+        ));
+    }
+    let path = dir.join(REQUESTS);
+    let bytes = std::fs::read(&path).map_err(|e| file_err(&path, e.to_string()))?;
+    if sha256_hex(&bytes) != manifest.requests_sha256 {
+        return Err(file_err(&path, "changed since its manifest was written (sha256 differs)"));
+    }
+    let requests = read_requests_file(&path)?;
+    let records: usize = requests.iter().map(|r| r.kernel_symbols().len()).sum();
+    if requests.len() != manifest.requests || records != manifest.records {
+        return Err(file_err(&mpath, "request and record counts differ from requests.csv"));
+    }
+    Ok((manifest, requests))
+}
+
+/// Every request must name an eligible timing row of the corpus: evidence for a cell,
+/// candidate or bpp the corpus never measured is evidence of something else.
+pub fn check_requests_against(
+    path: &Path,
+    requests: &[ProfileRequest],
+    rows: &[TimingRow],
+) -> Result<(), EvidenceError> {
+    let measured: BTreeSet<ProfileKey> = rows.iter().filter(|r| r.eligible).filter_map(ProfileKey::of_row).collect();
+    for r in requests {
+        if !measured.contains(&r.key()) {
+            return Err(file_err(
+                path,
+                format!("request {}: {} is not an eligible row of the corpus", r.request, r.key()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Bind ncu's records to the requests in launch order: each request owns as many records as it
+/// runs kernels, each named by its symbol. Metrics become evidence rows in base units.
+pub fn bind(
+    ncu_path: &Path,
+    requests: &[ProfileRequest],
+    records: &[NcuRecord],
+) -> Result<Vec<EvidenceRow>, EvidenceError> {
+    let expected: usize = requests.iter().map(|r| r.kernel_symbols().len()).sum();
+    if records.len() != expected {
+        return Err(file_err(
+            ncu_path,
+            format!("{} records for {} requests that launch {expected} kernels: a launch was not profiled or an extra one was", records.len(), requests.len()),
+        ));
+    }
+    let mut out = Vec::with_capacity(records.len());
+    let mut next = records.iter();
+    for r in requests {
+        for (i, symbol) in r.kernel_symbols().into_iter().enumerate() {
+            let rec = next.next().expect("counted above");
+            if !ncu::names_symbol(&rec.kernel, symbol) {
+                return Err(file_err(
+                    ncu_path,
+                    format!(
+                        "line {}: record {} is kernel {:?}, request {} ({}) launches {symbol} there",
+                        rec.line,
+                        rec.id,
+                        rec.kernel,
+                        r.request,
+                        r.key()
+                    ),
+                ));
+            }
+            out.push(row(r, i, rec));
+        }
+    }
+    Ok(out)
+}
+
+fn row(r: &ProfileRequest, record: usize, rec: &NcuRecord) -> EvidenceRow {
+    let v = |m: &str| rec.value(m);
+    let count = |m: &str| v(m).round() as u64;
+    let insts = count("smsp__sass_inst_executed_op_global_ld.sum") + count("smsp__sass_inst_executed_op_ldgsts.sum");
+    let bytes =
+        count("smsp__sass_data_bytes_mem_global_op_ld.sum") + count("smsp__sass_data_bytes_mem_global_op_ldgsts.sum");
+    let sectors = count("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+        + count("smsp__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts.sum");
+    EvidenceRow {
+        request: r.request,
+        source_format: r.source_format,
+        codebook: r.codebook,
+        m: r.m,
+        n: r.n,
+        k: r.k,
+        mode: r.mode,
+        candidate: r.candidate.clone(),
+        m1_candidate: r.m1_candidate.clone(),
+        bpp: r.bpp,
+        record,
+        kernel: rec.kernel.clone(),
+        registers: count("launch__registers_per_thread") as u32,
+        shared_static_bytes: count("launch__shared_mem_per_block_static"),
+        shared_dynamic_bytes: count("launch__shared_mem_per_block_dynamic"),
+        achieved_occupancy_pct: v("sm__warps_active.avg.pct_of_peak_sustained_active"),
+        dram_pct: v("dram__bytes.sum.pct_of_peak_sustained_elapsed"),
+        l2_pct: v("lts__t_sectors.sum.pct_of_peak_sustained_elapsed"),
+        local_load_requests: count("l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum"),
+        local_store_requests: count("l1tex__t_requests_pipe_lsu_mem_local_op_st.sum"),
+        global_load_insts: insts,
+        global_load_bytes: bytes,
+        global_load_sectors: sectors,
+        ld128_share: (insts > 0).then(|| bytes as f64 / (insts as f64 * 32.0 * 16.0)),
+        bytes_per_sector: (sectors > 0).then(|| bytes as f64 / sectors as f64),
+        imma_insts: count("sm__inst_executed_pipe_tensor_op_imma.sum"),
+        profiled_duration_ns: v("gpu__time_duration.sum"),
+    }
+}
+
+/// One chunk's evidence rows, or why its ncu CSV does not hold them (missing, cut, another
+/// launch order), with the sha256 of the file.
+pub fn read_chunk(
+    dir: &Path,
+    requests: &[ProfileRequest],
+    range: std::ops::Range<usize>,
+) -> Result<(Vec<EvidenceRow>, String), EvidenceError> {
+    let path = chunk_path(dir, range.start);
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| file_err(&path, format!("{e} (this chunk was not profiled)")))?;
+    let rows = bind(&path, &requests[range], &ncu::parse(&path, &text)?)?;
+    Ok((rows, sha256_hex(text.as_bytes())))
+}
+
+/// Every chunk's rows in request order, and the chunks' digests.
+fn read_all_chunks(
+    dir: &Path,
+    manifest: &RequestManifest,
+    requests: &[ProfileRequest],
+) -> Result<(Vec<EvidenceRow>, Vec<String>), EvidenceError> {
+    let (mut rows, mut digests) = (Vec::new(), Vec::new());
+    for range in manifest.chunks() {
+        let (r, d) = read_chunk(dir, requests, range)?;
+        rows.extend(r);
+        digests.push(d);
+    }
+    Ok((rows, digests))
+}
+
+/// Parse every chunk of `dir/ncu/`, bind it to the requests (authenticated for `corpus_id`),
+/// and write `evidence.csv` and its manifest.
+pub fn write_evidence(dir: &Path, corpus_id: &str) -> Result<Vec<EvidenceRow>, EvidenceError> {
+    let (req_manifest, requests) = read_requests(dir, corpus_id)?;
+    let (rows, ncu_sha256) = read_all_chunks(dir, &req_manifest, &requests)?;
+    let epath = dir.join(EVIDENCE);
+    let bytes = crate::write::csv_bytes(&epath, &rows)?;
+    crate::write::write_bytes(&epath, &bytes)?;
+    let manifest = EvidenceManifest {
+        schema: SCHEMA.into(),
+        corpus_id: corpus_id.into(),
+        requests_sha256: req_manifest.requests_sha256,
+        ncu_sha256,
+        evidence_sha256: sha256_hex(&bytes),
+        records: rows.len(),
+    };
+    write_json(&dir.join(EVIDENCE_MANIFEST), &manifest)?;
+    Ok(rows)
+}
+
+/// Authenticate the evidence of `dir` for corpus `corpus_id`: both manifests bind that corpus
+/// and the same requests, every file matches its digest, and `evidence.csv` is exactly what
+/// ncu's output derives to (so no row was edited and no unit was read differently).
+pub fn verify(dir: &Path, corpus_id: &str) -> Result<(Vec<ProfileRequest>, Vec<EvidenceRow>), EvidenceError> {
+    let (req_manifest, requests) = read_requests(dir, corpus_id)?;
+    let mpath = dir.join(EVIDENCE_MANIFEST);
+    let manifest: EvidenceManifest = read_json(&mpath)?;
+    if manifest.schema != SCHEMA || manifest.corpus_id != corpus_id {
+        return Err(file_err(
+            &mpath,
+            format!(
+                "schema {:?} for corpus {}, expected {SCHEMA:?} for corpus {corpus_id}",
+                manifest.schema, manifest.corpus_id
+            ),
+        ));
+    }
+    if manifest.requests_sha256 != req_manifest.requests_sha256 {
+        return Err(file_err(&mpath, "bound to other requests than requests.csv"));
+    }
+    let (rows, ncu_sha256) = read_all_chunks(dir, &req_manifest, &requests)?;
+    if ncu_sha256 != manifest.ncu_sha256 {
+        return Err(file_err(&dir.join(NCU_DIR), "changed since the evidence was derived (sha256 differs)"));
+    }
+    let epath = dir.join(EVIDENCE);
+    let bytes = std::fs::read(&epath).map_err(|e| file_err(&epath, e.to_string()))?;
+    if sha256_hex(&bytes) != manifest.evidence_sha256 {
+        return Err(file_err(&epath, "changed since its manifest was written (sha256 differs)"));
+    }
+    if crate::write::csv_bytes(&epath, &rows)? != bytes {
+        return Err(file_err(&epath, "is not what ncu's output derives to: derive it again (profile --reparse)"));
+    }
+    Ok((requests, rows))
+}
+
+/// The evidence rows of each profiled key.
+pub fn by_key(rows: &[EvidenceRow]) -> BTreeMap<ProfileKey, Vec<&EvidenceRow>> {
+    let mut out: BTreeMap<ProfileKey, Vec<&EvidenceRow>> = BTreeMap::new();
+    for r in rows {
+        out.entry(r.key()).or_default().push(r);
+    }
+    out
+}
+
+/// What the registry says a request's records must show, checked on the evidence: no spill
+/// request anywhere, and integer tensor-core instructions in the first record exactly where
+/// the registry says the candidate uses them. Returns one line per violation.
+pub fn check_claims(requests: &[ProfileRequest], rows: &[EvidenceRow]) -> Vec<String> {
+    let by_request: BTreeMap<usize, &ProfileRequest> = requests.iter().map(|r| (r.request, r)).collect();
+    let mut out = Vec::new();
+    for row in rows {
+        if row.spill_requests() > 0 {
+            out.push(format!(
+                "{} record {}: {} local-memory requests (a spill)",
+                row.key(),
+                row.record,
+                row.spill_requests()
+            ));
+        }
+        if row.record == 0 {
+            let imma = by_request.get(&row.request).is_some_and(|r| r.imma);
+            if imma && row.imma_insts == 0 {
+                out.push(format!(
+                    "{}: the registry says IMMA, ncu counted no integer tensor-core instruction",
+                    row.key()
+                ));
+            }
+            if !imma && row.imma_insts > 0 {
+                out.push(format!(
+                    "{}: {} integer tensor-core instructions in a kernel the registry says uses none",
+                    row.key(),
+                    row.imma_insts
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Which launches a profiling pass asks for.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// The fastest `top` eligible candidates of every (cell, mode); None: every one.
+    pub top: Option<usize>,
+    /// Keys asked for whatever their rank (e.g. a policy's picks).
+    pub also: BTreeSet<ProfileKey>,
+    /// Decode rows were timed with programmatic dependent launch (the corpus plan says so).
+    pub programmatic: bool,
+}
+
+/// The requests for a corpus's CUDA timing rows: per (cell, mode) the eligible candidates
+/// ranked by median (ties by id), the first `top` of them plus every key in `also`, ordered
+/// by cell (so a pass builds each weight matrix once), then mode and rank.
+pub fn plan_requests(
+    path: &Path,
+    rows: &[TimingRow],
+    selection: &Selection,
+) -> Result<Vec<ProfileRequest>, EvidenceError> {
+    if let Some(r) = rows.iter().find(|r| r.source_format.is_some() && r.backend != vnni_kernels::Backend::Cuda) {
+        return Err(file_err(path, format!("a {} row: profiler evidence is for CUDA corpora", r.backend)));
+    }
+    let mut out = Vec::new();
+    for ranked in ranked_cells(rows) {
+        for (i, r) in ranked.iter().enumerate() {
+            let key = ProfileKey::of_row(r).expect("rows with a format have a codebook");
+            if selection.top.is_some_and(|t| i >= t) && !selection.also.contains(&key) {
+                continue;
+            }
+            let cand = vnni_kernels::registry::find(r.candidate.as_str())
+                .ok_or_else(|| file_err(path, format!("{} is not in this checkout's registry", r.candidate)))?;
+            let kb = (r.k / 32).div_ceil(r.bpp.max(1));
+            out.push(ProfileRequest {
+                request: 0,
+                source_format: key.source_format,
+                codebook: key.codebook,
+                m: r.m,
+                n: r.n,
+                k: r.k,
+                mode: r.mode,
+                candidate: r.candidate.clone(),
+                m1_candidate: r.m1_candidate.clone(),
+                bpp: r.bpp,
+                rank: i + 1,
+                programmatic: selection.programmatic && r.m == 1 && cand.family.programmatic(),
+                kernels: cand.launched_symbols(key.codebook, kb).join(";"),
+                imma: cand.family.tensor_cores(),
+            });
+        }
+    }
+    for (i, r) in out.iter_mut().enumerate() {
+        r.request = i;
+    }
+    Ok(out)
+}
+
+/// The keys an install needs evidence of: in every (cell, mode) of the corpus's eligible CUDA
+/// rows, the row of the installed pick (`pick` names it per row's cell) and the fastest other
+/// eligible row (its runner-up). A cell whose pick was not measured there needs none (the
+/// policy's gates judge that, not the evidence).
+pub fn installed_keys<E>(
+    rows: &[TimingRow],
+    mut pick: impl FnMut(&TimingRow) -> Result<String, E>,
+) -> Result<BTreeSet<ProfileKey>, E> {
+    let mut out = BTreeSet::new();
+    for ranked in ranked_cells(rows) {
+        let id = pick(ranked[0])?;
+        let Some(installed) = ranked.iter().find(|r| r.candidate.as_str() == id) else { continue };
+        out.extend(ProfileKey::of_row(installed));
+        if let Some(runner_up) = ranked.iter().find(|r| r.candidate.as_str() != id) {
+            out.extend(ProfileKey::of_row(runner_up));
+        }
+    }
+    Ok(out)
+}
+
+/// The eligible CUDA rows of each (cell, mode), fastest first (ties by candidate id), cells in
+/// key order.
+fn ranked_cells(rows: &[TimingRow]) -> Vec<Vec<&TimingRow>> {
+    type Cell = (SourceFormat, usize, usize, usize, Option<CandidateId>, Mode);
+    let mut cells: BTreeMap<Cell, Vec<&TimingRow>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.eligible && r.backend == vnni_kernels::Backend::Cuda) {
+        if let Some(format) = r.source_format {
+            cells.entry((format, r.n, r.k, r.m, r.m1_candidate.clone(), r.mode)).or_default().push(r);
+        }
+    }
+    let mut out: Vec<_> = cells.into_values().collect();
+    for ranked in &mut out {
+        ranked.sort_by(|a, b| a.median_us.total_cmp(&b.median_us).then_with(|| a.candidate.cmp(&b.candidate)));
+    }
+    out
+}

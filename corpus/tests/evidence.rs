@@ -1,0 +1,299 @@
+//! Profiler evidence without a GPU: Nsight Compute's CSV as recorded on the H200 (the first 27
+//! requests of the family-smoke profile's top-3 pass: decode, two-kernel grouped candidates with
+//! their ordered reduce, mma16 and IMMA tiles) is parsed, its units normalised whatever scale ncu
+//! chose, bound to the requests in launch order, and refused where it does not belong to them
+//! or to the corpus.
+
+use std::path::{Path, PathBuf};
+
+use vnni_corpus::evidence::{self, chunk_path, ProfileRequest, EVIDENCE, NCU_DIR};
+use vnni_corpus::ncu;
+use vnni_corpus::TimingRow;
+
+const CORPUS: &str = "3fef7fb9f4a5b90a4809f485e6a8e7793fd4b4d6a9e4134b8cd95f2587d82e58";
+const OTHER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+}
+
+fn scratch() -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "vnni-evidence-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join(NCU_DIR)).unwrap();
+    dir
+}
+
+fn recorded_requests() -> Vec<ProfileRequest> {
+    let mut r = csv::Reader::from_path(data("requests-h200-family-smoke.csv")).unwrap();
+    r.deserialize().collect::<Result<_, _>>().unwrap()
+}
+
+fn recorded_ncu() -> String {
+    std::fs::read_to_string(data("ncu-h200-family-smoke.csv")).unwrap()
+}
+
+/// An evidence directory of the recorded requests (one chunk) with `ncu_text` as ncu's output.
+fn evidence_dir(ncu_text: &str) -> (PathBuf, Vec<ProfileRequest>) {
+    let dir = scratch();
+    let requests = recorded_requests();
+    evidence::write_requests(&dir, CORPUS, &requests, requests.len()).unwrap();
+    std::fs::write(chunk_path(&dir, 0), ncu_text).unwrap();
+    (dir, requests)
+}
+
+fn err<T, E: std::fmt::Display>(r: Result<T, E>) -> String {
+    match r {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn recorded_ncu_output_binds_to_its_requests() {
+    let (dir, requests) = evidence_dir(&recorded_ncu());
+    let rows = evidence::write_evidence(&dir, CORPUS).unwrap();
+    let expected: usize = requests.iter().map(|r| r.kernel_symbols().len()).sum();
+    assert_eq!(rows.len(), expected);
+    assert_eq!(requests.len(), 27);
+    // every request's records, in launch order: its kernel, then the reduce of two-phase ones
+    let mut at = 0;
+    for req in &requests {
+        for (i, symbol) in req.kernel_symbols().iter().enumerate() {
+            let row = &rows[at];
+            assert_eq!((row.request, row.record), (req.request, i));
+            assert!(ncu::names_symbol(&row.kernel, symbol), "{} is not {symbol}", row.kernel);
+            assert!(row.registers > 0 && row.profiled_duration_ns > 1000.0, "{row:?}");
+            at += 1;
+        }
+    }
+    let two_kernel = requests.iter().filter(|r| r.kernel_symbols().len() == 2).count();
+    assert!(two_kernel >= 10, "the fixture holds two-kernel candidates");
+    // the IMMA path is taken exactly where the registry says, and nothing spills
+    assert!(evidence::check_claims(&requests, &rows).is_empty(), "{:?}", evidence::check_claims(&requests, &rows));
+    let imma: Vec<_> = rows.iter().filter(|r| r.record == 0 && r.candidate.as_str().contains("imma")).collect();
+    assert!(!imma.is_empty() && imma.iter().all(|r| r.imma_insts > 0));
+    // the reduce reads its partials as full 32-byte sectors
+    assert!(rows.iter().filter(|r| r.record == 1).all(|r| r.bytes_per_sector == Some(32.0)));
+    let (_, again) = evidence::verify(&dir, CORPUS).unwrap();
+    assert_eq!(again, rows);
+}
+
+/// ncu prints a unit per metric and may scale it differently in another report: `ns` here,
+/// `usecond` or `msecond` there, `byte` or `Kbyte`. The evidence is the same.
+#[test]
+fn unit_switches_give_the_same_evidence() {
+    let text = recorded_ncu();
+    let (dir, _) = evidence_dir(&text);
+    let base = evidence::write_evidence(&dir, CORPUS).unwrap();
+    for (metric, unit, divisor) in [
+        ("gpu__time_duration.sum", "usecond", 1e3),
+        ("gpu__time_duration.sum", "msecond", 1e6),
+        ("launch__shared_mem_per_block_static", "Kbyte/block", 1e3),
+        ("smsp__sass_data_bytes_mem_global_op_ld.sum", "Mbyte", 1e6),
+    ] {
+        let (dir, _) = evidence_dir(&rescale(&text, metric, unit, divisor));
+        let scaled = evidence::write_evidence(&dir, CORPUS).unwrap();
+        for (a, b) in base.iter().zip(&scaled) {
+            let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * x.abs().max(1.0);
+            assert!(close(a.profiled_duration_ns, b.profiled_duration_ns), "{metric} in {unit}");
+            assert_eq!(
+                (a.shared_static_bytes, a.global_load_bytes, a.registers),
+                (b.shared_static_bytes, b.global_load_bytes, b.registers),
+                "{metric} in {unit}"
+            );
+        }
+    }
+    // a unit of another class is refused, naming the line and the metric
+    let wrong = rescale(&text, "gpu__time_duration.sum", "byte", 1.0);
+    let (dir, _) = evidence_dir(&wrong);
+    let e = err(evidence::write_evidence(&dir, CORPUS));
+    assert!(e.contains("000000.csv:5: column gpu__time_duration.sum") && e.contains("\"byte\""), "{e}");
+}
+
+/// `text` with `metric`'s unit replaced and its values divided, printed as ncu prints them.
+fn rescale(text: &str, metric: &str, unit: &str, divisor: f64) -> String {
+    let mut out = String::new();
+    let mut col = None;
+    let mut data_line = 0;
+    for line in text.lines() {
+        if line.starts_with("==") {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let mut rec: Vec<String> = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(line.as_bytes())
+            .records()
+            .next()
+            .unwrap()
+            .unwrap()
+            .iter()
+            .map(String::from)
+            .collect();
+        data_line += 1;
+        match data_line {
+            1 => col = rec.iter().position(|h| h == metric),
+            2 => rec[col.unwrap()] = unit.to_string(),
+            _ => {
+                let c = col.unwrap();
+                let v: f64 = rec[c].replace(',', "").parse().unwrap();
+                rec[c] = format!("{}", v / divisor);
+            }
+        }
+        let mut w = csv::WriterBuilder::new().quote_style(csv::QuoteStyle::Always).from_writer(Vec::new());
+        w.write_record(&rec).unwrap();
+        out.push_str(&String::from_utf8(w.into_inner().unwrap()).unwrap());
+    }
+    out
+}
+
+#[test]
+fn evidence_of_another_corpus_or_other_requests_is_refused() {
+    let (dir, requests) = evidence_dir(&recorded_ncu());
+    evidence::write_evidence(&dir, CORPUS).unwrap();
+    // drawn from another corpus
+    let e = err(evidence::verify(&dir, OTHER));
+    assert!(e.contains("requests drawn from corpus 3fef7fb9") && e.contains("not from corpus 00000000"), "{e}");
+    // a request the corpus never measured (here: its rows lack the first request's candidate)
+    let rows: Vec<TimingRow> = requests.iter().skip(1).map(row_of).collect();
+    let e = err(evidence::check_requests_against(&dir.join("requests.csv"), &requests, &rows));
+    assert!(
+        e.contains("request 0: Q4_0 s4 M=1 256x2304 eager decode.fused.c16.waves64")
+            && e.contains("not an eligible row"),
+        "{e}"
+    );
+    let all: Vec<TimingRow> = requests.iter().map(row_of).collect();
+    evidence::check_requests_against(&dir.join("requests.csv"), &requests, &all).unwrap();
+    // requests edited after their manifest
+    let path = dir.join("requests.csv");
+    let text = std::fs::read_to_string(&path).unwrap().replacen("waves64", "waves32", 1);
+    std::fs::write(&path, text).unwrap();
+    assert!(err(evidence::verify(&dir, CORPUS)).contains("requests.csv: changed since its manifest"));
+}
+
+#[test]
+fn records_that_do_not_match_the_launches_are_refused() {
+    let text = recorded_ncu();
+    // one record short (the last launch was not profiled)
+    let short: String = text.lines().take(text.lines().count() - 1).map(|l| format!("{l}\n")).collect();
+    let (dir, _) = evidence_dir(&short);
+    let e = err(evidence::write_evidence(&dir, CORPUS));
+    assert!(e.contains("38 records for 27 requests that launch 39 kernels"), "{e}");
+    // two records swapped: a reduce where a kernel of the candidate was launched
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let first_data = lines.iter().position(|l| l.starts_with("\"0\"")).unwrap();
+    lines.swap(first_data + 3, first_data + 4);
+    let out_of_order: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let (dir, _) = evidence_dir(&out_of_order);
+    let e = err(evidence::write_evidence(&dir, CORPUS));
+    assert!(e.contains("column ID: record 4 where record 3 was expected (launch order)"), "{e}");
+    // ... and renumbered: the ids are in order, the kernels are not
+    lines[first_data + 3] = lines[first_data + 3].replacen("\"4\"", "\"3\"", 1);
+    lines[first_data + 4] = lines[first_data + 4].replacen("\"3\"", "\"4\"", 1);
+    let swapped: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let (dir, _) = evidence_dir(&swapped);
+    let e = err(evidence::write_evidence(&dir, CORPUS));
+    assert!(
+        e.contains("record 3 is kernel \"vnni_reduce_partials\", request 3") && e.contains("launches vnni_grouped"),
+        "{e}"
+    );
+    // ncu reported an error
+    let (dir, _) = evidence_dir(&format!("==ERROR== the profiler failed\n{text}"));
+    assert!(err(evidence::write_evidence(&dir, CORPUS)).contains("ncu reported an error"));
+    // a metric ncu did not collect
+    let renamed = text.replacen("\"sm__inst_executed_pipe_tensor_op_imma.sum\"", "\"sm__other.sum\"", 1);
+    let (dir, _) = evidence_dir(&renamed);
+    assert!(err(evidence::write_evidence(&dir, CORPUS))
+        .contains("sm__inst_executed_pipe_tensor_op_imma.sum was not collected"));
+}
+
+#[test]
+fn edited_evidence_is_refused_and_a_missing_chunk_is_named() {
+    let (dir, _) = evidence_dir(&recorded_ncu());
+    evidence::write_evidence(&dir, CORPUS).unwrap();
+    let path = dir.join(EVIDENCE);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let edited = text.replacen(",0,", ",1,", 1);
+    assert_ne!(edited, text);
+    std::fs::write(&path, edited).unwrap();
+    assert!(err(evidence::verify(&dir, CORPUS)).contains("evidence.csv: changed since its manifest"));
+    std::fs::remove_file(chunk_path(&dir, 0)).unwrap();
+    assert!(err(evidence::verify(&dir, CORPUS)).contains("this chunk was not profiled"));
+}
+
+#[test]
+fn a_spill_or_a_missing_imma_path_fails_the_claims() {
+    let (dir, requests) = evidence_dir(&recorded_ncu());
+    let mut rows = evidence::write_evidence(&dir, CORPUS).unwrap();
+    let imma = rows.iter().position(|r| r.record == 0 && r.candidate.as_str().contains("imma")).unwrap();
+    rows[imma].imma_insts = 0;
+    rows[0].local_store_requests = 3;
+    let claims = evidence::check_claims(&requests, &rows);
+    assert_eq!(claims.len(), 2, "{claims:?}");
+    assert!(claims[0].contains("3 local-memory requests (a spill)"), "{claims:?}");
+    assert!(claims[1].contains("the registry says IMMA"), "{claims:?}");
+}
+
+/// A corpus row of the request's key (eligible, timed).
+fn row_of(r: &ProfileRequest) -> TimingRow {
+    TimingRow {
+        backend: "cuda".parse().unwrap(),
+        arch: "sm_90".into(),
+        device: "NVIDIA H200".into(),
+        mode: r.mode,
+        source_format: Some(r.source_format),
+        codebook: Some(r.codebook),
+        m: r.m,
+        n: r.n,
+        k: r.k,
+        candidate: r.candidate.clone(),
+        m1_candidate: r.m1_candidate.clone(),
+        bpp: r.bpp,
+        warmups: 2,
+        samples: 12,
+        replays: 2,
+        weight_copies: 1,
+        seed: 7,
+        min_us: 9.0,
+        median_us: 10.0 + r.rank as f64,
+        p95_us: 11.0 + r.rank as f64,
+        mad_us: 0.1,
+        cv: 0.01,
+        weight_bytes: 1 << 20,
+        gbps: 100.0,
+        pct_copy_bw: 3.0,
+        checked: r.n,
+        mismatches: 0,
+        first_mismatch: String::new(),
+        eligible: true,
+        dropped: false,
+        registers: 64,
+        occupancy_blocks_per_sm: 8,
+    }
+}
+
+/// The selection draws the same requests from the corpus rows: top 3 per cell and mode, the
+/// two-phase and IMMA flags from the registry.
+#[test]
+fn requests_are_drawn_from_the_corpus_rows() {
+    let recorded = recorded_requests();
+    let rows: Vec<TimingRow> = recorded.iter().map(row_of).collect();
+    let selection = evidence::Selection { top: Some(3), ..Default::default() };
+    let drawn = evidence::plan_requests(Path::new("corpus"), &rows, &selection).unwrap();
+    let key = |r: &ProfileRequest| (r.key(), r.rank, r.kernels.clone(), r.imma);
+    let mut a: Vec<_> = drawn.iter().map(key).collect();
+    let mut b: Vec<_> = recorded.iter().map(key).collect();
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+    let top1 = evidence::Selection { top: Some(1), ..Default::default() };
+    let drawn = evidence::plan_requests(Path::new("corpus"), &rows, &top1).unwrap();
+    assert!(drawn.iter().all(|r| r.rank == 1) && drawn.len() == 9, "{}", drawn.len());
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One device call for profiler evidence (issue 22): `profile` under Nsight Compute over a
+# corpus (CORPUS, e.g. a committed one carried along; without it the CUDA family-smoke sweep
+# runs first), one pass per entry of PASSES ("TOP:SECONDS", TOP a number or `all`), each cut
+# at SECONDS and resumable by chunk (the same command again profiles only the chunks left).
+# Evidence directories travel as one archive; a short table last.
+#   $OUT/profile.tar.gz   each evidence directory, the corpus's plan and manifest, logs
+set -euo pipefail
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=/usr/local/cuda/bin:$PATH
+BIN=${BIN:-target/release/vnni-dispatch}
+OUT=${OUT:-target/device}
+CACHE=${CACHE:-/tmp/vnni-cubin-cache}
+WORK=${WORK:-/tmp/vnni-profile}
+PASSES=${PASSES:-"3:200 all:300"}
+CHUNK=${CHUNK:-256}
+mkdir -p "$OUT" "$WORK"
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
+ncu --version | tail -1 | tee "$WORK/ncu-version.txt"
+if [ -z "${CORPUS:-}" ]; then
+  run sweep "$BIN" sweep --backend cuda --profile family-smoke --cache "$CACHE" --out "$WORK/sweep"
+  CORPUS=$WORK/sweep/corpus
+fi
+for pass in $PASSES; do
+  top=${pass%%:*} limit=${pass##*:}
+  sel=(--top "$top"); [ "$top" = all ] && sel=()
+  run "profile-top$top" timeout "$limit" "$BIN" profile --corpus "$CORPUS" --out "$WORK/evidence-top$top" \
+    "${sel[@]}" --chunk "$CHUNK" --cache "$CACHE"
+done
+mkdir -p "$WORK/corpus-id" && cp "$CORPUS/plan.json" "$CORPUS/corpus.manifest.json" "$WORK/corpus-id/"
+tar -C "$WORK" -czf "$OUT/profile.tar.gz" --exclude=sweep .
+for pass in $PASSES; do
+  grep -h "^| " "$WORK/profile-top${pass%%:*}.out" | head -8 || true
+done
+echo; cat "$WORK/table.txt"

@@ -1,0 +1,211 @@
+//! `vnni-dispatch profile --corpus C --out DIR [--top K]`: Nsight Compute evidence beside a
+//! sealed CUDA corpus (issue 22). The requests (per cell and mode the `top` fastest eligible
+//! candidates, every one by default) are written and bound to the corpus id first; then this
+//! binary runs again under `ncu --profile-from-start off` as the worker (`--worker`), which
+//! builds, checks and warms each launch outside the profiler range and opens the range around
+//! exactly one production launch per request; last, ncu's CSV is parsed (units normalised),
+//! bound to the requests in launch order and written as `evidence.csv` with its manifest.
+//! ncu runs once per chunk of requests (`--chunk`), each into its own file, so a cut pass run
+//! again with the same arguments profiles only the chunks it has not finished. `--reparse`
+//! only derives the evidence again from the kept ncu files.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use vnni_corpus::collection::{read_corpus_rows, CollectionPlan, PLAN_FILE};
+use vnni_corpus::evidence::{self, EvidenceRow, ProfileRequest, RequestManifest, Selection, DEFAULT_CHUNK, NCU_DIR};
+use vnni_corpus::seal::{verify, Expected};
+
+use crate::argv::{Argv, ToArgv};
+
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct Args {
+    /// A sealed CUDA corpus.
+    #[arg(long)]
+    pub corpus: PathBuf,
+    /// Where requests.csv, ncu.csv, evidence.csv and their manifests go.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Profile the fastest K eligible candidates of every cell and mode (default: every one).
+    #[arg(long)]
+    pub top: Option<usize>,
+    /// Requests per ncu process (one file of ncu/ each; a cut pass resumes by chunk).
+    #[arg(long, default_value_t = DEFAULT_CHUNK)]
+    pub chunk: usize,
+    /// The Nsight Compute command line profiler.
+    #[arg(long, default_value = "ncu")]
+    pub ncu: PathBuf,
+    /// Derive evidence.csv again from the kept ncu.csv (no GPU).
+    #[arg(long)]
+    pub reparse: bool,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+    /// Cubin cache directory.
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
+    /// Internal: run the requests of --out from --first, --count of them (what ncu starts).
+    #[arg(long, hide = true)]
+    pub worker: bool,
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub first: usize,
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub count: usize,
+}
+
+impl ToArgv for Args {
+    fn to_argv(&self) -> Vec<String> {
+        Argv::new("profile")
+            .path("corpus", &self.corpus)
+            .path("out", &self.out)
+            .opt("top", self.top)
+            .val("chunk", self.chunk)
+            .path("ncu", &self.ncu)
+            .flag("reparse", self.reparse)
+            .val("device", self.device)
+            .opt_path("cache", self.cache.as_deref())
+            .flag("worker", self.worker)
+            .val("first", self.first)
+            .val("count", self.count)
+            .done()
+    }
+}
+
+/// The sealed corpus's id (its seal checked).
+fn corpus_id(corpus: &Path) -> Result<String> {
+    let manifest = verify(corpus, &Expected::default())
+        .with_context(|| format!("{}: profiler evidence needs a sealed corpus", corpus.display()))?;
+    Ok(manifest.corpus_id)
+}
+
+pub fn run(a: &Args) -> Result<()> {
+    let id = corpus_id(&a.corpus)?;
+    if a.worker {
+        return worker(a, &id);
+    }
+    if !a.reparse {
+        std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+        let rows = read_corpus_rows(&a.corpus)?;
+        let plan = CollectionPlan::read(&a.corpus.join(PLAN_FILE))?;
+        let selection = Selection { top: a.top, programmatic: plan.programmatic, ..Default::default() };
+        let requests = evidence::plan_requests(&a.corpus, &rows, &selection)?;
+        if requests.is_empty() {
+            bail!("{}: no eligible CUDA row to profile", a.corpus.display());
+        }
+        let (manifest, _) = evidence::request_manifest(&a.out, &id, &requests, a.chunk)?;
+        let same = evidence::read_requests(&a.out, &id).is_ok_and(|(m, _)| m == manifest);
+        if !same {
+            // other requests (or none yet): nothing profiled before belongs to these
+            let _ = std::fs::remove_dir_all(a.out.join(NCU_DIR));
+            evidence::write_requests(&a.out, &id, &requests, a.chunk)?;
+        }
+        println!("{} requests, {} kernel records expected: {}", manifest.requests, manifest.records, a.out.display());
+        profile_chunks(a, &manifest, &requests)?;
+    }
+    evidence::write_evidence(&a.out, &id)?;
+    let (requests, rows) = authenticate(&a.out, &a.corpus)?;
+    print!("{}", summary(&rows));
+    println!("evidence: {} records, {} requests, every claim held: {}", rows.len(), requests.len(), a.out.display());
+    Ok(())
+}
+
+/// The evidence of `dir`, authenticated for the sealed corpus `corpus`: both manifests bind
+/// its id, every file its digest, every request an eligible row of the corpus, and every
+/// registry claim (no spill, IMMA exactly where the registry says) holds.
+pub fn authenticate(dir: &Path, corpus: &Path) -> Result<(Vec<ProfileRequest>, Vec<EvidenceRow>)> {
+    let id = corpus_id(corpus)?;
+    let (requests, rows) = evidence::verify(dir, &id)?;
+    let timing = read_corpus_rows(corpus)?;
+    evidence::check_requests_against(&dir.join(evidence::REQUESTS), &requests, &timing)?;
+    let violations = evidence::check_claims(&requests, &rows);
+    for v in &violations {
+        eprintln!("claim not held: {v}");
+    }
+    if !violations.is_empty() {
+        bail!("{}: {} of the registry's claims do not hold on the evidence", dir.display(), violations.len());
+    }
+    Ok((requests, rows))
+}
+
+/// Each chunk not yet profiled: this binary again as the worker, under ncu with collection
+/// off until the first range, writing the chunk's file through a temporary name.
+fn profile_chunks(a: &Args, manifest: &RequestManifest, requests: &[ProfileRequest]) -> Result<()> {
+    let exe = std::env::current_exe().context("finding this binary to run it under ncu")?;
+    std::fs::create_dir_all(a.out.join(NCU_DIR))?;
+    let chunks = manifest.chunks();
+    for (i, range) in chunks.iter().enumerate() {
+        let path = evidence::chunk_path(&a.out, range.start);
+        if evidence::read_chunk(&a.out, requests, range.clone()).is_ok() {
+            println!("chunk {}/{}: profiled before ({})", i + 1, chunks.len(), path.display());
+            continue;
+        }
+        let partial = path.with_extension("csv.inprogress");
+        let worker = Args { worker: true, reparse: false, first: range.start, count: range.len(), ..a.clone() };
+        let started = std::time::Instant::now();
+        let status = Command::new(&a.ncu)
+            .args(["--profile-from-start", "off", "--clock-control", "none", "--csv", "--page", "raw"])
+            .arg("--metrics")
+            .arg(vnni_corpus::ncu::metrics_argument())
+            .arg("--log-file")
+            .arg(&partial)
+            .arg(&exe)
+            .args(worker.to_argv())
+            .status()
+            .with_context(|| format!("starting {} (Nsight Compute; give its path with --ncu)", a.ncu.display()))?;
+        if !status.success() {
+            bail!("{} exited with {status} ({} holds what it wrote)", a.ncu.display(), partial.display());
+        }
+        std::fs::rename(&partial, &path).with_context(|| format!("publishing {}", path.display()))?;
+        evidence::read_chunk(&a.out, requests, range.clone())?;
+        println!(
+            "chunk {}/{}: requests {}..{} in {:.1} s",
+            i + 1,
+            chunks.len(),
+            range.start,
+            range.end,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+fn worker(a: &Args, id: &str) -> Result<()> {
+    let (_, requests) = evidence::read_requests(&a.out, id)?;
+    let Some(requests) = requests.get(a.first..a.first + a.count) else {
+        bail!("requests {}..{} of {}: there are {}", a.first, a.first + a.count, a.out.display(), requests.len());
+    };
+    let gpu = vnni_kernels::cuda::device::Gpu::open(a.device, a.cache.as_deref())?;
+    vnni_measure::profile::profile_requests(&gpu, requests)?;
+    Ok(())
+}
+
+/// One line per record: what a user asks when a choice looks wrong.
+pub fn summary(rows: &[EvidenceRow]) -> String {
+    let mut out = String::from(
+        "| request | cell | mode | candidate | kernel | regs | occupancy % | DRAM % | L2 % | spills | ld128 | B/sector | IMMA |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} M={} {}x{} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {} | {} | {} |\n",
+            r.request,
+            r.source_format,
+            r.m,
+            r.n,
+            r.k,
+            r.mode,
+            r.candidate,
+            if r.record == 0 { "main" } else { "reduce" },
+            r.registers,
+            r.achieved_occupancy_pct,
+            r.dram_pct,
+            r.l2_pct,
+            r.spill_requests(),
+            opt(r.ld128_share),
+            opt(r.bytes_per_sector),
+            r.imma_insts
+        ));
+    }
+    out
+}
