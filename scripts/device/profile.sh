@@ -21,14 +21,16 @@ if [ -z "${CORPUS:-}" ]; then
   run sweep "$BIN" sweep --backend cuda --profile family-smoke --cache "$CACHE" --out "$WORK/sweep"
   CORPUS=$WORK/sweep/corpus
 fi
+mkdir -p "$WORK/corpus-id" && cp "$CORPUS/plan.json" "$CORPUS/corpus.manifest.json" "$WORK/corpus-id/"
+# the archive is rewritten after every pass: a call cut by the device's limit keeps what it did
+pack() { tar -C "$WORK" -czf "$OUT/profile.tar.gz.part" --exclude=sweep . && mv "$OUT/profile.tar.gz.part" "$OUT/profile.tar.gz"; }
 for pass in $PASSES; do
   top=${pass%%:*} limit=${pass##*:}
   sel=(--top "$top"); [ "$top" = all ] && sel=()
   run "profile-top$top" timeout "$limit" "$BIN" profile --corpus "$CORPUS" --out "$WORK/evidence-top$top" \
     "${sel[@]}" --chunk "$CHUNK" --cache "$CACHE"
+  pack
 done
-mkdir -p "$WORK/corpus-id" && cp "$CORPUS/plan.json" "$CORPUS/corpus.manifest.json" "$WORK/corpus-id/"
-tar -C "$WORK" -czf "$OUT/profile.tar.gz" --exclude=sweep .
 for pass in $PASSES; do
   grep -h "^| " "$WORK/profile-top${pass%%:*}.out" | head -8 || true
 done

@@ -1,0 +1,174 @@
+//! `vnni-dispatch profile` end to end without a GPU: a stand-in for ncu (a shell script taking
+//! ncu's arguments) writes one record per kernel each request launches, with ncu's CSV layout
+//! and microsecond durations, instead of starting the worker. The command's own part is real:
+//! requests drawn from a sealed synthetic CUDA corpus and bound to its id, one ncu process per
+//! chunk, a failed chunk refused with the finished ones kept, the same command again resuming
+//! at the first missing chunk, the evidence derived and authenticated, `--reparse`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use vnni_kernels::{Mode, SourceFormat};
+use vnni_learner::synthetic::{write, Spec};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("vnni-profile-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Records for requests `--first .. --first + --count` of `--out`'s requests.csv, one per kernel
+/// (`;`-separated), IMMA instructions where the request says so; fails when the chunk starts at
+/// or after $FAKE_NCU_FAIL_FROM.
+const FAKE_NCU: &str = r#"#!/usr/bin/env bash
+set -eu
+log= metrics= out= first= count=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --log-file) log=$2; shift ;;
+    --metrics) metrics=$2; shift ;;
+    --out) out=$2; shift ;;
+    --first) first=$2; shift ;;
+    --count) count=$2; shift ;;
+  esac
+  shift
+done
+if [ -n "${FAKE_NCU_FAIL_FROM:-}" ] && [ "$first" -ge "$FAKE_NCU_FAIL_FROM" ]; then
+  echo "==ERROR== the fake profiler failed" > "$log"; exit 3
+fi
+awk -F, -v metrics="$metrics" -v first="$first" -v count="$count" '
+BEGIN { n = split(metrics, m, ","); h = "\"ID\",\"Kernel Name\""; u = "\"\",\"\""
+  for (i = 1; i <= n; i++) {
+    h = h ",\"" m[i] "\""
+    unit = ""
+    if (m[i] ~ /time_duration/) unit = "usecond"
+    else if (m[i] ~ /shared_mem|data_bytes/) unit = "Kbyte"
+    else if (m[i] ~ /pct/) unit = "%"
+    u = u ",\"" unit "\""
+  }
+  print "==PROF== Connected to process 1 (fake)"; print h; print u; id = 0 }
+NR > 1 && $1 >= first && $1 < first + count {
+  k = split($13, kernels, ";")
+  for (j = 1; j <= k; j++) {
+    line = "\"" id "\",\"" kernels[j] "\""
+    for (i = 1; i <= n; i++) {
+      v = "0"
+      if (m[i] ~ /time_duration/) v = "1.5"
+      if (m[i] ~ /registers/) v = "32"
+      if (m[i] ~ /imma/ && j == 1 && $14 == "true") v = "1,024"
+      line = line ",\"" v "\""
+    }
+    print line; id++
+  }
+}' "$out/requests.csv" > "$log"
+"#;
+
+fn profile(args: &[&str], fail_from: Option<usize>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"));
+    c.arg("profile").args(args);
+    match fail_from {
+        Some(f) => c.env("FAKE_NCU_FAIL_FROM", f.to_string()),
+        None => c.env_remove("FAKE_NCU_FAIL_FROM"),
+    };
+    c.output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn chunk_files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir.join("ncu"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn profile_chunks_resume_and_the_evidence_is_authenticated() {
+    let dir = scratch("chunks");
+    let corpus = dir.join("corpus");
+    let spec = Spec {
+        ns: vec![256, 512],
+        ks: vec![256, 512],
+        formats: vec![SourceFormat::Q4_0],
+        ms: vec![1, 2],
+        modes: vec![Mode::Eager],
+        sealed_every: 0,
+        overlay: vec![],
+        ..Spec::cuda(3)
+    };
+    let manifest = write(&corpus, &spec).unwrap();
+    let ncu = dir.join("fake-ncu");
+    std::fs::write(&ncu, FAKE_NCU).unwrap();
+    std::process::Command::new("chmod").arg("+x").arg(&ncu).status().unwrap();
+    let out = dir.join("evidence");
+    let args = [
+        "--corpus",
+        corpus.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--top",
+        "3",
+        "--chunk",
+        "8",
+        "--ncu",
+        ncu.to_str().unwrap(),
+    ];
+
+    // The third chunk fails: the first two are kept, nothing is derived.
+    let o = profile(&args, Some(16));
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("exited with exit status: 3") && text(&o).contains("000016.csv.inprogress"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(chunk_files(&out)[..2], ["000000.csv".to_string(), "000008.csv".to_string()]);
+    assert!(!out.join("evidence.csv").exists());
+    let requests: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("requests.manifest.json")).unwrap()).unwrap();
+    assert_eq!(requests["corpus_id"], manifest.corpus_id.as_str());
+    let n = requests["requests"].as_u64().unwrap() as usize;
+    assert!(n > 16, "{n} requests: the test needs three chunks");
+    assert_eq!(n, 4 * 2 * 3, "4 shapes x 2 M x the top 3");
+
+    // Again: the finished chunks are not profiled again, the rest are, the evidence holds.
+    let o = profile(&args, None);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("chunk 1/3: profiled before") && t.contains("chunk 2/3: profiled before"), "{t}");
+    assert!(t.contains("chunk 3/3: requests 16..24"), "{t}");
+    assert!(t.contains("every claim held"), "{t}");
+    let evidence = std::fs::read_to_string(out.join("evidence.csv")).unwrap();
+    let records = evidence.lines().count() - 1;
+    assert_eq!(records as u64, requests["records"].as_u64().unwrap());
+    // ncu's microseconds are nanoseconds in the evidence
+    assert!(evidence.lines().skip(1).all(|l| l.ends_with(",1500.0")), "{evidence}");
+
+    // The kept ncu output derives the same evidence; an edited file is refused.
+    let o = profile(&[&args[..4], &["--reparse"]].concat(), None);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(out.join("evidence.csv")).unwrap(), evidence);
+    let report_args = ["report", "--corpus", corpus.to_str().unwrap(), "--evidence", out.to_str().unwrap(), "--out"];
+    let report = |to: &str| {
+        Command::new(env!("CARGO_BIN_EXE_vnni-dispatch")).args(report_args).arg(dir.join(to)).output().unwrap()
+    };
+    let o = report("report");
+    assert!(o.status.success(), "{}", text(&o));
+    let md = std::fs::read_to_string(dir.join("report/evidence.md")).unwrap();
+    assert!(
+        md.contains(&format!("{n} requests, {records} records"))
+            && md.contains("| decode.wide.tn512.cpt2 | main | 32 |"),
+        "{md}"
+    );
+    let first = out.join("ncu/000000.csv");
+    let edited = std::fs::read_to_string(&first).unwrap().replacen("\"32\"", "\"40\"", 1);
+    std::fs::write(&first, edited).unwrap();
+    let o = report("report-2");
+    assert!(!o.status.success() && text(&o).contains("changed since the evidence was derived"), "{}", text(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
