@@ -199,6 +199,11 @@ pub struct RequestManifest {
     /// Requests per ncu process (per file of `ncu/`).
     pub chunk: usize,
     pub metrics: Vec<String>,
+    /// What the records describe: the device and the kernels' source (the worker refuses
+    /// another device or build, and a resume keeps no chunk of another).
+    pub device: String,
+    pub arch: String,
+    pub kernel_source_digest: String,
 }
 
 impl RequestManifest {
@@ -226,11 +231,20 @@ pub struct EvidenceManifest {
 }
 
 /// The request manifest of `requests` for corpus `corpus_id`, with the bytes of `requests.csv`.
+/// Where the requests are profiled: the corpus's device and the build's kernel sources.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub device: String,
+    pub arch: String,
+    pub kernel_source_digest: String,
+}
+
 pub fn request_manifest(
     dir: &Path,
     corpus_id: &str,
     requests: &[ProfileRequest],
     chunk: usize,
+    target: &Target,
 ) -> Result<(RequestManifest, Vec<u8>), EvidenceError> {
     let bytes = crate::write::csv_bytes(&dir.join(REQUESTS), requests)?;
     let records = requests.iter().map(|r| r.kernel_symbols().len()).sum();
@@ -242,6 +256,9 @@ pub fn request_manifest(
         records,
         chunk: chunk.max(1),
         metrics: ncu::METRICS.iter().map(|m| m.ncu.to_string()).collect(),
+        device: target.device.clone(),
+        arch: target.arch.clone(),
+        kernel_source_digest: target.kernel_source_digest.clone(),
     };
     Ok((manifest, bytes))
 }
@@ -252,8 +269,9 @@ pub fn write_requests(
     corpus_id: &str,
     requests: &[ProfileRequest],
     chunk: usize,
+    target: &Target,
 ) -> Result<RequestManifest, EvidenceError> {
-    let (manifest, bytes) = request_manifest(dir, corpus_id, requests, chunk)?;
+    let (manifest, bytes) = request_manifest(dir, corpus_id, requests, chunk, target)?;
     crate::write::write_bytes(&dir.join(REQUESTS), &bytes)?;
     write_json(&dir.join(REQUEST_MANIFEST), &manifest)?;
     Ok(manifest)
@@ -328,6 +346,24 @@ pub fn check_requests_against(
             return Err(file_err(
                 path,
                 format!("request {}: {} is not an eligible row of the corpus", r.request, r.key()),
+            ));
+        }
+        // what the launch runs and whether it uses the tensor cores are this registry's word,
+        // not the word of the registry that wrote the requests
+        let cand = vnni_kernels::registry::find(r.candidate.as_str())
+            .ok_or_else(|| file_err(path, format!("request {}: {} is not in this registry", r.request, r.candidate)))?;
+        let kernels = cand.launched_symbols(r.codebook, (r.k / 32).div_ceil(r.bpp.max(1))).join(";");
+        if kernels != r.kernels || cand.family.tensor_cores() != r.imma {
+            return Err(file_err(
+                path,
+                format!(
+                    "request {} ({}): the registry now launches {kernels} (IMMA {}), the request says {} (IMMA {}): profile again",
+                    r.request,
+                    r.key(),
+                    cand.family.tensor_cores(),
+                    r.kernels,
+                    r.imma
+                ),
             ));
         }
     }

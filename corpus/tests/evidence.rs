@@ -42,7 +42,12 @@ fn recorded_ncu() -> String {
 fn evidence_dir(ncu_text: &str) -> (PathBuf, Vec<ProfileRequest>) {
     let dir = scratch();
     let requests = recorded_requests();
-    evidence::write_requests(&dir, CORPUS, &requests, requests.len()).unwrap();
+    let target = evidence::Target {
+        device: "NVIDIA H200".into(),
+        arch: "sm_90".into(),
+        kernel_source_digest: vnni_kernels::cuda::source::kernel_source_digest(),
+    };
+    evidence::write_requests(&dir, CORPUS, &requests, requests.len(), &target).unwrap();
     std::fs::write(chunk_path(&dir, 0), ncu_text).unwrap();
     (dir, requests)
 }
@@ -171,6 +176,11 @@ fn evidence_of_another_corpus_or_other_requests_is_refused() {
     );
     let all: Vec<TimingRow> = requests.iter().map(row_of).collect();
     evidence::check_requests_against(&dir.join("requests.csv"), &requests, &all).unwrap();
+    // requests whose registry claims this registry does not make
+    let mut other = requests.clone();
+    other[5].imma = false;
+    let e = err(evidence::check_requests_against(&dir.join("requests.csv"), &other, &all));
+    assert!(e.contains("request 5") && e.contains("the registry now launches") && e.contains("profile again"), "{e}");
     // requests edited after their manifest
     let path = dir.join("requests.csv");
     let text = std::fs::read_to_string(&path).unwrap().replacen("waves64", "waves32", 1);

@@ -194,6 +194,7 @@ fn every_subcommand() -> Vec<Command> {
             corpus: p("c"),
             out: p("e"),
             top: Some(3),
+            policy: Some(p("p.json")),
             chunk: 64,
             ncu: p("/opt/ncu"),
             reparse: true,

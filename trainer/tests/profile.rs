@@ -101,7 +101,18 @@ fn profile_chunks_resume_and_the_evidence_is_authenticated() {
         overlay: vec![],
         ..Spec::cuda(3)
     };
-    let manifest = write(&corpus, &spec).unwrap();
+    write(&corpus, &spec).unwrap();
+    // profiled with this build's kernels: the corpus must say it was timed with them
+    let plan_path = corpus.join("plan.json");
+    let mut plan: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    plan["kernel_source_digest"] = vnni_kernels::cuda::source::kernel_source_digest().into();
+    let o = profile(&["--corpus", corpus.to_str().unwrap(), "--out", dir.join("refused").to_str().unwrap()], None);
+    assert!(!o.status.success() && text(&o).contains("collected with other kernel sources"), "{}", text(&o));
+    std::fs::write(&plan_path, serde_json::to_vec_pretty(&plan).unwrap()).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch")).arg("seal").arg(&corpus).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(corpus.join("corpus.manifest.json")).unwrap()).unwrap();
     let ncu = dir.join("fake-ncu");
     std::fs::write(&ncu, FAKE_NCU).unwrap();
     std::process::Command::new("chmod").arg("+x").arg(&ncu).status().unwrap();
@@ -131,7 +142,8 @@ fn profile_chunks_resume_and_the_evidence_is_authenticated() {
     assert!(!out.join("evidence.csv").exists());
     let requests: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("requests.manifest.json")).unwrap()).unwrap();
-    assert_eq!(requests["corpus_id"], manifest.corpus_id.as_str());
+    assert_eq!(requests["corpus_id"], manifest["corpus_id"]);
+    assert_eq!(requests["device"], "synthetic");
     let n = requests["requests"].as_u64().unwrap() as usize;
     assert!(n > 16, "{n} requests: the test needs three chunks");
     assert_eq!(n, 4 * 2 * 3, "4 shapes x 2 M x the top 3");

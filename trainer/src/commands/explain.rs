@@ -190,7 +190,9 @@ pub fn run(a: &Args) -> Result<()> {
         band(&corpus, codebook, &mode, (a.m, a.n, a.k), &s.candidate.id)?;
     }
     if let Some(dir) = &a.evidence {
-        evidence(dir, &corpus, &rows, &s.candidate.id)?;
+        // aliases share a codebook: the evidence is of this source format's own rows
+        let own: Vec<TimingRow> = rows.into_iter().filter(|r| r.source_format == Some(a.format)).collect();
+        evidence(dir, &corpus, &own, &s.candidate.id)?;
     }
     Ok(())
 }

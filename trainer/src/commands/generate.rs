@@ -130,7 +130,7 @@ fn refuse_without_evidence(policy: &Policy, a: &Args) -> Result<()> {
         return Ok(());
     }
     let fix = format!(
-        "run `vnni-dispatch profile --corpus CORPUS --out EVIDENCE --top 3` on the corpus policy {} was fitted on and pass --evidence EVIDENCE --corpus CORPUS",
+        "run `vnni-dispatch profile --corpus CORPUS --policy {} --out EVIDENCE --top 3` on the corpus it was fitted on and pass --evidence EVIDENCE --corpus CORPUS",
         a.policy.display()
     );
     let (Some(dir), Some(corpus)) = (&a.evidence, &a.corpus) else {
@@ -148,11 +148,7 @@ fn refuse_without_evidence(policy: &Policy, a: &Args) -> Result<()> {
     }
     let (_, rows) = super::profile::authenticate(dir, corpus)?;
     let timing = vnni_corpus::collection::read_corpus_rows(corpus)?;
-    let pick = |r: &vnni_corpus::TimingRow| -> Result<String> {
-        let cb = r.codebook.map(|c| c.to_string()).unwrap_or_default();
-        Ok(policy.select(&cb, &r.mode.to_string(), r.m as u64, r.n as u64, r.k as u64)?.candidate.id.clone())
-    };
-    let required = evidence::installed_keys(&timing, pick)?;
+    let required = evidence::installed_keys(&timing, super::profile::policy_pick(policy))?;
     let have = evidence::by_key(&rows);
     let missing: Vec<_> = required.iter().filter(|k| !have.contains_key(*k)).collect();
     if let Some(first) = missing.first() {
@@ -192,10 +188,6 @@ pub fn run(a: &Args) -> Result<()> {
             );
         }
     }
-    if installing {
-        // before the (long) validation: evidence is checked from files alone
-        refuse_without_evidence(&policy, a)?;
-    }
     if installing && a.random < MIN_RANDOM {
         bail!("--random {} is below the {MIN_RANDOM} random queries an install is validated on", a.random);
     }
@@ -213,6 +205,7 @@ pub fn run(a: &Args) -> Result<()> {
     })?;
     println!("{}", validated.report());
     if installing {
+        refuse_without_evidence(&policy, a)?;
         refuse_uncertified(&policy, a)?;
     }
     for path in install(&validated, &targets)? {

@@ -30,6 +30,10 @@ pub struct Args {
     /// Profile the fastest K eligible candidates of every cell and mode (default: every one).
     #[arg(long)]
     pub top: Option<usize>,
+    /// Also the installed pick and runner-up of every cell under this policy (fitted on
+    /// --corpus), whatever their rank: what `generate --install` asks of the evidence.
+    #[arg(long)]
+    pub policy: Option<PathBuf>,
     /// Requests per ncu process (one file of ncu/ each; a cut pass resumes by chunk).
     #[arg(long, default_value_t = DEFAULT_CHUNK)]
     pub chunk: usize,
@@ -60,6 +64,7 @@ impl ToArgv for Args {
             .path("corpus", &self.corpus)
             .path("out", &self.out)
             .opt("top", self.top)
+            .opt_path("policy", self.policy.as_deref())
             .val("chunk", self.chunk)
             .path("ncu", &self.ncu)
             .flag("reparse", self.reparse)
@@ -88,17 +93,47 @@ pub fn run(a: &Args) -> Result<()> {
         std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
         let rows = read_corpus_rows(&a.corpus)?;
         let plan = CollectionPlan::read(&a.corpus.join(PLAN_FILE))?;
-        let selection = Selection { top: a.top, programmatic: plan.programmatic, ..Default::default() };
+        let build = vnni_kernels::cuda::source::kernel_source_digest();
+        if plan.kernel_source_digest != build {
+            bail!(
+                "{}: collected with other kernel sources ({}) than this build's ({build}): its timings describe other kernels; collect the corpus again",
+                a.corpus.display(),
+                plan.kernel_source_digest
+            );
+        }
+        let also = match &a.policy {
+            Some(p) => {
+                let policy = super::load_policy(p)?;
+                if policy.provenance.corpus_id != id {
+                    bail!(
+                        "{}: fitted on corpus {}, not on {} ({id})",
+                        p.display(),
+                        policy.provenance.corpus_id,
+                        a.corpus.display()
+                    );
+                }
+                evidence::installed_keys(&rows, policy_pick(&policy))?
+            }
+            None => Default::default(),
+        };
+        let selection = Selection { top: a.top, also, programmatic: plan.programmatic };
         let requests = evidence::plan_requests(&a.corpus, &rows, &selection)?;
         if requests.is_empty() {
             bail!("{}: no eligible CUDA row to profile", a.corpus.display());
         }
-        let (manifest, _) = evidence::request_manifest(&a.out, &id, &requests, a.chunk)?;
+        let target =
+            evidence::Target { device: plan.device.clone(), arch: plan.arch.clone(), kernel_source_digest: build };
+        let (manifest, _) = evidence::request_manifest(&a.out, &id, &requests, a.chunk, &target)?;
         let same = evidence::read_requests(&a.out, &id).is_ok_and(|(m, _)| m == manifest);
         if !same {
-            // other requests (or none yet): nothing profiled before belongs to these
-            let _ = std::fs::remove_dir_all(a.out.join(NCU_DIR));
-            evidence::write_requests(&a.out, &id, &requests, a.chunk)?;
+            // other requests, device or build (or none yet): nothing profiled before belongs here
+            match std::fs::remove_dir_all(a.out.join(NCU_DIR)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("removing {}", a.out.join(NCU_DIR).display()));
+                }
+                _ => {}
+            }
+            evidence::write_requests(&a.out, &id, &requests, a.chunk, &target)?;
         }
         println!("{} requests, {} kernel records expected: {}", manifest.requests, manifest.records, a.out.display());
         profile_chunks(a, &manifest, &requests)?;
@@ -170,12 +205,37 @@ fn profile_chunks(a: &Args, manifest: &RequestManifest, requests: &[ProfileReque
     Ok(())
 }
 
+/// The policy's pick for a corpus row's cell (the candidate id).
+pub fn policy_pick(policy: &vnni_policy::Policy) -> impl Fn(&vnni_corpus::TimingRow) -> Result<String> + '_ {
+    move |r| {
+        let cb = r.codebook.map(|c| c.to_string()).unwrap_or_default();
+        Ok(policy.select(&cb, &r.mode.to_string(), r.m as u64, r.n as u64, r.k as u64)?.candidate.id.clone())
+    }
+}
+
 fn worker(a: &Args, id: &str) -> Result<()> {
-    let (_, requests) = evidence::read_requests(&a.out, id)?;
+    let (manifest, requests) = evidence::read_requests(&a.out, id)?;
     let Some(requests) = requests.get(a.first..a.first + a.count) else {
         bail!("requests {}..{} of {}: there are {}", a.first, a.first + a.count, a.out.display(), requests.len());
     };
+    let build = vnni_kernels::cuda::source::kernel_source_digest();
+    if build != manifest.kernel_source_digest {
+        bail!(
+            "this build's kernel sources ({build}) are not the ones the requests name ({})",
+            manifest.kernel_source_digest
+        );
+    }
     let gpu = vnni_kernels::cuda::device::Gpu::open(a.device, a.cache.as_deref())?;
+    if (gpu.info.name.as_str(), gpu.info.arch.as_str()) != (manifest.device.as_str(), manifest.arch.as_str()) {
+        bail!(
+            "device {} is a {} ({}); the corpus was measured on a {} ({}): profile it there",
+            a.device,
+            gpu.info.name,
+            gpu.info.arch,
+            manifest.device,
+            manifest.arch
+        );
+    }
     vnni_measure::profile::profile_requests(&gpu, requests)?;
     Ok(())
 }

@@ -208,6 +208,7 @@ pub fn run(a: &Args) -> Result<()> {
                 corpus: corpus.clone(),
                 out: evidence_dir.clone(),
                 top: Some(3),
+                policy: Some(policy_path.clone()),
                 chunk: vnni_corpus::evidence::DEFAULT_CHUNK,
                 ncu: PathBuf::from("ncu"),
                 reparse: false,
@@ -218,7 +219,7 @@ pub fn run(a: &Args) -> Result<()> {
                 count: 0,
             };
             super::profile::run(&args)?;
-            Ok(format!("{} (top 3 of every cell)", evidence_dir.display()))
+            Ok(format!("{} (top 3 and the pick of every cell)", evidence_dir.display()))
         })?;
     }
     step("generate", &mut steps, || {
