@@ -94,34 +94,25 @@ pub fn unit_scale(unit: &str, class: UnitClass) -> Option<f64> {
         },
         UnitClass::Bytes => {
             // shared memory is reported per block: the base unit is then bytes per block
-            let unit = unit.strip_suffix("/block").unwrap_or(unit);
-            let (prefix, rest) = split_prefix(unit);
-            (rest == "byte").then_some(prefix)
+            prefixed(unit.strip_suffix("/block").unwrap_or(unit), |rest| rest == "byte")
         }
         UnitClass::Count => {
-            let unit = unit.split('/').next().unwrap_or(unit);
             const COUNTS: [&str; 8] = ["", "inst", "sector", "request", "warp", "cycle", "register", "block"];
-            if COUNTS.contains(&unit) {
-                return Some(1.0);
-            }
-            let (prefix, rest) = split_prefix(unit);
-            (prefix != 1.0 && COUNTS.contains(&rest)).then_some(prefix)
+            prefixed(unit.split('/').next().unwrap_or(unit), |rest| COUNTS.contains(&rest))
         }
     }
 }
 
-/// A leading SI (`K`, `M`, `G`, `T`) or binary (`Ki`, `Mi`, `Gi`) prefix and the rest.
-fn split_prefix(unit: &str) -> (f64, &str) {
+/// The factor of `unit`: 1 when `known` takes it as it is, else that of a leading SI (`K`,
+/// `M`, `G`, `T`) or binary (`Ki`, `Mi`, `Gi`) prefix before a known rest (`Kinst` is a
+/// thousand instructions, not a kibi-`nst`).
+fn prefixed(unit: &str, known: impl Fn(&str) -> bool) -> Option<f64> {
     const PREFIXES: [(&str, f64); 7] =
         [("Ki", 1024.0), ("Mi", 1_048_576.0), ("Gi", 1_073_741_824.0), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)];
-    for (p, f) in PREFIXES {
-        if let Some(rest) = unit.strip_prefix(p) {
-            if !rest.is_empty() {
-                return (f, rest);
-            }
-        }
+    if known(unit) {
+        return Some(1.0);
     }
-    (1.0, unit)
+    PREFIXES.iter().find_map(|&(p, f)| unit.strip_prefix(p).filter(|rest| !rest.is_empty() && known(rest)).map(|_| f))
 }
 
 /// A value as ncu prints it: thousands separators, possibly a decimal point.
