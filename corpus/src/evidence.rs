@@ -288,17 +288,14 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, EvidenceE
 }
 
 fn read_requests_file(path: &Path) -> Result<Vec<ProfileRequest>, EvidenceError> {
-    let mut r = csv::Reader::from_reader(crate::read::open(path)?);
     let mut out: Vec<ProfileRequest> = Vec::new();
-    for (i, rec) in r.deserialize::<ProfileRequest>().enumerate() {
-        let line = i + 2;
-        let req = rec.map_err(|e| file_err(path, format!("line {line}: {e}")))?;
-        if req.request != i {
-            return Err(file_err(path, format!("line {line}: request {} where {i} was expected", req.request)));
+    for (line, req) in crate::read::rows::<ProfileRequest>(path)? {
+        let expected = out.len();
+        if req.request != expected {
+            let why = format!("request {} where {expected} was expected", req.request);
+            return Err(crate::read::row_err(path, line, "request", why).into());
         }
-        if !crate::read::known_candidate(req.candidate.as_str()) {
-            return Err(file_err(path, format!("line {line}: unknown candidate {}", req.candidate)));
-        }
+        crate::read::check_candidate(path, line, req.candidate.as_str())?;
         out.push(req);
     }
     Ok(out)

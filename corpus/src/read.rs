@@ -39,7 +39,7 @@ pub fn open(path: &Path) -> Result<Box<dyn Read>, ReadError> {
 }
 
 /// Deserialize every CSV row, mapping serde errors to (line, column name).
-fn rows<T: DeserializeOwned>(path: &Path) -> Result<Vec<(u64, T)>, ReadError> {
+pub(crate) fn rows<T: DeserializeOwned>(path: &Path) -> Result<Vec<(u64, T)>, ReadError> {
     let mut r = csv::Reader::from_reader(open(path)?);
     let headers = r.headers().map_err(|e| ReadError::Io { path: path.to_path_buf(), message: e.to_string() })?.clone();
     let mut out = Vec::new();
@@ -63,12 +63,12 @@ fn rows<T: DeserializeOwned>(path: &Path) -> Result<Vec<(u64, T)>, ReadError> {
     Ok(out)
 }
 
-fn row_err(path: &Path, line: u64, column: &str, message: impl Into<String>) -> ReadError {
+pub(crate) fn row_err(path: &Path, line: u64, column: &str, message: impl Into<String>) -> ReadError {
     ReadError::Row { path: path.to_path_buf(), line, column: column.to_string(), message: message.into() }
 }
 
 /// The candidate must be known.
-fn check_candidate(path: &Path, line: u64, id: &str) -> Result<(), ReadError> {
+pub(crate) fn check_candidate(path: &Path, line: u64, id: &str) -> Result<(), ReadError> {
     if known_candidate(id) {
         Ok(())
     } else {

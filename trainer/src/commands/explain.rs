@@ -169,8 +169,9 @@ pub fn run(a: &Args) -> Result<()> {
         );
         return Ok(());
     };
-    let rows: Vec<TimingRow> = read_corpus_rows(&corpus)?
-        .into_iter()
+    let all = read_corpus_rows(&corpus)?;
+    let rows: Vec<TimingRow> = all
+        .iter()
         .filter(|r| {
             r.codebook == Some(codebook)
                 && r.mode.name() == mode
@@ -178,6 +179,7 @@ pub fn run(a: &Args) -> Result<()> {
                 && r.n as u64 == a.n
                 && r.k as u64 == a.k
         })
+        .cloned()
         .collect();
     if rows.is_empty() {
         println!(
@@ -192,14 +194,16 @@ pub fn run(a: &Args) -> Result<()> {
     if let Some(dir) = &a.evidence {
         // aliases share a codebook: the evidence is of this source format's own rows
         let own: Vec<TimingRow> = rows.into_iter().filter(|r| r.source_format == Some(a.format)).collect();
-        evidence(dir, &corpus, &own, &s.candidate.id)?;
+        evidence(dir, &corpus, &all, &own, &s.candidate.id)?;
     }
     Ok(())
 }
 
-/// The profiler records of the pick and of the measured best among `rows` (one key's rows).
-fn evidence(dir: &Path, corpus: &Path, rows: &[TimingRow], picked: &str) -> Result<()> {
-    let (_, records) = super::profile::authenticate(dir, corpus)?;
+/// The profiler records of the pick and of the measured best among `rows` (one key's rows of
+/// the corpus whose every row is `all`).
+fn evidence(dir: &Path, corpus: &Path, all: &[TimingRow], rows: &[TimingRow], picked: &str) -> Result<()> {
+    let id = super::profile::corpus_id(corpus)?;
+    let (_, records) = super::profile::authenticate(dir, &id, all)?;
     let by_key = vnni_corpus::evidence::by_key(&records);
     let best = rows.iter().filter(|r| r.eligible).min_by(|a, b| a.median_us.total_cmp(&b.median_us));
     let mut shown: Vec<&TimingRow> = rows.iter().filter(|r| r.candidate.as_str() == picked).collect();

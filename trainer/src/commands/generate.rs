@@ -146,8 +146,8 @@ fn refuse_without_evidence(policy: &Policy, a: &Args) -> Result<()> {
             manifest.corpus_id
         );
     }
-    let (_, rows) = super::profile::authenticate(dir, corpus)?;
     let timing = vnni_corpus::collection::read_corpus_rows(corpus)?;
+    let (_, rows) = super::profile::authenticate(dir, &manifest.corpus_id, &timing)?;
     let required = evidence::installed_keys(&timing, super::profile::policy_pick(policy))?;
     let have = evidence::by_key(&rows);
     let missing: Vec<_> = required.iter().filter(|k| !have.contains_key(*k)).collect();

@@ -78,7 +78,7 @@ impl ToArgv for Args {
 }
 
 /// The sealed corpus's id (its seal checked).
-fn corpus_id(corpus: &Path) -> Result<String> {
+pub fn corpus_id(corpus: &Path) -> Result<String> {
     let manifest = verify(corpus, &Expected::default())
         .with_context(|| format!("{}: profiler evidence needs a sealed corpus", corpus.display()))?;
     Ok(manifest.corpus_id)
@@ -89,9 +89,9 @@ pub fn run(a: &Args) -> Result<()> {
     if a.worker {
         return worker(a, &id);
     }
+    let rows = read_corpus_rows(&a.corpus)?;
     if !a.reparse {
         std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-        let rows = read_corpus_rows(&a.corpus)?;
         let plan = CollectionPlan::read(&a.corpus.join(PLAN_FILE))?;
         let build = vnni_kernels::cuda::source::kernel_source_digest();
         if plan.kernel_source_digest != build {
@@ -139,20 +139,23 @@ pub fn run(a: &Args) -> Result<()> {
         profile_chunks(a, &manifest, &requests)?;
     }
     evidence::write_evidence(&a.out, &id)?;
-    let (requests, rows) = authenticate(&a.out, &a.corpus)?;
-    print!("{}", summary(&rows));
-    println!("evidence: {} records, {} requests, every claim held: {}", rows.len(), requests.len(), a.out.display());
+    let (requests, records) = authenticate(&a.out, &id, &rows)?;
+    print!("{}", summary(&records));
+    println!("evidence: {} records, {} requests, every claim held: {}", records.len(), requests.len(), a.out.display());
     Ok(())
 }
 
-/// The evidence of `dir`, authenticated for the sealed corpus `corpus`: both manifests bind
-/// its id, every file its digest, every request an eligible row of the corpus, and every
-/// registry claim (no spill, IMMA exactly where the registry says) holds.
-pub fn authenticate(dir: &Path, corpus: &Path) -> Result<(Vec<ProfileRequest>, Vec<EvidenceRow>)> {
-    let id = corpus_id(corpus)?;
-    let (requests, rows) = evidence::verify(dir, &id)?;
-    let timing = read_corpus_rows(corpus)?;
-    evidence::check_requests_against(&dir.join(evidence::REQUESTS), &requests, &timing)?;
+/// The evidence of `dir`, authenticated for the sealed corpus `corpus_id` (its seal checked by
+/// the caller) whose timing rows are `timing`: both manifests bind its id, every file its
+/// digest, every request an eligible row of the corpus, and every registry claim (no spill,
+/// IMMA exactly where the registry says) holds.
+pub fn authenticate(
+    dir: &Path,
+    corpus_id: &str,
+    timing: &[vnni_corpus::TimingRow],
+) -> Result<(Vec<ProfileRequest>, Vec<EvidenceRow>)> {
+    let (requests, rows) = evidence::verify(dir, corpus_id)?;
+    evidence::check_requests_against(&dir.join(evidence::REQUESTS), &requests, timing)?;
     let violations = evidence::check_claims(&requests, &rows);
     for v in &violations {
         eprintln!("claim not held: {v}");

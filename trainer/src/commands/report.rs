@@ -56,7 +56,9 @@ pub fn run(a: &Args) -> Result<()> {
     println!("report {} ({} charts, PNG and SVG each)", a.out.join("report.md").display(), count("png"));
     debug_assert_eq!(count("png"), count("svg"));
     if let Some(dir) = &a.evidence {
-        let (requests, rows) = super::profile::authenticate(dir, corpus)?;
+        let id = super::profile::corpus_id(corpus)?;
+        let timing = vnni_corpus::collection::read_corpus_rows(corpus)?;
+        let (requests, rows) = super::profile::authenticate(dir, &id, &timing)?;
         let text = format!(
             "# Profiler evidence\n\n{} requests, {} records from {} (Nsight Compute, one extra launch each, never timed); every registry claim holds (no spill request, IMMA instructions exactly in the tensor-core candidates).\n\n{}",
             requests.len(),

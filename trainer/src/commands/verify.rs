@@ -102,13 +102,13 @@ fn unsealed(root: &Path, corpora: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
-/// The verified corpus an evidence directory's requests were drawn from.
-fn evidence_corpus<'v>(dir: &Path, verified: &'v BTreeMap<String, PathBuf>) -> Result<&'v PathBuf> {
+/// The verified corpus (id and directory) an evidence directory's requests were drawn from.
+fn evidence_corpus<'v>(dir: &Path, verified: &'v BTreeMap<String, PathBuf>) -> Result<(&'v String, &'v PathBuf)> {
     let path = dir.join(vnni_corpus::evidence::REQUEST_MANIFEST);
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let manifest: vnni_corpus::evidence::RequestManifest =
         serde_json::from_str(&text).with_context(|| format!("{}: not a request manifest", path.display()))?;
-    verified.get(&manifest.corpus_id).with_context(|| {
+    verified.get_key_value(&manifest.corpus_id).with_context(|| {
         format!(
             "drawn from corpus {}, which is not among the verified corpora: commit it beside the evidence",
             manifest.corpus_id
@@ -158,7 +158,10 @@ pub fn run(a: &Args) -> Result<()> {
         return Ok(());
     }
     for e in holding(&a.evidence, vnni_corpus::evidence::EVIDENCE_MANIFEST) {
-        match evidence_corpus(&e, &verified).and_then(|c| super::profile::authenticate(&e, c)) {
+        let authenticated = evidence_corpus(&e, &verified).and_then(|(id, corpus)| {
+            super::profile::authenticate(&e, id, &vnni_corpus::collection::read_corpus_rows(corpus)?)
+        });
+        match authenticated {
             Ok((requests, rows)) => {
                 println!("ok   {} ({} requests, {} records, every claim held)", e.display(), requests.len(), rows.len())
             }
