@@ -1,5 +1,6 @@
 //! Profiler evidence beside a sealed corpus, never inside it: what was asked of Nsight Compute
-//! (`requests.csv`, one extra launch per (cell, candidate, mode), bound to the corpus id by
+//! (`requests.csv`, one extra launch per (cell, candidate) standing for every mode asked for,
+//! bound to the corpus id by
 //! `requests.manifest.json`), what ncu wrote (`ncu/*.csv`, one file per chunk of requests,
 //! kept so the evidence can be derived again), and the records per request in base units (`evidence.csv`, bound to all three by
 //! `evidence.manifest.json`). Profiler durations are recorded here only: they never enter
@@ -15,7 +16,7 @@ use vnni_kernels::{CandidateId, Codebook, Mode, SourceFormat};
 use crate::ncu::{self, NcuRecord};
 use crate::schema::TimingRow;
 
-pub const SCHEMA: &str = "vnni-evidence-v1";
+pub const SCHEMA: &str = "vnni-evidence-v2";
 pub const REQUESTS: &str = "requests.csv";
 pub const REQUEST_MANIFEST: &str = "requests.manifest.json";
 /// ncu's CSV per chunk of requests (`ncu/000000.csv` holds requests 0..chunk): each chunk is
@@ -116,12 +117,17 @@ pub struct ProfileRequest {
     pub m: usize,
     pub n: usize,
     pub k: usize,
+    /// The mode of the profiled launch (a graph replayed, or kernels launched on the stream).
     pub mode: Mode,
+    /// Every mode the launch stands for, `;`-separated in order, `mode` first: graph and eager
+    /// run the same kernels with the same arguments, so ncu (which flushes the caches before
+    /// each replay pass) counts the same events for both, and one launch serves both keys.
+    pub modes: String,
     pub candidate: CandidateId,
     /// Batched rows: the M = 1 candidate whose bpp they inherit (empty for decode).
     pub m1_candidate: Option<CandidateId>,
     pub bpp: usize,
-    /// The candidate's place among its cell's eligible candidates in this mode (1: fastest).
+    /// The candidate's place among its cell's eligible candidates in `mode` (1: fastest).
     pub rank: usize,
     /// Launched with programmatic dependent launch, as the corpus's decode rows were.
     pub programmatic: bool,
@@ -136,6 +142,21 @@ impl ProfileRequest {
     pub fn kernel_symbols(&self) -> Vec<&str> {
         self.kernels.split(';').collect()
     }
+
+    /// The modes the launch stands for (`modes` as written; [`read_requests`] checks it).
+    pub fn stands_for(&self) -> Vec<Mode> {
+        self.modes.split(';').filter_map(|m| m.parse().ok()).collect()
+    }
+
+    /// The key of every mode the launch stands for.
+    pub fn keys(&self) -> Vec<ProfileKey> {
+        self.stands_for().into_iter().map(|mode| ProfileKey { mode, ..self.key() }).collect()
+    }
+}
+
+/// `modes` of a request: modes in order, `;`-separated.
+fn modes_field(modes: &[Mode]) -> String {
+    modes.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(";")
 }
 
 /// One ncu record of a request, in base units (`evidence.csv`).
@@ -148,6 +169,8 @@ pub struct EvidenceRow {
     pub n: usize,
     pub k: usize,
     pub mode: Mode,
+    /// The mode of the launch ncu profiled (another mode's row shares its record).
+    pub profiled_mode: Mode,
     pub candidate: CandidateId,
     /// Batched rows: the M = 1 candidate whose bpp they inherit (empty for decode).
     pub m1_candidate: Option<CandidateId>,
@@ -163,8 +186,10 @@ pub struct EvidenceRow {
     pub dram_pct: f64,
     /// L2 sectors served, % of the peak over the launch's elapsed time.
     pub l2_pct: f64,
-    pub local_load_requests: u64,
-    pub local_store_requests: u64,
+    /// Warp instructions loading from / storing to local memory (spills; each is one L1
+    /// request).
+    pub local_load_insts: u64,
+    pub local_store_insts: u64,
     /// Global load warp instructions: `LDG` and `cp.async` (`LDGSTS`).
     pub global_load_insts: u64,
     /// Bytes those instructions asked for.
@@ -182,8 +207,8 @@ pub struct EvidenceRow {
 }
 
 impl EvidenceRow {
-    pub fn spill_requests(&self) -> u64 {
-        self.local_load_requests + self.local_store_requests
+    pub fn spill_insts(&self) -> u64 {
+        self.local_load_insts + self.local_store_insts
     }
 }
 
@@ -227,7 +252,8 @@ pub struct EvidenceManifest {
     /// sha256 of each chunk's ncu CSV, in order.
     pub ncu_sha256: Vec<String>,
     pub evidence_sha256: String,
-    pub records: usize,
+    /// Rows of `evidence.csv`: one per ncu record and mode its launch stands for.
+    pub rows: usize,
 }
 
 /// The request manifest of `requests` for corpus `corpus_id`, with the bytes of `requests.csv`.
@@ -296,6 +322,13 @@ fn read_requests_file(path: &Path) -> Result<Vec<ProfileRequest>, EvidenceError>
             return Err(crate::read::row_err(path, line, "request", why).into());
         }
         crate::read::check_candidate(path, line, req.candidate.as_str())?;
+        let modes: Vec<&str> = req.modes.split(';').collect();
+        let parsed: Vec<Mode> = modes.iter().filter_map(|m| m.parse().ok()).collect();
+        let ordered = parsed.windows(2).all(|w| w[0] < w[1]);
+        if parsed.len() != modes.len() || parsed.first() != Some(&req.mode) || !ordered {
+            let why = format!("{:?}: modes in order, `;`-separated, the profiled mode {} first", req.modes, req.mode);
+            return Err(crate::read::row_err(path, line, "modes", why).into());
+        }
         out.push(req);
     }
     Ok(out)
@@ -339,11 +372,8 @@ pub fn check_requests_against(
 ) -> Result<(), EvidenceError> {
     let measured: BTreeSet<ProfileKey> = rows.iter().filter(|r| r.eligible).filter_map(ProfileKey::of_row).collect();
     for r in requests {
-        if !measured.contains(&r.key()) {
-            return Err(file_err(
-                path,
-                format!("request {}: {} is not an eligible row of the corpus", r.request, r.key()),
-            ));
+        if let Some(key) = r.keys().into_iter().find(|k| !measured.contains(k)) {
+            return Err(file_err(path, format!("request {}: {key} is not an eligible row of the corpus", r.request)));
         }
         // what the launch runs and whether it uses the tensor cores are this registry's word,
         // not the word of the registry that wrote the requests
@@ -368,7 +398,8 @@ pub fn check_requests_against(
 }
 
 /// Bind ncu's records to the requests in launch order: each request owns as many records as it
-/// runs kernels, each named by its symbol. Metrics become evidence rows in base units.
+/// runs kernels, each named by its symbol. Metrics become evidence rows in base units, one per
+/// record and mode the request stands for.
 pub fn bind(
     ncu_path: &Path,
     requests: &[ProfileRequest],
@@ -399,12 +430,13 @@ pub fn bind(
                     ),
                 ));
             }
-            out.push(row(r, i, rec));
+            out.extend(r.stands_for().into_iter().map(|mode| EvidenceRow { mode, ..row(r, i, rec) }));
         }
     }
     Ok(out)
 }
 
+/// The evidence row of record `record` of request `r`, in the mode profiled.
 fn row(r: &ProfileRequest, record: usize, rec: &NcuRecord) -> EvidenceRow {
     let v = |m: &str| rec.value(m);
     let count = |m: &str| v(m).round() as u64;
@@ -421,6 +453,7 @@ fn row(r: &ProfileRequest, record: usize, rec: &NcuRecord) -> EvidenceRow {
         n: r.n,
         k: r.k,
         mode: r.mode,
+        profiled_mode: r.mode,
         candidate: r.candidate.clone(),
         m1_candidate: r.m1_candidate.clone(),
         bpp: r.bpp,
@@ -432,8 +465,8 @@ fn row(r: &ProfileRequest, record: usize, rec: &NcuRecord) -> EvidenceRow {
         achieved_occupancy_pct: v("sm__warps_active.avg.pct_of_peak_sustained_active"),
         dram_pct: v("dram__bytes.sum.pct_of_peak_sustained_elapsed"),
         l2_pct: v("lts__t_sectors.sum.pct_of_peak_sustained_elapsed"),
-        local_load_requests: count("l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum"),
-        local_store_requests: count("l1tex__t_requests_pipe_lsu_mem_local_op_st.sum"),
+        local_load_insts: count("smsp__sass_inst_executed_op_local_ld.sum"),
+        local_store_insts: count("smsp__sass_inst_executed_op_local_st.sum"),
         global_load_insts: insts,
         global_load_bytes: bytes,
         global_load_sectors: sectors,
@@ -487,7 +520,7 @@ pub fn write_evidence(dir: &Path, corpus_id: &str) -> Result<Vec<EvidenceRow>, E
         requests_sha256: req_manifest.requests_sha256,
         ncu_sha256,
         evidence_sha256: sha256_hex(&bytes),
-        records: rows.len(),
+        rows: rows.len(),
     };
     write_json(&dir.join(EVIDENCE_MANIFEST), &manifest)?;
     Ok(rows)
@@ -542,13 +575,14 @@ pub fn by_key(rows: &[EvidenceRow]) -> BTreeMap<ProfileKey, Vec<&EvidenceRow>> {
 pub fn check_claims(requests: &[ProfileRequest], rows: &[EvidenceRow]) -> Vec<String> {
     let by_request: BTreeMap<usize, &ProfileRequest> = requests.iter().map(|r| (r.request, r)).collect();
     let mut out = Vec::new();
-    for row in rows {
-        if row.spill_requests() > 0 {
+    // once per record: the rows of the other modes it stands for repeat it
+    for row in rows.iter().filter(|r| r.mode == r.profiled_mode) {
+        if row.spill_insts() > 0 {
             out.push(format!(
-                "{} record {}: {} local-memory requests (a spill)",
+                "{} record {}: {} local-memory instructions (a spill)",
                 row.key(),
                 row.record,
-                row.spill_requests()
+                row.spill_insts()
             ));
         }
         if row.record == 0 {
@@ -584,7 +618,9 @@ pub struct Selection {
 
 /// The requests for a corpus's CUDA timing rows: per (cell, mode) the eligible candidates
 /// ranked by median (ties by id), the first `top` of them plus every key in `also`, ordered
-/// by cell (so a pass builds each weight matrix once), then mode and rank.
+/// by cell (so a pass builds each weight matrix once), then mode and rank. A candidate asked
+/// for in both modes of a cell is one request, launched in the first of them, that stands for
+/// both (the same kernels with the same arguments: see [`ProfileRequest::modes`]).
 pub fn plan_requests(
     path: &Path,
     rows: &[TimingRow],
@@ -593,24 +629,35 @@ pub fn plan_requests(
     if let Some(r) = rows.iter().find(|r| r.source_format.is_some() && r.backend != vnni_kernels::Backend::Cuda) {
         return Err(file_err(path, format!("a {} row: profiler evidence is for CUDA corpora", r.backend)));
     }
-    let mut out = Vec::new();
+    let mut out: Vec<ProfileRequest> = Vec::new();
+    // a launch's key without its mode -> its request
+    let mut launched: BTreeMap<ProfileKey, usize> = BTreeMap::new();
     for ranked in ranked_cells(rows) {
         for (i, r) in ranked.iter().enumerate() {
             let key = ProfileKey::of_row(r).expect("rows with a format have a codebook");
             if selection.top.is_some_and(|t| i >= t) && !selection.also.contains(&key) {
                 continue;
             }
+            // ranked_cells orders a cell's modes one after the other, so every mode this
+            // launch was asked for in meets the first request of it
+            if let Some(&at) = launched.get(&ProfileKey { mode: Mode::Eager, ..key.clone() }) {
+                let req = &mut out[at];
+                req.modes = modes_field(&[req.stands_for(), vec![r.mode]].concat());
+                continue;
+            }
             let cand = vnni_kernels::registry::find(r.candidate.as_str())
                 .ok_or_else(|| file_err(path, format!("{} is not in this checkout's registry", r.candidate)))?;
             let kb = (r.k / 32).div_ceil(r.bpp.max(1));
+            launched.insert(ProfileKey { mode: Mode::Eager, ..key.clone() }, out.len());
             out.push(ProfileRequest {
-                request: 0,
+                request: out.len(),
                 source_format: key.source_format,
                 codebook: key.codebook,
                 m: r.m,
                 n: r.n,
                 k: r.k,
                 mode: r.mode,
+                modes: modes_field(&[r.mode]),
                 candidate: r.candidate.clone(),
                 m1_candidate: r.m1_candidate.clone(),
                 bpp: r.bpp,
@@ -620,9 +667,6 @@ pub fn plan_requests(
                 imma: cand.family.tensor_cores(),
             });
         }
-    }
-    for (i, r) in out.iter_mut().enumerate() {
-        r.request = i;
     }
     Ok(out)
 }

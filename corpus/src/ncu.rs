@@ -38,7 +38,9 @@ pub struct Metric {
 /// Every metric a record must carry (a missing one refuses the record). Throughputs are single
 /// counters against their peak (DRAM bytes, L2 sectors), not ncu's composite `__throughput`
 /// metrics, which cost extra replay passes; global loads count `LDG` and `cp.async` (`LDGSTS`,
-/// how the IMMA tiles stage their operands) together.
+/// how the IMMA tiles stage their operands) together. Spills are counted as local load and
+/// store instructions in the instrumented pass the other SASS counts need anyway: L1's
+/// local-memory request counters alone cost three replay passes on the H200.
 pub const METRICS: [Metric; 16] = [
     Metric { ncu: "launch__registers_per_thread", class: UnitClass::Count },
     Metric { ncu: "launch__shared_mem_per_block_static", class: UnitClass::Bytes },
@@ -46,8 +48,8 @@ pub const METRICS: [Metric; 16] = [
     Metric { ncu: "sm__warps_active.avg.pct_of_peak_sustained_active", class: UnitClass::Percent },
     Metric { ncu: "dram__bytes.sum.pct_of_peak_sustained_elapsed", class: UnitClass::Percent },
     Metric { ncu: "lts__t_sectors.sum.pct_of_peak_sustained_elapsed", class: UnitClass::Percent },
-    Metric { ncu: "l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum", class: UnitClass::Count },
-    Metric { ncu: "l1tex__t_requests_pipe_lsu_mem_local_op_st.sum", class: UnitClass::Count },
+    Metric { ncu: "smsp__sass_inst_executed_op_local_ld.sum", class: UnitClass::Count },
+    Metric { ncu: "smsp__sass_inst_executed_op_local_st.sum", class: UnitClass::Count },
     Metric { ncu: "smsp__sass_inst_executed_op_global_ld.sum", class: UnitClass::Count },
     Metric { ncu: "smsp__sass_inst_executed_op_ldgsts.sum", class: UnitClass::Count },
     Metric { ncu: "smsp__sass_data_bytes_mem_global_op_ld.sum", class: UnitClass::Bytes },

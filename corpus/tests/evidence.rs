@@ -6,11 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
-use vnni_corpus::evidence::{self, chunk_path, ProfileRequest, EVIDENCE, NCU_DIR};
+use vnni_corpus::evidence::{self, chunk_path, EvidenceRow, ProfileRequest, EVIDENCE, NCU_DIR};
 use vnni_corpus::ncu;
 use vnni_corpus::TimingRow;
+use vnni_kernels::Mode;
 
-const CORPUS: &str = "3fef7fb9f4a5b90a4809f485e6a8e7793fd4b4d6a9e4134b8cd95f2587d82e58";
+const CORPUS: &str = "f524cc332e37926db83f2a47b72f5a17f9af339896d7e41b9a9d41cb4ffd42bf";
 const OTHER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 fn data(name: &str) -> PathBuf {
@@ -40,8 +41,11 @@ fn recorded_ncu() -> String {
 
 /// An evidence directory of the recorded requests (one chunk) with `ncu_text` as ncu's output.
 fn evidence_dir(ncu_text: &str) -> (PathBuf, Vec<ProfileRequest>) {
+    evidence_dir_of(recorded_requests(), ncu_text)
+}
+
+fn evidence_dir_of(requests: Vec<ProfileRequest>, ncu_text: &str) -> (PathBuf, Vec<ProfileRequest>) {
     let dir = scratch();
-    let requests = recorded_requests();
     let target = evidence::Target {
         device: "NVIDIA H200".into(),
         arch: "sm_90".into(),
@@ -165,7 +169,7 @@ fn evidence_of_another_corpus_or_other_requests_is_refused() {
     evidence::write_evidence(&dir, CORPUS).unwrap();
     // drawn from another corpus
     let e = err(evidence::verify(&dir, OTHER));
-    assert!(e.contains("requests drawn from corpus 3fef7fb9") && e.contains("not from corpus 00000000"), "{e}");
+    assert!(e.contains("requests drawn from corpus f524cc33") && e.contains("not from corpus 00000000"), "{e}");
     // a request the corpus never measured (here: its rows lack the first request's candidate)
     let rows: Vec<TimingRow> = requests.iter().skip(1).map(row_of).collect();
     let e = err(evidence::check_requests_against(&dir.join("requests.csv"), &requests, &rows));
@@ -178,9 +182,15 @@ fn evidence_of_another_corpus_or_other_requests_is_refused() {
     evidence::check_requests_against(&dir.join("requests.csv"), &requests, &all).unwrap();
     // requests whose registry claims this registry does not make
     let mut other = requests.clone();
-    other[5].imma = false;
+    let imma = other.iter().position(|r| r.imma).expect("the fixture holds IMMA requests");
+    other[imma].imma = false;
     let e = err(evidence::check_requests_against(&dir.join("requests.csv"), &other, &all));
-    assert!(e.contains("request 5") && e.contains("the registry now launches") && e.contains("profile again"), "{e}");
+    assert!(
+        e.contains(&format!("request {imma} "))
+            && e.contains("the registry now launches")
+            && e.contains("profile again"),
+        "{e}"
+    );
     // requests edited after their manifest
     let path = dir.join("requests.csv");
     let text = std::fs::read_to_string(&path).unwrap().replacen("waves64", "waves32", 1);
@@ -195,7 +205,7 @@ fn records_that_do_not_match_the_launches_are_refused() {
     let short: String = text.lines().take(text.lines().count() - 1).map(|l| format!("{l}\n")).collect();
     let (dir, _) = evidence_dir(&short);
     let e = err(evidence::write_evidence(&dir, CORPUS));
-    assert!(e.contains("38 records for 27 requests that launch 39 kernels"), "{e}");
+    assert!(e.contains("40 records for 27 requests that launch 41 kernels"), "{e}");
     // two records swapped: a reduce where a kernel of the candidate was launched
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     let first_data = lines.iter().position(|l| l.starts_with("\"0\"")).unwrap();
@@ -244,10 +254,10 @@ fn a_spill_or_a_missing_imma_path_fails_the_claims() {
     let mut rows = evidence::write_evidence(&dir, CORPUS).unwrap();
     let imma = rows.iter().position(|r| r.record == 0 && r.candidate.as_str().contains("imma")).unwrap();
     rows[imma].imma_insts = 0;
-    rows[0].local_store_requests = 3;
+    rows[0].local_store_insts = 3;
     let claims = evidence::check_claims(&requests, &rows);
     assert_eq!(claims.len(), 2, "{claims:?}");
-    assert!(claims[0].contains("3 local-memory requests (a spill)"), "{claims:?}");
+    assert!(claims[0].contains("3 local-memory instructions (a spill)"), "{claims:?}");
     assert!(claims[1].contains("the registry says IMMA"), "{claims:?}");
 }
 
@@ -306,4 +316,77 @@ fn requests_are_drawn_from_the_corpus_rows() {
     let top1 = evidence::Selection { top: Some(1), ..Default::default() };
     let drawn = evidence::plan_requests(Path::new("corpus"), &rows, &top1).unwrap();
     assert!(drawn.iter().all(|r| r.rank == 1) && drawn.len() == 9, "{}", drawn.len());
+}
+
+/// A candidate asked for in both modes of a cell is launched once (in the first mode), and its
+/// request stands for both: each record gives one row per mode, the claims are checked once per
+/// record, and the corpus must have measured it in every mode the request names.
+#[test]
+fn one_launch_stands_for_every_mode_it_was_asked_for_in() {
+    let recorded = recorded_requests();
+    let graph = |r: &ProfileRequest| TimingRow { mode: Mode::Graph, ..row_of(r) };
+    let mut rows: Vec<TimingRow> = recorded.iter().map(row_of).collect();
+    rows.extend(recorded.iter().map(graph));
+    let top3 = evidence::Selection { top: Some(3), ..Default::default() };
+    let drawn = evidence::plan_requests(Path::new("corpus"), &rows, &top3).unwrap();
+    assert_eq!(drawn.len(), recorded.len());
+    for (d, r) in drawn.iter().zip(&recorded) {
+        assert_eq!(
+            (d.key(), d.modes.as_str(), d.stands_for()),
+            (r.key(), "eager;graph", vec![Mode::Eager, Mode::Graph])
+        );
+    }
+    // the recorded ncu output binds to them: twice the rows, the same metrics in both modes
+    let (dir, requests) = evidence_dir_of(drawn.clone(), &recorded_ncu());
+    let ev = evidence::write_evidence(&dir, CORPUS).unwrap();
+    let records: usize = requests.iter().map(|r| r.kernel_symbols().len()).sum();
+    assert_eq!(ev.len(), 2 * records);
+    for pair in ev.chunks(2) {
+        assert_eq!((pair[0].mode, pair[1].mode), (Mode::Eager, Mode::Graph));
+        assert!(pair.iter().all(|r| r.profiled_mode == Mode::Eager));
+        assert_eq!(EvidenceRow { mode: Mode::Eager, ..pair[1].clone() }, pair[0]);
+    }
+    let by_key = evidence::by_key(&ev);
+    assert!(requests.iter().flat_map(|r| r.keys()).all(|k| by_key.contains_key(&k)));
+    assert_eq!(evidence::verify(&dir, CORPUS).unwrap().1, ev);
+    let mut spilled = ev.clone();
+    spilled[0].local_store_insts = 1;
+    spilled[1].local_store_insts = 1;
+    assert_eq!(evidence::check_claims(&requests, &spilled).len(), 1, "one record, one violation");
+    // a corpus that never timed the candidate in graph mode did not ask for that key
+    let eager_only: Vec<TimingRow> = recorded.iter().map(row_of).collect();
+    let e = err(evidence::check_requests_against(&dir.join("requests.csv"), &requests, &eager_only));
+    assert!(e.contains("request 0: Q4_0 s4 M=1 256x2304 graph") && e.contains("not an eligible row"), "{e}");
+    // ranks differ between modes: each candidate is launched in the first mode that asked for it
+    let first_cell: Vec<&ProfileRequest> =
+        recorded.iter().filter(|r| (r.n, r.k, r.m) == (recorded[0].n, recorded[0].k, recorded[0].m)).collect();
+    assert_eq!(first_cell.len(), 3);
+    let mut rows: Vec<TimingRow> = recorded.iter().map(row_of).collect();
+    for (i, r) in first_cell.iter().enumerate() {
+        // graph ranks them second, third, first
+        rows.push(TimingRow { median_us: [12.0, 13.0, 11.0][i], ..graph(r) });
+    }
+    let top2 = evidence::Selection { top: Some(2), ..Default::default() };
+    let drawn = evidence::plan_requests(Path::new("corpus"), &rows, &top2).unwrap();
+    let cell: Vec<(&str, Mode, &str)> = drawn
+        .iter()
+        .filter(|r| (r.n, r.k, r.m) == (recorded[0].n, recorded[0].k, recorded[0].m))
+        .map(|r| (r.candidate.as_str(), r.mode, r.modes.as_str()))
+        .collect();
+    let id = |i: usize| first_cell[i].candidate.as_str();
+    assert_eq!(
+        cell,
+        vec![(id(0), Mode::Eager, "eager;graph"), (id(1), Mode::Eager, "eager"), (id(2), Mode::Graph, "graph")]
+    );
+    // requests.csv naming modes out of order, or not the profiled one first, is refused by line
+    for modes in ["graph;eager", "graph", "eager;eager", "eager;batch"] {
+        let mut bad = drawn.clone();
+        bad[0].modes = modes.into();
+        let (dir, _) = evidence_dir_of(bad, &recorded_ncu());
+        let e = err(evidence::read_requests(&dir, CORPUS));
+        assert!(
+            e.contains("requests.csv:2: column modes") && e.contains("the profiled mode eager first"),
+            "{modes}: {e}"
+        );
+    }
 }

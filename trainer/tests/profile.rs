@@ -49,14 +49,14 @@ BEGIN { n = split(metrics, m, ","); h = "\"ID\",\"Kernel Name\""; u = "\"\",\"\"
   }
   print "==PROF== Connected to process 1 (fake)"; print h; print u; id = 0 }
 NR > 1 && $1 >= first && $1 < first + count {
-  k = split($13, kernels, ";")
+  k = split($14, kernels, ";")
   for (j = 1; j <= k; j++) {
     line = "\"" id "\",\"" kernels[j] "\""
     for (i = 1; i <= n; i++) {
       v = "0"
       if (m[i] ~ /time_duration/) v = "1.5"
       if (m[i] ~ /registers/) v = "32"
-      if (m[i] ~ /imma/ && j == 1 && $14 == "true") v = "1,024"
+      if (m[i] ~ /imma/ && j == 1 && $15 == "true") v = "1,024"
       line = line ",\"" v "\""
     }
     print line; id++
@@ -96,7 +96,7 @@ fn profile_chunks_resume_and_the_evidence_is_authenticated() {
         ks: vec![256, 512],
         formats: vec![SourceFormat::Q4_0],
         ms: vec![1, 2],
-        modes: vec![Mode::Eager],
+        modes: vec![Mode::Eager, Mode::Graph],
         sealed_every: 0,
         overlay: vec![],
         ..Spec::cuda(3)
@@ -145,19 +145,26 @@ fn profile_chunks_resume_and_the_evidence_is_authenticated() {
     assert_eq!(requests["corpus_id"], manifest["corpus_id"]);
     assert_eq!(requests["device"], "synthetic");
     let n = requests["requests"].as_u64().unwrap() as usize;
-    assert!(n > 16, "{n} requests: the test needs three chunks");
-    assert_eq!(n, 4 * 2 * 3, "4 shapes x 2 M x the top 3");
+    // a candidate in the top 3 of both modes of a cell is one launch standing for both
+    let drawn = std::fs::read_to_string(out.join("requests.csv")).unwrap();
+    let modes = |l: &str| l.split(',').nth(7).unwrap().split(';').count();
+    assert_eq!(drawn.lines().skip(1).map(modes).sum::<usize>(), 4 * 2 * 2 * 3, "4 shapes x 2 M x 2 modes x the top 3");
+    assert!(drawn.lines().any(|l| l.contains(",eager,eager;graph,")), "{drawn}");
+    assert!(n > 24 && n < 48, "{n} requests: the test needs five chunks, some launches shared");
 
     // Again: the finished chunks are not profiled again, the rest are, the evidence holds.
     let o = profile(&args, None);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(t.contains("chunk 1/3: profiled before") && t.contains("chunk 2/3: profiled before"), "{t}");
-    assert!(t.contains("chunk 3/3: requests 16..24"), "{t}");
+    assert!(t.contains("chunk 1/5: profiled before") && t.contains("chunk 2/5: profiled before"), "{t}");
+    assert!(t.contains("chunk 3/5: requests 16..24") && t.contains(&format!("chunk 5/5: requests 32..{n}")), "{t}");
     assert!(t.contains("every claim held"), "{t}");
     let evidence = std::fs::read_to_string(out.join("evidence.csv")).unwrap();
-    let records = evidence.lines().count() - 1;
-    assert_eq!(records as u64, requests["records"].as_u64().unwrap());
+    // one row per ncu record and mode it stands for
+    let records = requests["records"].as_u64().unwrap() as usize;
+    let rows: usize = drawn.lines().skip(1).map(|l| modes(l) * l.split(',').nth(13).unwrap().split(';').count()).sum();
+    assert_eq!(evidence.lines().count() - 1, rows);
+    assert!(rows > records, "{rows} rows, {records} records");
     // ncu's microseconds are nanoseconds in the evidence
     assert!(evidence.lines().skip(1).all(|l| l.ends_with(",1500.0")), "{evidence}");
 

@@ -224,14 +224,14 @@ fn evidence(dir: &Path, corpus: &Path, all: &[TimingRow], rows: &[TimingRow], pi
             Some(recs) => {
                 for e in recs {
                     println!(
-                        "evidence    {role} {} {}: {} regs, occupancy {:.1}%, DRAM {:.1}%, L2 {:.1}%, {} spill requests, ld128 {}, {} B/sector, {} IMMA",
+                        "evidence    {role} {} {}: {} regs, occupancy {:.1}%, DRAM {:.1}%, L2 {:.1}%, {} spill instructions, ld128 {}, {} B/sector, {} IMMA",
                         e.candidate,
                         e.kernel,
                         e.registers,
                         e.achieved_occupancy_pct,
                         e.dram_pct,
                         e.l2_pct,
-                        e.spill_requests(),
+                        e.spill_insts(),
                         e.ld128_share.map_or("-".into(), |v| format!("{v:.2}")),
                         e.bytes_per_sector.map_or("-".into(), |v| format!("{v:.1}")),
                         e.imma_insts

@@ -141,7 +141,13 @@ pub fn run(a: &Args) -> Result<()> {
     evidence::write_evidence(&a.out, &id)?;
     let (requests, records) = authenticate(&a.out, &id, &rows)?;
     print!("{}", summary(&records));
-    println!("evidence: {} records, {} requests, every claim held: {}", records.len(), requests.len(), a.out.display());
+    println!(
+        "evidence: {} records ({} rows with the modes they stand for), {} requests, every claim held: {}",
+        record_count(&records),
+        records.len(),
+        requests.len(),
+        a.out.display()
+    );
     Ok(())
 }
 
@@ -243,13 +249,21 @@ fn worker(a: &Args, id: &str) -> Result<()> {
     Ok(())
 }
 
-/// One line per record: what a user asks when a choice looks wrong.
+/// ncu records among evidence rows (a record has a row per mode its launch stands for).
+pub fn record_count(rows: &[EvidenceRow]) -> usize {
+    rows.iter().filter(|r| r.mode == r.profiled_mode).count()
+}
+
+/// One line per record, with every mode it stands for: what a user asks when a choice looks
+/// wrong.
 pub fn summary(rows: &[EvidenceRow]) -> String {
     let mut out = String::from(
         "| request | cell | mode | candidate | kernel | regs | occupancy % | DRAM % | L2 % | spills | ld128 | B/sector | IMMA |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
-    for r in rows {
+    // a record's rows are adjacent (evidence::bind), one per mode
+    for same in rows.chunk_by(|a, b| (a.request, a.record) == (b.request, b.record)) {
+        let r = &same[0];
         out.push_str(&format!(
             "| {} | {} M={} {}x{} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {} | {} | {} |\n",
             r.request,
@@ -257,14 +271,14 @@ pub fn summary(rows: &[EvidenceRow]) -> String {
             r.m,
             r.n,
             r.k,
-            r.mode,
+            same.iter().map(|r| r.mode.to_string()).collect::<Vec<_>>().join(";"),
             r.candidate,
             if r.record == 0 { "main" } else { "reduce" },
             r.registers,
             r.achieved_occupancy_pct,
             r.dram_pct,
             r.l2_pct,
-            r.spill_requests(),
+            r.spill_insts(),
             opt(r.ld128_share),
             opt(r.bytes_per_sector),
             r.imma_insts

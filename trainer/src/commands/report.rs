@@ -60,9 +60,9 @@ pub fn run(a: &Args) -> Result<()> {
         let timing = vnni_corpus::collection::read_corpus_rows(corpus)?;
         let (requests, rows) = super::profile::authenticate(dir, &id, &timing)?;
         let text = format!(
-            "# Profiler evidence\n\n{} requests, {} records from {} (Nsight Compute, one extra launch each, never timed); every registry claim holds (no spill request, IMMA instructions exactly in the tensor-core candidates).\n\n{}",
+            "# Profiler evidence\n\n{} requests, {} records from {} (Nsight Compute, one extra launch each, never timed); every registry claim holds (no local-memory instruction, IMMA instructions exactly in the tensor-core candidates).\n\n{}",
             requests.len(),
-            rows.len(),
+            super::profile::record_count(&rows),
             dir.display(),
             super::profile::summary(&rows)
         );

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Stands in for `ncu` under `vnni-dispatch profile --ncu` to measure what the profiler costs
+# (ncu_cost.sh): NCU_VARIANT picks how the worker runs.
+#   base       ncu exactly as `profile` asks
+#   nosass     without the SASS-patched metrics (smsp__sass_*)
+#   launch     one launch statistic only (ncu's fixed cost per record)
+#   cachenone  base with --cache-control none
+#   app        base with --replay-mode application (the worker runs once per pass)
+#   bare       no ncu: the worker alone (its own cost; writes no ncu file)
+#   metrics    NCU_METRICS instead of the metrics asked for (and ncu's replay pass count)
+set -euo pipefail
+NCU=${NCU:-ncu}
+args=("$@")
+metrics_at=-1 exe_at=-1
+for i in "${!args[@]}"; do
+  [ "${args[$i]}" = --metrics ] && metrics_at=$((i + 1))
+  [ "${args[$i]}" = --log-file ] && exe_at=$((i + 2))
+done
+case ${NCU_VARIANT:-base} in
+  base) ;;
+  nosass) args[$metrics_at]=$(tr , '\n' <<<"${args[$metrics_at]}" | grep -v '^smsp__sass_' | paste -sd,) ;;
+  launch) args[$metrics_at]=launch__registers_per_thread ;;
+  metrics) args[$metrics_at]=$NCU_METRICS,profiler__replayer_passes ;;
+  cachenone) args=(--cache-control none "${args[@]}") ;;
+  app) args=(--replay-mode application "${args[@]}") ;;
+  bare) exec "${args[@]:$exe_at}" ;;
+  *) echo "ncu-variant.sh: unknown NCU_VARIANT ${NCU_VARIANT}" >&2; exit 2 ;;
+esac
+exec "$NCU" "${args[@]}"
