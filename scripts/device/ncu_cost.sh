@@ -12,6 +12,16 @@ OUT=${OUT:-target/device}
 CACHE=${CACHE:-/tmp/vnni-cubin-cache}
 WORK=${WORK:-/tmp/vnni-ncu-cost}
 TOP=${TOP:-1}
+# PRESET=groups: which metric groups stay in one replay pass together (one pass costs ncu
+# 24-47 ms a record, two or more 150-200 ms: docs/PERF.md); the candidates for splitting a
+# chunk into one single-pass ncu process per group.
+O=sm__warps_active.avg.pct_of_peak_sustained_active D=dram__bytes.sum.pct_of_peak_sustained_elapsed
+L=lts__t_sectors.sum.pct_of_peak_sustained_elapsed G=l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum
+I=sm__inst_executed_pipe_tensor_op_imma.sum T=gpu__time_duration.sum
+S=smsp__sass_inst_executed_op_global_ld.sum,smsp__sass_inst_executed_op_ldgsts.sum,smsp__sass_data_bytes_mem_global_op_ld.sum,smsp__sass_data_bytes_mem_global_op_ldgsts.sum,smsp__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts.sum,smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum
+case ${PRESET:-} in
+  groups) VARIANTS=${VARIANTS:-"sass=$S hw=$O,$D,$L,$G,$I,$T odlt=$O,$D,$L,$T gi=$G,$I oit=$O,$I,$T dlg=$D,$L,$G dl=$D,$L og=$O,$G"} ;;
+esac
 VARIANTS=${VARIANTS:-"bare base nosass launch cachenone app"}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$OUT" "$WORK"

@@ -14,6 +14,7 @@ CACHE=${CACHE:-/tmp/vnni-cubin-cache}
 WORK=${WORK:-/tmp/vnni-profile}
 PASSES=${PASSES:-"3:200 all:300"}
 CHUNK=${CHUNK:-256}
+REPLAY=${REPLAY:-kernel}   # or application (ncu reruns the worker per pass)
 mkdir -p "$OUT" "$WORK"
 . "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 ncu --version | tail -1 | tee "$WORK/ncu-version.txt"
@@ -28,7 +29,7 @@ for pass in $PASSES; do
   top=${pass%%:*} limit=${pass##*:}
   sel=(--top "$top"); [ "$top" = all ] && sel=()
   run "profile-top$top" timeout "$limit" "$BIN" profile --corpus "$CORPUS" --out "$WORK/evidence-top$top" \
-    "${sel[@]}" --chunk "$CHUNK" --cache "$CACHE"
+    "${sel[@]}" --chunk "$CHUNK" --replay "$REPLAY" --cache "$CACHE"
   pack
 done
 for pass in $PASSES; do

@@ -197,6 +197,7 @@ fn every_subcommand() -> Vec<Command> {
             policy: Some(p("p.json")),
             chunk: 64,
             ncu: p("/opt/ncu"),
+            replay: "application".into(),
             reparse: true,
             device: 1,
             cache: Some(p("cache")),

@@ -20,9 +20,10 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Records for requests `--first .. --first + --count` of `--out`'s requests.csv, one per kernel
 /// (`;`-separated), IMMA instructions where the request says so; fails when the chunk starts at
-/// or after $FAKE_NCU_FAIL_FROM.
+/// or after $FAKE_NCU_FAIL_FROM; appends its arguments to $FAKE_NCU_ARGS when set.
 const FAKE_NCU: &str = r#"#!/usr/bin/env bash
 set -eu
+if [ -n "${FAKE_NCU_ARGS:-}" ]; then echo "$*" >> "$FAKE_NCU_ARGS"; fi
 log= metrics= out= first= count=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -189,5 +190,22 @@ fn profile_chunks_resume_and_the_evidence_is_authenticated() {
     std::fs::write(&first, edited).unwrap();
     let o = report("report-2");
     assert!(!o.status.success() && text(&o).contains("changed since the evidence was derived"), "{}", text(&o));
+
+    // Application replay is ncu's, asked for on every chunk; the evidence is the same.
+    let app = dir.join("evidence-app");
+    let log = dir.join("ncu-args.log");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"));
+    c.arg("profile").args(&args[..2]).args(["--out", app.to_str().unwrap()]).args(&args[4..]);
+    let o = c
+        .args(["--replay", "application"])
+        .env("FAKE_NCU_ARGS", &log)
+        .env_remove("FAKE_NCU_FAIL_FROM")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(calls.lines().count(), 5, "{calls}");
+    assert!(calls.lines().all(|l| l.contains("--replay-mode application") && l.contains("--profile-from-start off")));
+    assert_eq!(std::fs::read_to_string(app.join("evidence.csv")).unwrap(), evidence);
     std::fs::remove_dir_all(&dir).unwrap();
 }

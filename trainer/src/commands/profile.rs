@@ -40,6 +40,12 @@ pub struct Args {
     /// The Nsight Compute command line profiler.
     #[arg(long, default_value = "ncu")]
     pub ncu: PathBuf,
+    /// How ncu replays a launch for metrics that need several passes: `kernel` (the launch
+    /// again, device memory saved and restored: fixtures are built once) or `application` (the
+    /// worker runs again per pass: no memory backup, but every pass builds the fixtures again;
+    /// 1.25x faster on family-smoke's small shapes, docs/PERF.md). The evidence is the same.
+    #[arg(long, default_value = "kernel", value_parser = ["kernel", "application"])]
+    pub replay: String,
     /// Derive evidence.csv again from the kept ncu.csv (no GPU).
     #[arg(long)]
     pub reparse: bool,
@@ -67,6 +73,7 @@ impl ToArgv for Args {
             .opt_path("policy", self.policy.as_deref())
             .val("chunk", self.chunk)
             .path("ncu", &self.ncu)
+            .val("replay", &self.replay)
             .flag("reparse", self.reparse)
             .val("device", self.device)
             .opt_path("cache", self.cache.as_deref())
@@ -189,6 +196,7 @@ fn profile_chunks(a: &Args, manifest: &RequestManifest, requests: &[ProfileReque
         let started = std::time::Instant::now();
         let status = Command::new(&a.ncu)
             .args(["--profile-from-start", "off", "--clock-control", "none", "--csv", "--page", "raw"])
+            .args(["--replay-mode", &a.replay])
             .arg("--metrics")
             .arg(vnni_corpus::ncu::metrics_argument())
             .arg("--log-file")

@@ -211,6 +211,7 @@ pub fn run(a: &Args) -> Result<()> {
                 policy: Some(policy_path.clone()),
                 chunk: vnni_corpus::evidence::DEFAULT_CHUNK,
                 ncu: PathBuf::from("ncu"),
+                replay: "kernel".into(),
                 reparse: false,
                 device: a.devices.first().copied().unwrap_or(0),
                 cache: a.cache.clone(),
