@@ -127,7 +127,8 @@ pub struct ProfileRequest {
     /// Batched rows: the M = 1 candidate whose bpp they inherit (empty for decode).
     pub m1_candidate: Option<CandidateId>,
     pub bpp: usize,
-    /// The candidate's place among its cell's eligible candidates in `mode` (1: fastest).
+    /// The candidate's place among its cell's eligible candidates in `mode`, the profiled one
+    /// (1: fastest; its place in the other modes it stands for is not kept).
     pub rank: usize,
     /// Launched with programmatic dependent launch, as the corpus's decode rows were.
     pub programmatic: bool,
@@ -159,7 +160,7 @@ fn modes_field(modes: &[Mode]) -> String {
     modes.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(";")
 }
 
-/// One ncu record of a request, in base units (`evidence.csv`).
+/// One ncu record of a request in one mode it stands for, in base units (`evidence.csv`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvidenceRow {
     pub request: usize,
@@ -569,8 +570,8 @@ pub fn by_key(rows: &[EvidenceRow]) -> BTreeMap<ProfileKey, Vec<&EvidenceRow>> {
     out
 }
 
-/// What the registry says a request's records must show, checked on the evidence: no spill
-/// request anywhere, and integer tensor-core instructions in the first record exactly where
+/// What the registry says a request's records must show, checked on the evidence: no
+/// local-memory (spill) instruction anywhere, and integer tensor-core instructions in the first record exactly where
 /// the registry says the candidate uses them. Returns one line per violation.
 pub fn check_claims(requests: &[ProfileRequest], rows: &[EvidenceRow]) -> Vec<String> {
     let by_request: BTreeMap<usize, &ProfileRequest> = requests.iter().map(|r| (r.request, r)).collect();
@@ -642,7 +643,12 @@ pub fn plan_requests(
             // launch was asked for in meets the first request of it
             if let Some(&at) = launched.get(&ProfileKey { mode: Mode::Eager, ..key.clone() }) {
                 let req = &mut out[at];
-                req.modes = modes_field(&[req.stands_for(), vec![r.mode]].concat());
+                let mut modes = req.stands_for();
+                if modes.contains(&r.mode) {
+                    return Err(file_err(path, format!("{key} is measured twice")));
+                }
+                modes.push(r.mode);
+                req.modes = modes_field(&modes);
                 continue;
             }
             let cand = vnni_kernels::registry::find(r.candidate.as_str())

@@ -378,6 +378,11 @@ fn one_launch_stands_for_every_mode_it_was_asked_for_in() {
         cell,
         vec![(id(0), Mode::Eager, "eager;graph"), (id(1), Mode::Eager, "eager"), (id(2), Mode::Graph, "graph")]
     );
+    // rows that time one key twice are refused, not folded into `eager;eager`
+    let mut twice: Vec<TimingRow> = recorded.iter().map(row_of).collect();
+    twice.push(row_of(&recorded[0]));
+    let e = err(evidence::plan_requests(Path::new("corpus"), &twice, &top2));
+    assert!(e.contains("decode.fused.c16.waves64 (bpp 2) is measured twice"), "{e}");
     // requests.csv naming modes out of order, or not the profiled one first, is refused by line
     for modes in ["graph;eager", "graph", "eager;eager", "eager;batch"] {
         let mut bad = drawn.clone();

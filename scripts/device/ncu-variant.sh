@@ -16,6 +16,9 @@ for i in "${!args[@]}"; do
   [ "${args[$i]}" = --metrics ] && metrics_at=$((i + 1))
   [ "${args[$i]}" = --log-file ] && exe_at=$((i + 2))
 done
+if [ "$metrics_at" -lt 0 ] || [ "$exe_at" -lt 0 ]; then
+  echo "ncu-variant.sh: expected --metrics and --log-file among: $*" >&2; exit 2
+fi
 case ${NCU_VARIANT:-base} in
   base) ;;
   nosass) args[$metrics_at]=$(tr , '\n' <<<"${args[$metrics_at]}" | grep -v '^smsp__sass_' | paste -sd,) ;;

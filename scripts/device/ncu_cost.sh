@@ -30,10 +30,12 @@ if [ -z "${CORPUS:-}" ]; then
   run sweep "$BIN" sweep --backend cuda --profile family-smoke --cache "$CACHE" --out "$WORK/sweep"
   CORPUS=$WORK/sweep/corpus
 fi
+[ -f "$CORPUS/plan.json" ] || { cat "$WORK/table.txt"; echo "no corpus at $CORPUS" >&2; exit 1; }
 pack() { tar -C "$WORK" -czf "$OUT/ncu-cost.tar.gz.part" --exclude=sweep . && mv "$OUT/ncu-cost.tar.gz.part" "$OUT/ncu-cost.tar.gz"; }
 for entry in $VARIANTS; do
   v=${entry%%=*}
   if [ "$v" != "$entry" ]; then export NCU_VARIANT=metrics NCU_METRICS=${entry#*=}; else export NCU_VARIANT=$v; fi
+  rm -rf "$WORK/ev-$v" # a finished chunk found again would take no time
   run "ncu-$v" timeout "${LIMIT:-200}" "$BIN" profile --corpus "$CORPUS" --out "$WORK/ev-$v" \
     --top "$TOP" --chunk 100000 --cache "$CACHE" --ncu "$HERE/ncu-variant.sh"
   pack

@@ -41,7 +41,7 @@ def main(paths):
                 variant, rc, seconds, last = m.groups()
                 planned = re.search(r"(\d+) requests, (\d+) kernel records", last)
                 done = re.search(r"(\d+) records.*?, (\d+) requests", last)
-                requests, records = planned.groups() if planned else done.groups()[::-1]
+                requests, records = planned.groups() if planned else done.groups()[::-1] if done else ("", "")
                 chunk = f"ev-{variant}/ncu/000000.csv"
                 passes = reuse = backed = ""
                 if chunk in files:

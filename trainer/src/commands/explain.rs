@@ -224,9 +224,10 @@ fn evidence(dir: &Path, corpus: &Path, all: &[TimingRow], rows: &[TimingRow], pi
             Some(recs) => {
                 for e in recs {
                     println!(
-                        "evidence    {role} {} {}: {} regs, occupancy {:.1}%, DRAM {:.1}%, L2 {:.1}%, {} spill instructions, ld128 {}, {} B/sector, {} IMMA",
+                        "evidence    {role} {} {}{}: {} regs, occupancy {:.1}%, DRAM {:.1}%, L2 {:.1}%, {} spill instructions, ld128 {}, {} B/sector, {} IMMA",
                         e.candidate,
                         e.kernel,
+                        if e.profiled_mode == e.mode { String::new() } else { format!(" (profiled {})", e.profiled_mode) },
                         e.registers,
                         e.achieved_occupancy_pct,
                         e.dram_pct,

@@ -163,7 +163,8 @@ pub fn run(a: &Args) -> Result<()> {
         });
         match authenticated {
             Ok((requests, rows)) => {
-                println!("ok   {} ({} requests, {} records, every claim held)", e.display(), requests.len(), rows.len())
+                let records = super::profile::record_count(&rows);
+                println!("ok   {} ({} requests, {records} records, every claim held)", e.display(), requests.len())
             }
             Err(err) => {
                 bad += 1;
