@@ -74,7 +74,14 @@ pub struct NcuRecord {
     /// The line of `path` the record was read from (for errors).
     pub line: usize,
     pub values: BTreeMap<&'static str, f64>,
+    /// How many times ncu replayed the launch (`profiler__replayer_passes`, which ncu adds on
+    /// its own); not evidence, but what the record cost: one pass is several times cheaper than
+    /// two or more (docs/PERF.md).
+    pub replay_passes: Option<u32>,
 }
+
+/// ncu's own column of replay passes per record.
+pub const REPLAY_PASSES: &str = "profiler__replayer_passes";
 
 impl NcuRecord {
     pub fn value(&self, ncu: &str) -> f64 {
@@ -163,6 +170,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<NcuRecord>, NcuError> {
         })?;
         metric_cols.push((m.ncu, col, scale));
     }
+    let passes_col = column(REPLAY_PASSES);
     let mut out = Vec::with_capacity(records.len());
     for (expected_id, (line, rec)) in records.iter().enumerate() {
         let cell_err = |column: &str, message: String| NcuError::Cell {
@@ -184,7 +192,14 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<NcuRecord>, NcuError> {
             let v = parse_value(text).ok_or_else(|| cell_err(name, format!("{text:?} is not a number")))?;
             values.insert(name, v * scale);
         }
-        out.push(NcuRecord { id, kernel: rec.get(kernel_col).unwrap_or("").to_string(), line: *line, values });
+        let replay_passes = passes_col.and_then(|c| rec.get(c)).and_then(|t| t.trim().parse().ok());
+        out.push(NcuRecord {
+            id,
+            kernel: rec.get(kernel_col).unwrap_or("").to_string(),
+            line: *line,
+            values,
+            replay_passes,
+        });
     }
     Ok(out)
 }

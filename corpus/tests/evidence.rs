@@ -91,6 +91,9 @@ fn recorded_ncu_output_binds_to_its_requests() {
     assert!(rows.iter().filter(|r| r.record == 1).all(|r| r.bytes_per_sector == Some(32.0)));
     let (_, again) = evidence::verify(&dir, CORPUS).unwrap();
     assert_eq!(again, rows);
+    // ncu's own count of replay passes rides along (three for these metrics on the H200)
+    let records = ncu::parse(Path::new("ncu.csv"), &recorded_ncu()).unwrap();
+    assert!(records.iter().all(|r| r.replay_passes == Some(3)), "{:?}", records[0].replay_passes);
 }
 
 /// ncu prints a unit per metric and may scale it differently in another report: `ns` here,

@@ -48,6 +48,7 @@ BEGIN { n = split(metrics, m, ","); h = "\"ID\",\"Kernel Name\""; u = "\"\",\"\"
     else if (m[i] ~ /pct/) unit = "%"
     u = u ",\"" unit "\""
   }
+  h = h ",\"profiler__replayer_passes\""; u = u ",\"\""
   print "==PROF== Connected to process 1 (fake)"; print h; print u; id = 0 }
 NR > 1 && $1 >= first && $1 < first + count {
   k = split($14, kernels, ";")
@@ -60,7 +61,7 @@ NR > 1 && $1 >= first && $1 < first + count {
       if (m[i] ~ /imma/ && j == 1 && $15 == "true") v = "1,024"
       line = line ",\"" v "\""
     }
-    print line; id++
+    print line ",\"" (j == 2 ? 2 : 1) "\""; id++
   }
 }' "$out/requests.csv" > "$log"
 "#;
@@ -159,6 +160,8 @@ fn profile_chunks_resume_and_the_evidence_is_authenticated() {
     assert!(o.status.success(), "{t}");
     assert!(t.contains("chunk 1/5: profiled before") && t.contains("chunk 2/5: profiled before"), "{t}");
     assert!(t.contains("chunk 3/5: requests 16..24") && t.contains(&format!("chunk 5/5: requests 32..{n}")), "{t}");
+    // each chunk says what its records cost (the fake replays a reduce twice)
+    assert!(t.contains("ms a record, replay passes: 1-2") || t.contains("ms a record, replay passes: 1\n"), "{t}");
     assert!(t.contains("every claim held"), "{t}");
     let evidence = std::fs::read_to_string(out.join("evidence.csv")).unwrap();
     // one row per ncu record and mode it stands for

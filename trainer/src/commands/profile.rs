@@ -210,16 +210,30 @@ fn profile_chunks(a: &Args, manifest: &RequestManifest, requests: &[ProfileReque
         }
         std::fs::rename(&partial, &path).with_context(|| format!("publishing {}", path.display()))?;
         evidence::read_chunk(&a.out, requests, range.clone())?;
+        let secs = started.elapsed().as_secs_f64();
         println!(
-            "chunk {}/{}: requests {}..{} in {:.1} s",
+            "chunk {}/{}: requests {}..{} in {secs:.1} s{}",
             i + 1,
             chunks.len(),
             range.start,
             range.end,
-            started.elapsed().as_secs_f64()
+            cost(&path, secs)?
         );
     }
     Ok(())
+}
+
+/// What a chunk's records cost: ms a record and ncu's replay passes per record (one pass is
+/// several times cheaper than two or more, whatever their number: docs/PERF.md).
+fn cost(chunk: &std::path::Path, secs: f64) -> Result<String> {
+    let records = vnni_corpus::ncu::parse(chunk, &std::fs::read_to_string(chunk)?)?;
+    let passes: std::collections::BTreeSet<u32> = records.iter().filter_map(|r| r.replay_passes).collect();
+    let per_record = 1e3 * secs / records.len().max(1) as f64;
+    Ok(match (passes.first(), passes.last()) {
+        (Some(lo), Some(hi)) if lo == hi => format!(", {per_record:.0} ms a record, replay passes: {lo}"),
+        (Some(lo), Some(hi)) => format!(", {per_record:.0} ms a record, replay passes: {lo}-{hi}"),
+        _ => format!(", {per_record:.0} ms a record"),
+    })
 }
 
 /// The policy's pick for a corpus row's cell (the candidate id).
