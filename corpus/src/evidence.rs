@@ -208,6 +208,12 @@ pub struct EvidenceRow {
 }
 
 impl EvidenceRow {
+    /// Whether this is the row of the mode ncu profiled: one such row per ncu record (the
+    /// rows of the other modes it stands for repeat it).
+    pub fn is_record(&self) -> bool {
+        self.mode == self.profiled_mode
+    }
+
     pub fn spill_insts(&self) -> u64 {
         self.local_load_insts + self.local_store_insts
     }
@@ -478,18 +484,31 @@ fn row(r: &ProfileRequest, record: usize, rec: &NcuRecord) -> EvidenceRow {
     }
 }
 
+/// One chunk of ncu output, bound to its requests.
+pub struct Chunk {
+    pub rows: Vec<EvidenceRow>,
+    /// sha256 of the chunk's ncu CSV.
+    pub sha256: String,
+    /// ncu's replay passes of each record, where it wrote them (what the chunk cost).
+    pub replay_passes: Vec<Option<u32>>,
+}
+
 /// One chunk's evidence rows, or why its ncu CSV does not hold them (missing, cut, another
-/// launch order), with the sha256 of the file.
+/// launch order).
 pub fn read_chunk(
     dir: &Path,
     requests: &[ProfileRequest],
     range: std::ops::Range<usize>,
-) -> Result<(Vec<EvidenceRow>, String), EvidenceError> {
+) -> Result<Chunk, EvidenceError> {
     let path = chunk_path(dir, range.start);
     let text =
         std::fs::read_to_string(&path).map_err(|e| file_err(&path, format!("{e} (this chunk was not profiled)")))?;
-    let rows = bind(&path, &requests[range], &ncu::parse(&path, &text)?)?;
-    Ok((rows, sha256_hex(text.as_bytes())))
+    let records = ncu::parse(&path, &text)?;
+    Ok(Chunk {
+        rows: bind(&path, &requests[range], &records)?,
+        sha256: sha256_hex(text.as_bytes()),
+        replay_passes: records.iter().map(|r| r.replay_passes).collect(),
+    })
 }
 
 /// Every chunk's rows in request order, and the chunks' digests.
@@ -500,9 +519,9 @@ fn read_all_chunks(
 ) -> Result<(Vec<EvidenceRow>, Vec<String>), EvidenceError> {
     let (mut rows, mut digests) = (Vec::new(), Vec::new());
     for range in manifest.chunks() {
-        let (r, d) = read_chunk(dir, requests, range)?;
-        rows.extend(r);
-        digests.push(d);
+        let chunk = read_chunk(dir, requests, range)?;
+        rows.extend(chunk.rows);
+        digests.push(chunk.sha256);
     }
     Ok((rows, digests))
 }
@@ -576,8 +595,7 @@ pub fn by_key(rows: &[EvidenceRow]) -> BTreeMap<ProfileKey, Vec<&EvidenceRow>> {
 pub fn check_claims(requests: &[ProfileRequest], rows: &[EvidenceRow]) -> Vec<String> {
     let by_request: BTreeMap<usize, &ProfileRequest> = requests.iter().map(|r| (r.request, r)).collect();
     let mut out = Vec::new();
-    // once per record: the rows of the other modes it stands for repeat it
-    for row in rows.iter().filter(|r| r.mode == r.profiled_mode) {
+    for row in rows.iter().filter(|r| r.is_record()) {
         if row.spill_insts() > 0 {
             out.push(format!(
                 "{} record {}: {} local-memory instructions (a spill)",
@@ -631,7 +649,7 @@ pub fn plan_requests(
         return Err(file_err(path, format!("a {} row: profiler evidence is for CUDA corpora", r.backend)));
     }
     let mut out: Vec<ProfileRequest> = Vec::new();
-    // a launch's key without its mode -> its request
+    // a launch's key with its mode set to one value -> its request
     let mut launched: BTreeMap<ProfileKey, usize> = BTreeMap::new();
     for ranked in ranked_cells(rows) {
         for (i, r) in ranked.iter().enumerate() {
@@ -641,7 +659,8 @@ pub fn plan_requests(
             }
             // ranked_cells orders a cell's modes one after the other, so every mode this
             // launch was asked for in meets the first request of it
-            if let Some(&at) = launched.get(&ProfileKey { mode: Mode::Eager, ..key.clone() }) {
+            let launch = ProfileKey { mode: Mode::Eager, ..key.clone() };
+            if let Some(&at) = launched.get(&launch) {
                 let req = &mut out[at];
                 let mut modes = req.stands_for();
                 if modes.contains(&r.mode) {
@@ -654,7 +673,7 @@ pub fn plan_requests(
             let cand = vnni_kernels::registry::find(r.candidate.as_str())
                 .ok_or_else(|| file_err(path, format!("{} is not in this checkout's registry", r.candidate)))?;
             let kb = (r.k / 32).div_ceil(r.bpp.max(1));
-            launched.insert(ProfileKey { mode: Mode::Eager, ..key.clone() }, out.len());
+            launched.insert(launch, out.len());
             out.push(ProfileRequest {
                 request: out.len(),
                 source_format: key.source_format,

@@ -209,7 +209,7 @@ fn profile_chunks(a: &Args, manifest: &RequestManifest, requests: &[ProfileReque
             bail!("{} exited with {status} ({} holds what it wrote)", a.ncu.display(), partial.display());
         }
         std::fs::rename(&partial, &path).with_context(|| format!("publishing {}", path.display()))?;
-        evidence::read_chunk(&a.out, requests, range.clone())?;
+        let chunk = evidence::read_chunk(&a.out, requests, range.clone())?;
         let secs = started.elapsed().as_secs_f64();
         println!(
             "chunk {}/{}: requests {}..{} in {secs:.1} s{}",
@@ -217,7 +217,7 @@ fn profile_chunks(a: &Args, manifest: &RequestManifest, requests: &[ProfileReque
             chunks.len(),
             range.start,
             range.end,
-            cost(&path, secs)?
+            cost(&chunk.replay_passes, secs)
         );
     }
     Ok(())
@@ -225,15 +225,14 @@ fn profile_chunks(a: &Args, manifest: &RequestManifest, requests: &[ProfileReque
 
 /// What a chunk's records cost: ms a record and ncu's replay passes per record (one pass is
 /// several times cheaper than two or more, whatever their number: docs/PERF.md).
-fn cost(chunk: &std::path::Path, secs: f64) -> Result<String> {
-    let records = vnni_corpus::ncu::parse(chunk, &std::fs::read_to_string(chunk)?)?;
-    let passes: std::collections::BTreeSet<u32> = records.iter().filter_map(|r| r.replay_passes).collect();
-    let per_record = 1e3 * secs / records.len().max(1) as f64;
-    Ok(match (passes.first(), passes.last()) {
+fn cost(replay_passes: &[Option<u32>], secs: f64) -> String {
+    let passes: std::collections::BTreeSet<u32> = replay_passes.iter().flatten().copied().collect();
+    let per_record = 1e3 * secs / replay_passes.len().max(1) as f64;
+    match (passes.first(), passes.last()) {
         (Some(lo), Some(hi)) if lo == hi => format!(", {per_record:.0} ms a record, replay passes: {lo}"),
         (Some(lo), Some(hi)) => format!(", {per_record:.0} ms a record, replay passes: {lo}-{hi}"),
         _ => format!(", {per_record:.0} ms a record"),
-    })
+    }
 }
 
 /// The policy's pick for a corpus row's cell (the candidate id).
@@ -273,7 +272,7 @@ fn worker(a: &Args, id: &str) -> Result<()> {
 
 /// ncu records among evidence rows (a record has a row per mode its launch stands for).
 pub fn record_count(rows: &[EvidenceRow]) -> usize {
-    rows.iter().filter(|r| r.mode == r.profiled_mode).count()
+    rows.iter().filter(|r| r.is_record()).count()
 }
 
 /// One line per record, with every mode it stands for: what a user asks when a choice looks
