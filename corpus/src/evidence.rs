@@ -1,8 +1,8 @@
 //! Profiler evidence beside a sealed corpus, never inside it: what was asked of Nsight Compute
 //! (`requests.csv`, one extra launch per (cell, candidate) standing for every mode asked for,
 //! bound to the corpus id by
-//! `requests.manifest.json`), what ncu wrote (`ncu/*.csv`, one file per chunk of requests,
-//! kept so the evidence can be derived again), and the records per request in base units (`evidence.csv`, bound to all three by
+//! `requests.manifest.json`), what ncu wrote (`ncu/*.csv`, one file per chunk of requests
+//! and pass, kept so the evidence can be derived again), and the records per request in base units (`evidence.csv`, bound to all three by
 //! `evidence.manifest.json`). Profiler durations are recorded here only: they never enter
 //! timing rows or labels.
 
@@ -13,16 +13,16 @@ use serde::{Deserialize, Serialize};
 use vnni_kernels::digest::sha256_hex;
 use vnni_kernels::{CandidateId, Codebook, Mode, SourceFormat};
 
-use crate::ncu::{self, NcuRecord};
+use crate::ncu::{self, NcuRecord, Pass};
 use crate::schema::TimingRow;
 
-pub const SCHEMA: &str = "vnni-evidence-v2";
+pub const SCHEMA: &str = "vnni-evidence-v3";
 pub const REQUESTS: &str = "requests.csv";
 pub const REQUEST_MANIFEST: &str = "requests.manifest.json";
-/// ncu's CSV per chunk of requests (`ncu/000000.csv` holds requests 0..chunk): each chunk is
-/// one ncu process, so a cut pass keeps the chunks it finished.
+/// ncu's CSV per chunk of requests and pass (`ncu/000000.hw.csv` and `ncu/000000.sass.csv`
+/// hold requests 0..chunk): each is one ncu process, so a cut run keeps the files it finished.
 pub const NCU_DIR: &str = "ncu";
-/// Requests per ncu process unless asked otherwise.
+/// Requests per chunk unless asked otherwise.
 pub const DEFAULT_CHUNK: usize = 256;
 pub const EVIDENCE: &str = "evidence.csv";
 pub const EVIDENCE_MANIFEST: &str = "evidence.manifest.json";
@@ -228,9 +228,10 @@ pub struct RequestManifest {
     pub requests: usize,
     /// Records ncu must write: one per kernel of every request.
     pub records: usize,
-    /// Requests per ncu process (per file of `ncu/`).
+    /// Requests per chunk (one ncu process and file of `ncu/` per chunk and pass).
     pub chunk: usize,
-    pub metrics: Vec<String>,
+    /// The metrics each pass's ncu process collects, by pass name.
+    pub metrics: BTreeMap<String, Vec<String>>,
     /// What the records describe: the device and the kernels' source (the worker refuses
     /// another device or build, and a resume keeps no chunk of another).
     pub device: String,
@@ -245,9 +246,9 @@ impl RequestManifest {
     }
 }
 
-/// Where ncu writes the chunk that starts at request `first`.
-pub fn chunk_path(dir: &Path, first: usize) -> PathBuf {
-    dir.join(NCU_DIR).join(format!("{first:06}.csv"))
+/// Where ncu's process of `pass` writes the chunk that starts at request `first`.
+pub fn chunk_path(dir: &Path, first: usize, pass: Pass) -> PathBuf {
+    dir.join(NCU_DIR).join(format!("{first:06}.{}.csv", pass.name()))
 }
 
 /// What binds the evidence to its requests, ncu's output and the corpus.
@@ -256,7 +257,7 @@ pub struct EvidenceManifest {
     pub schema: String,
     pub corpus_id: String,
     pub requests_sha256: String,
-    /// sha256 of each chunk's ncu CSV, in order.
+    /// sha256 of each ncu CSV, chunk by chunk and pass by pass ([`Pass::PROFILED`]).
     pub ncu_sha256: Vec<String>,
     pub evidence_sha256: String,
     /// Rows of `evidence.csv`: one per ncu record and mode its launch stands for.
@@ -288,7 +289,10 @@ pub fn request_manifest(
         requests: requests.len(),
         records,
         chunk: chunk.max(1),
-        metrics: ncu::METRICS.iter().map(|m| m.ncu.to_string()).collect(),
+        metrics: Pass::PROFILED
+            .iter()
+            .map(|&p| (p.name().to_string(), ncu::metrics_of(p).map(|m| m.ncu.to_string()).collect()))
+            .collect(),
         device: target.device.clone(),
         arch: target.arch.clone(),
         kernel_source_digest: target.kernel_source_digest.clone(),
@@ -487,26 +491,58 @@ fn row(r: &ProfileRequest, record: usize, rec: &NcuRecord) -> EvidenceRow {
 /// One chunk of ncu output, bound to its requests.
 pub struct Chunk {
     pub rows: Vec<EvidenceRow>,
-    /// sha256 of the chunk's ncu CSV.
-    pub sha256: String,
-    /// ncu's replay passes of each record, where it wrote them (what the chunk cost).
+    /// sha256 of each pass's ncu CSV, in [`Pass::PROFILED`] order.
+    pub sha256: Vec<String>,
+    /// ncu's replay passes of each record (the most of any pass), where it wrote them (what
+    /// the chunk cost).
     pub replay_passes: Vec<Option<u32>>,
 }
 
-/// One chunk's evidence rows, or why its ncu CSV does not hold them (missing, cut, another
-/// launch order).
+/// The records of one pass of a chunk and the sha256 of its file, or why the file does not
+/// hold them (missing, cut, a record per launch missing or extra).
+pub fn read_pass(
+    dir: &Path,
+    requests: &[ProfileRequest],
+    range: std::ops::Range<usize>,
+    pass: Pass,
+) -> Result<(Vec<NcuRecord>, String), EvidenceError> {
+    let path = chunk_path(dir, range.start, pass);
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| file_err(&path, format!("{e} (this chunk was not profiled)")))?;
+    let records = ncu::parse(&path, &text, pass)?;
+    let expected: usize = requests[range.clone()].iter().map(|r| r.kernel_symbols().len()).sum();
+    if records.len() != expected {
+        return Err(file_err(
+            &path,
+            format!(
+                "{} records for requests {}..{} that launch {expected} kernels: a launch was not profiled or an extra one was",
+                records.len(),
+                range.start,
+                range.end
+            ),
+        ));
+    }
+    Ok((records, sha256_hex(text.as_bytes())))
+}
+
+/// One chunk's evidence rows: every pass's records joined in launch order and bound to the
+/// requests, or why the files do not hold them.
 pub fn read_chunk(
     dir: &Path,
     requests: &[ProfileRequest],
     range: std::ops::Range<usize>,
 ) -> Result<Chunk, EvidenceError> {
-    let path = chunk_path(dir, range.start);
-    let text =
-        std::fs::read_to_string(&path).map_err(|e| file_err(&path, format!("{e} (this chunk was not profiled)")))?;
-    let records = ncu::parse(&path, &text)?;
+    let (mut parts, mut sha256) = (Vec::new(), Vec::new());
+    for pass in Pass::PROFILED {
+        let (records, digest) = read_pass(dir, requests, range.clone(), pass)?;
+        parts.push((chunk_path(dir, range.start, pass), records));
+        sha256.push(digest);
+    }
+    let path = parts[0].0.clone();
+    let records = ncu::join(parts)?;
     Ok(Chunk {
         rows: bind(&path, &requests[range], &records)?,
-        sha256: sha256_hex(text.as_bytes()),
+        sha256,
         replay_passes: records.iter().map(|r| r.replay_passes).collect(),
     })
 }
@@ -521,7 +557,7 @@ fn read_all_chunks(
     for range in manifest.chunks() {
         let chunk = read_chunk(dir, requests, range)?;
         rows.extend(chunk.rows);
-        digests.push(chunk.sha256);
+        digests.extend(chunk.sha256);
     }
     Ok((rows, digests))
 }
@@ -565,10 +601,20 @@ pub fn verify(dir: &Path, corpus_id: &str) -> Result<(Vec<ProfileRequest>, Vec<E
     if manifest.requests_sha256 != req_manifest.requests_sha256 {
         return Err(file_err(&mpath, "bound to other requests than requests.csv"));
     }
-    let (rows, ncu_sha256) = read_all_chunks(dir, &req_manifest, &requests)?;
+    // the files' digests first: an edited file is named as edited, whatever it now fails
+    let mut ncu_sha256 = Vec::new();
+    for range in req_manifest.chunks() {
+        for pass in Pass::PROFILED {
+            let path = chunk_path(dir, range.start, pass);
+            let bytes =
+                std::fs::read(&path).map_err(|e| file_err(&path, format!("{e} (this chunk was not profiled)")))?;
+            ncu_sha256.push(sha256_hex(&bytes));
+        }
+    }
     if ncu_sha256 != manifest.ncu_sha256 {
         return Err(file_err(&dir.join(NCU_DIR), "changed since the evidence was derived (sha256 differs)"));
     }
+    let (rows, _) = read_all_chunks(dir, &req_manifest, &requests)?;
     let epath = dir.join(EVIDENCE);
     let bytes = std::fs::read(&epath).map_err(|e| file_err(&epath, e.to_string()))?;
     if sha256_hex(&bytes) != manifest.evidence_sha256 {

@@ -28,11 +28,46 @@ pub enum UnitClass {
     Count,
 }
 
-/// One metric the profiling pass asks ncu for: its ncu name and its unit class.
+/// The ncu process a metric is collected in. A record that fits one replay pass costs ncu
+/// 24-47 ms; two or more passes 150-200 ms, whatever their number, because ncu then backs up
+/// device memory and sets its session up again per record (docs/PERF.md). The hardware
+/// counters fit one pass together and the SASS-instrumented counts another, so each chunk is
+/// profiled by one ncu process per pass and the records are joined in launch order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Pass {
+    /// Launch statistics: ncu reports them in every pass, so every pass's file carries them
+    /// and they must agree (what proves two files describe the same launches).
+    Launch,
+    /// Hardware performance counters.
+    Hardware,
+    /// Counts of the SASS-patched (instrumented) pass.
+    Instrumented,
+}
+
+impl Pass {
+    /// The passes that run an ncu process, in the order they run.
+    pub const PROFILED: [Pass; 2] = [Pass::Hardware, Pass::Instrumented];
+
+    /// Its name in file names and manifests.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pass::Launch => "launch",
+            Pass::Hardware => "hw",
+            Pass::Instrumented => "sass",
+        }
+    }
+}
+
+/// One metric the profiling pass asks ncu for: its ncu name, its unit class and its pass.
 #[derive(Debug, Clone, Copy)]
 pub struct Metric {
     pub ncu: &'static str,
     pub class: UnitClass,
+    pub pass: Pass,
+}
+
+const fn metric(ncu: &'static str, class: UnitClass, pass: Pass) -> Metric {
+    Metric { ncu, class, pass }
 }
 
 /// Every metric a record must carry (a missing one refuses the record). Throughputs are single
@@ -41,32 +76,41 @@ pub struct Metric {
 /// how the IMMA tiles stage their operands) together. Spills are counted as local load and
 /// store instructions in the instrumented pass the other SASS counts need anyway: L1's
 /// local-memory request counters alone cost three replay passes on the H200.
-pub const METRICS: [Metric; 16] = [
-    Metric { ncu: "launch__registers_per_thread", class: UnitClass::Count },
-    Metric { ncu: "launch__shared_mem_per_block_static", class: UnitClass::Bytes },
-    Metric { ncu: "launch__shared_mem_per_block_dynamic", class: UnitClass::Bytes },
-    Metric { ncu: "sm__warps_active.avg.pct_of_peak_sustained_active", class: UnitClass::Percent },
-    Metric { ncu: "dram__bytes.sum.pct_of_peak_sustained_elapsed", class: UnitClass::Percent },
-    Metric { ncu: "lts__t_sectors.sum.pct_of_peak_sustained_elapsed", class: UnitClass::Percent },
-    Metric { ncu: "smsp__sass_inst_executed_op_local_ld.sum", class: UnitClass::Count },
-    Metric { ncu: "smsp__sass_inst_executed_op_local_st.sum", class: UnitClass::Count },
-    Metric { ncu: "smsp__sass_inst_executed_op_global_ld.sum", class: UnitClass::Count },
-    Metric { ncu: "smsp__sass_inst_executed_op_ldgsts.sum", class: UnitClass::Count },
-    Metric { ncu: "smsp__sass_data_bytes_mem_global_op_ld.sum", class: UnitClass::Bytes },
-    Metric { ncu: "smsp__sass_data_bytes_mem_global_op_ldgsts.sum", class: UnitClass::Bytes },
-    Metric { ncu: "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", class: UnitClass::Count },
-    Metric { ncu: "smsp__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts.sum", class: UnitClass::Count },
-    Metric { ncu: "sm__inst_executed_pipe_tensor_op_imma.sum", class: UnitClass::Count },
-    Metric { ncu: "gpu__time_duration.sum", class: UnitClass::Time },
-];
+pub const METRICS: [Metric; 16] = {
+    use Pass::*;
+    use UnitClass::*;
+    [
+        metric("launch__registers_per_thread", Count, Launch),
+        metric("launch__shared_mem_per_block_static", Bytes, Launch),
+        metric("launch__shared_mem_per_block_dynamic", Bytes, Launch),
+        metric("sm__warps_active.avg.pct_of_peak_sustained_active", Percent, Hardware),
+        metric("dram__bytes.sum.pct_of_peak_sustained_elapsed", Percent, Hardware),
+        metric("lts__t_sectors.sum.pct_of_peak_sustained_elapsed", Percent, Hardware),
+        metric("smsp__sass_inst_executed_op_local_ld.sum", Count, Instrumented),
+        metric("smsp__sass_inst_executed_op_local_st.sum", Count, Instrumented),
+        metric("smsp__sass_inst_executed_op_global_ld.sum", Count, Instrumented),
+        metric("smsp__sass_inst_executed_op_ldgsts.sum", Count, Instrumented),
+        metric("smsp__sass_data_bytes_mem_global_op_ld.sum", Bytes, Instrumented),
+        metric("smsp__sass_data_bytes_mem_global_op_ldgsts.sum", Bytes, Instrumented),
+        metric("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", Count, Hardware),
+        metric("smsp__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts.sum", Count, Instrumented),
+        metric("sm__inst_executed_pipe_tensor_op_imma.sum", Count, Hardware),
+        metric("gpu__time_duration.sum", Time, Hardware),
+    ]
+};
 
-/// The `--metrics` argument for [`METRICS`].
-pub fn metrics_argument() -> String {
-    METRICS.iter().map(|m| m.ncu).collect::<Vec<_>>().join(",")
+/// The metrics one ncu process of `pass` collects: the pass's own and the launch statistics.
+pub fn metrics_of(pass: Pass) -> impl Iterator<Item = &'static Metric> {
+    METRICS.iter().filter(move |m| m.pass == pass || m.pass == Pass::Launch)
 }
 
-/// One profiled kernel launch: ncu's record id, the kernel's name, every metric of
-/// [`METRICS`] in its base unit.
+/// The `--metrics` argument of the ncu process of `pass`.
+pub fn metrics_argument(pass: Pass) -> String {
+    metrics_of(pass).map(|m| m.ncu).collect::<Vec<_>>().join(",")
+}
+
+/// One profiled kernel launch: ncu's record id, the kernel's name, the metrics of its pass (or,
+/// once [`join`]ed, of every pass) in their base units.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NcuRecord {
     pub id: usize,
@@ -130,11 +174,11 @@ fn parse_value(text: &str) -> Option<f64> {
     clean.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
-/// Parse ncu's CSV text (`path` names it in errors). Lines ncu writes for itself (`==PROF==`,
-/// `==WARNING==`) are skipped; an `==ERROR==` line refuses the file. Records must be numbered
-/// 0, 1, 2, ... in launch order, and every metric of [`METRICS`] must be present with a unit
-/// of its class and a number.
-pub fn parse(path: &Path, text: &str) -> Result<Vec<NcuRecord>, NcuError> {
+/// Parse the CSV text of the ncu process of `pass` (`path` names it in errors). Lines ncu
+/// writes for itself (`==PROF==`, `==WARNING==`) are skipped; an `==ERROR==` line refuses the
+/// file. Records must be numbered 0, 1, 2, ... in launch order, and every metric of the pass
+/// ([`metrics_of`]) must be present with a unit of its class and a number.
+pub fn parse(path: &Path, text: &str, pass: Pass) -> Result<Vec<NcuRecord>, NcuError> {
     let file_err = |message: String| NcuError::File { path: path.to_path_buf(), message };
     let mut lines = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -159,7 +203,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<NcuRecord>, NcuError> {
     let id_col = column("ID").ok_or_else(|| file_err("no ID column".into()))?;
     let kernel_col = column("Kernel Name").ok_or_else(|| file_err("no Kernel Name column".into()))?;
     let mut metric_cols = Vec::new();
-    for m in METRICS {
+    for m in metrics_of(pass) {
         let col = column(m.ncu).ok_or_else(|| file_err(format!("metric {} was not collected", m.ncu)))?;
         let unit = units.get(col).unwrap_or("");
         let scale = unit_scale(unit, m.class).ok_or_else(|| NcuError::Cell {
@@ -200,6 +244,49 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<NcuRecord>, NcuError> {
             values,
             replay_passes,
         });
+    }
+    Ok(out)
+}
+
+/// One record per launch with the metrics of every pass: the records of each pass's file
+/// (`(path, records)`, in [`Pass::PROFILED`] order) joined in launch order. The files must hold
+/// as many records, and each launch the same kernel with the same launch statistics in every
+/// file, or they describe different launches. The record keeps the first file's line and the
+/// most replay passes any file needed.
+pub fn join(parts: Vec<(PathBuf, Vec<NcuRecord>)>) -> Result<Vec<NcuRecord>, NcuError> {
+    let mut parts = parts.into_iter();
+    let Some((first_path, mut out)) = parts.next() else {
+        return Ok(Vec::new());
+    };
+    for (path, records) in parts {
+        let err = |message: String| NcuError::File { path: path.clone(), message };
+        if records.len() != out.len() {
+            return Err(err(format!(
+                "{} records where {} holds {}: the passes profiled different launches",
+                records.len(),
+                first_path.display(),
+                out.len()
+            )));
+        }
+        for (joined, rec) in out.iter_mut().zip(records) {
+            // launch statistics are whole numbers: equal once rounded, whatever unit each file used
+            let whole = |r: &NcuRecord, m: &str| r.values.get(m).map(|v| v.round());
+            let differs = metrics_of(Pass::Launch).map(|m| m.ncu).find(|m| whole(joined, m) != whole(&rec, m));
+            if joined.kernel != rec.kernel || differs.is_some() {
+                return Err(err(format!(
+                    "line {}: record {} is kernel {:?}{}, line {} of {} is {:?}: the passes profiled different launches",
+                    rec.line,
+                    rec.id,
+                    rec.kernel,
+                    differs.map_or(String::new(), |m| format!(" with another {m}")),
+                    joined.line,
+                    first_path.display(),
+                    joined.kernel
+                )));
+            }
+            joined.replay_passes = joined.replay_passes.max(rec.replay_passes);
+            joined.values.extend(rec.values);
+        }
     }
     Ok(out)
 }

@@ -1,17 +1,18 @@
 //! Profiler evidence without a GPU: Nsight Compute's CSV as recorded on the H200 (the first 27
-//! requests of the family-smoke profile's top-3 pass: decode, two-kernel grouped candidates with
-//! their ordered reduce, mma16 and IMMA tiles) is parsed, its units normalised whatever scale ncu
-//! chose, bound to the requests in launch order, and refused where it does not belong to them
-//! or to the corpus.
+//! requests of the family-smoke profile's top-1 pass: decode, two-kernel grouped candidates with
+//! their ordered reduce, mma16 and IMMA tiles; one file per pass, hardware counters and SASS
+//! counts) is parsed, its units normalised whatever scale ncu chose, the passes joined and bound
+//! to the requests in launch order, and refused where it does not belong to them or to the
+//! corpus.
 
 use std::path::{Path, PathBuf};
 
 use vnni_corpus::evidence::{self, chunk_path, EvidenceRow, ProfileRequest, EVIDENCE, NCU_DIR};
-use vnni_corpus::ncu;
+use vnni_corpus::ncu::{self, Pass};
 use vnni_corpus::TimingRow;
 use vnni_kernels::Mode;
 
-const CORPUS: &str = "f524cc332e37926db83f2a47b72f5a17f9af339896d7e41b9a9d41cb4ffd42bf";
+const CORPUS: &str = "20f551c62eb83f3bb7bd6070634153313f886cfb82b5c97ab6dd409ebccea749";
 const OTHER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 fn data(name: &str) -> PathBuf {
@@ -35,16 +36,17 @@ fn recorded_requests() -> Vec<ProfileRequest> {
     r.deserialize().collect::<Result<_, _>>().unwrap()
 }
 
-fn recorded_ncu() -> String {
-    std::fs::read_to_string(data("ncu-h200-family-smoke.csv")).unwrap()
+/// ncu's output for the recorded requests, one text per pass of [`Pass::PROFILED`].
+fn recorded_ncu() -> [String; 2] {
+    Pass::PROFILED.map(|p| std::fs::read_to_string(data(&format!("ncu-h200-family-smoke.{}.csv", p.name()))).unwrap())
 }
 
-/// An evidence directory of the recorded requests (one chunk) with `ncu_text` as ncu's output.
-fn evidence_dir(ncu_text: &str) -> (PathBuf, Vec<ProfileRequest>) {
-    evidence_dir_of(recorded_requests(), ncu_text)
+/// An evidence directory of the recorded requests (one chunk) with `ncu` as ncu's output.
+fn evidence_dir(ncu: &[String; 2]) -> (PathBuf, Vec<ProfileRequest>) {
+    evidence_dir_of(recorded_requests(), ncu)
 }
 
-fn evidence_dir_of(requests: Vec<ProfileRequest>, ncu_text: &str) -> (PathBuf, Vec<ProfileRequest>) {
+fn evidence_dir_of(requests: Vec<ProfileRequest>, ncu: &[String; 2]) -> (PathBuf, Vec<ProfileRequest>) {
     let dir = scratch();
     let target = evidence::Target {
         device: "NVIDIA H200".into(),
@@ -52,7 +54,9 @@ fn evidence_dir_of(requests: Vec<ProfileRequest>, ncu_text: &str) -> (PathBuf, V
         kernel_source_digest: vnni_kernels::cuda::source::kernel_source_digest(),
     };
     evidence::write_requests(&dir, CORPUS, &requests, requests.len(), &target).unwrap();
-    std::fs::write(chunk_path(&dir, 0), ncu_text).unwrap();
+    for (pass, text) in Pass::PROFILED.iter().zip(ncu) {
+        std::fs::write(chunk_path(&dir, 0, *pass), text).unwrap();
+    }
     (dir, requests)
 }
 
@@ -91,9 +95,12 @@ fn recorded_ncu_output_binds_to_its_requests() {
     assert!(rows.iter().filter(|r| r.record == 1).all(|r| r.bytes_per_sector == Some(32.0)));
     let (_, again) = evidence::verify(&dir, CORPUS).unwrap();
     assert_eq!(again, rows);
-    // ncu's own count of replay passes rides along (three for these metrics on the H200)
-    let records = ncu::parse(Path::new("ncu.csv"), &recorded_ncu()).unwrap();
-    assert!(records.iter().all(|r| r.replay_passes == Some(3)), "{:?}", records[0].replay_passes);
+    // ncu's own count of replay passes rides along: one per pass on the H200, the point of the
+    // split (all metrics in one process need three, at several times the cost)
+    for (pass, text) in Pass::PROFILED.iter().zip(recorded_ncu()) {
+        let records = ncu::parse(Path::new("ncu.csv"), &text, *pass).unwrap();
+        assert!(records.iter().all(|r| r.replay_passes == Some(1)), "{pass:?}: {:?}", records[0].replay_passes);
+    }
 }
 
 /// ncu prints a unit per metric and may scale it differently in another report: `ns` here,
@@ -103,13 +110,14 @@ fn unit_switches_give_the_same_evidence() {
     let text = recorded_ncu();
     let (dir, _) = evidence_dir(&text);
     let base = evidence::write_evidence(&dir, CORPUS).unwrap();
+    let rescaled = |metric: &str, unit: &str, divisor: f64| text.clone().map(|t| rescale(&t, metric, unit, divisor));
     for (metric, unit, divisor) in [
         ("gpu__time_duration.sum", "usecond", 1e3),
         ("gpu__time_duration.sum", "msecond", 1e6),
         ("launch__shared_mem_per_block_static", "Kbyte/block", 1e3),
         ("smsp__sass_data_bytes_mem_global_op_ld.sum", "Mbyte", 1e6),
     ] {
-        let (dir, _) = evidence_dir(&rescale(&text, metric, unit, divisor));
+        let (dir, _) = evidence_dir(&rescaled(metric, unit, divisor));
         let scaled = evidence::write_evidence(&dir, CORPUS).unwrap();
         for (a, b) in base.iter().zip(&scaled) {
             let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * x.abs().max(1.0);
@@ -122,13 +130,13 @@ fn unit_switches_give_the_same_evidence() {
         }
     }
     // a unit of another class is refused, naming the line and the metric
-    let wrong = rescale(&text, "gpu__time_duration.sum", "byte", 1.0);
-    let (dir, _) = evidence_dir(&wrong);
+    let (dir, _) = evidence_dir(&rescaled("gpu__time_duration.sum", "byte", 1.0));
     let e = err(evidence::write_evidence(&dir, CORPUS));
-    assert!(e.contains("000000.csv:5: column gpu__time_duration.sum") && e.contains("\"byte\""), "{e}");
+    assert!(e.contains("000000.hw.csv:5: column gpu__time_duration.sum") && e.contains("\"byte\""), "{e}");
 }
 
-/// `text` with `metric`'s unit replaced and its values divided, printed as ncu prints them.
+/// `text` with `metric`'s unit replaced and its values divided, printed as ncu prints them
+/// (unchanged where ncu did not collect `metric`).
 fn rescale(text: &str, metric: &str, unit: &str, divisor: f64) -> String {
     let mut out = String::new();
     let mut col = None;
@@ -152,11 +160,16 @@ fn rescale(text: &str, metric: &str, unit: &str, divisor: f64) -> String {
         data_line += 1;
         match data_line {
             1 => col = rec.iter().position(|h| h == metric),
-            2 => rec[col.unwrap()] = unit.to_string(),
+            2 => {
+                if let Some(c) = col {
+                    rec[c] = unit.to_string();
+                }
+            }
             _ => {
-                let c = col.unwrap();
-                let v: f64 = rec[c].replace(',', "").parse().unwrap();
-                rec[c] = format!("{}", v / divisor);
+                if let Some(c) = col {
+                    let v: f64 = rec[c].replace(',', "").parse().unwrap();
+                    rec[c] = format!("{}", v / divisor);
+                }
             }
         }
         let mut w = csv::WriterBuilder::new().quote_style(csv::QuoteStyle::Always).from_writer(Vec::new());
@@ -172,13 +185,12 @@ fn evidence_of_another_corpus_or_other_requests_is_refused() {
     evidence::write_evidence(&dir, CORPUS).unwrap();
     // drawn from another corpus
     let e = err(evidence::verify(&dir, OTHER));
-    assert!(e.contains("requests drawn from corpus f524cc33") && e.contains("not from corpus 00000000"), "{e}");
+    assert!(e.contains("requests drawn from corpus 20f551c6") && e.contains("not from corpus 00000000"), "{e}");
     // a request the corpus never measured (here: its rows lack the first request's candidate)
     let rows: Vec<TimingRow> = requests.iter().skip(1).map(row_of).collect();
     let e = err(evidence::check_requests_against(&dir.join("requests.csv"), &requests, &rows));
     assert!(
-        e.contains("request 0: Q4_0 s4 M=1 256x2304 eager decode.fused.c16.waves64")
-            && e.contains("not an eligible row"),
+        e.contains("request 0: Q4_0 s4 M=1 256x2304 eager decode.fused.c16.cap32") && e.contains("not an eligible row"),
         "{e}"
     );
     let all: Vec<TimingRow> = requests.iter().map(row_of).collect();
@@ -196,45 +208,64 @@ fn evidence_of_another_corpus_or_other_requests_is_refused() {
     );
     // requests edited after their manifest
     let path = dir.join("requests.csv");
-    let text = std::fs::read_to_string(&path).unwrap().replacen("waves64", "waves32", 1);
+    let text = std::fs::read_to_string(&path).unwrap().replacen("cap32", "cap16", 1);
     std::fs::write(&path, text).unwrap();
     assert!(err(evidence::verify(&dir, CORPUS)).contains("requests.csv: changed since its manifest"));
 }
 
 #[test]
 fn records_that_do_not_match_the_launches_are_refused() {
-    let text = recorded_ncu();
-    // one record short (the last launch was not profiled)
-    let short: String = text.lines().take(text.lines().count() - 1).map(|l| format!("{l}\n")).collect();
-    let (dir, _) = evidence_dir(&short);
+    let [hw, sass] = recorded_ncu();
+    let lines = |t: &str| -> Vec<String> { t.lines().map(String::from).collect() };
+    let text = |l: &[String]| -> String { l.iter().map(|l| format!("{l}\n")).collect() };
+    // one record short in one pass (its last launch was not profiled)
+    let short = text(&lines(&sass)[..lines(&sass).len() - 1]);
+    let (dir, _) = evidence_dir(&[hw.clone(), short]);
     let e = err(evidence::write_evidence(&dir, CORPUS));
-    assert!(e.contains("40 records for 27 requests that launch 41 kernels"), "{e}");
+    assert!(e.contains("000000.sass.csv: 38 records for requests 0..27 that launch 39 kernels"), "{e}");
     // two records swapped: a reduce where a kernel of the candidate was launched
-    let mut lines: Vec<String> = text.lines().map(String::from).collect();
-    let first_data = lines.iter().position(|l| l.starts_with("\"0\"")).unwrap();
-    lines.swap(first_data + 3, first_data + 4);
-    let out_of_order: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let (dir, _) = evidence_dir(&out_of_order);
+    let mut swapped = [lines(&hw), lines(&sass)];
+    let first_data = swapped[0].iter().position(|l| l.starts_with("\"0\"")).unwrap();
+    swapped[0].swap(first_data + 3, first_data + 4);
+    let (dir, _) = evidence_dir(&[text(&swapped[0]), sass.clone()]);
     let e = err(evidence::write_evidence(&dir, CORPUS));
     assert!(e.contains("column ID: record 4 where record 3 was expected (launch order)"), "{e}");
-    // ... and renumbered: the ids are in order, the kernels are not
-    lines[first_data + 3] = lines[first_data + 3].replacen("\"4\"", "\"3\"", 1);
-    lines[first_data + 4] = lines[first_data + 4].replacen("\"3\"", "\"4\"", 1);
-    let swapped: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let (dir, _) = evidence_dir(&swapped);
+    // ... and renumbered: the ids are in order, the kernels are not, and the passes disagree
+    let renumber = |l: &mut Vec<String>| {
+        l[first_data + 3] = l[first_data + 3].replacen("\"4\"", "\"3\"", 1);
+        l[first_data + 4] = l[first_data + 4].replacen("\"3\"", "\"4\"", 1);
+    };
+    renumber(&mut swapped[0]);
+    let (dir, _) = evidence_dir(&[text(&swapped[0]), sass.clone()]);
+    let e = err(evidence::write_evidence(&dir, CORPUS));
+    assert!(e.contains("000000.sass.csv: line") && e.contains("the passes profiled different launches"), "{e}");
+    // ... in both passes alike: bound to the requests, the kernel is not the one launched there
+    let s_first = swapped[1].iter().position(|l| l.starts_with("\"0\"")).unwrap();
+    swapped[1].swap(s_first + 3, s_first + 4);
+    renumber(&mut swapped[1]);
+    let (dir, _) = evidence_dir(&swapped.clone().map(|l| text(&l)));
     let e = err(evidence::write_evidence(&dir, CORPUS));
     assert!(
-        e.contains("record 3 is kernel \"vnni_reduce_partials\", request 3") && e.contains("launches vnni_grouped"),
+        e.contains("record 3 is kernel \"vnni_reduce_partials\", request 2")
+            && e.contains("launches vnni_grouped_rows"),
         "{e}"
     );
+    // the passes' launch statistics disagree: not the same launch
+    let registers = rescale(&sass, "launch__registers_per_thread", "register/thread", 0.5);
+    let (dir, _) = evidence_dir(&[hw.clone(), registers]);
+    let e = err(evidence::write_evidence(&dir, CORPUS));
+    assert!(e.contains("with another launch__registers_per_thread"), "{e}");
     // ncu reported an error
-    let (dir, _) = evidence_dir(&format!("==ERROR== the profiler failed\n{text}"));
+    let (dir, _) = evidence_dir(&[format!("==ERROR== the profiler failed\n{hw}"), sass.clone()]);
     assert!(err(evidence::write_evidence(&dir, CORPUS)).contains("ncu reported an error"));
     // a metric ncu did not collect
-    let renamed = text.replacen("\"sm__inst_executed_pipe_tensor_op_imma.sum\"", "\"sm__other.sum\"", 1);
-    let (dir, _) = evidence_dir(&renamed);
+    let renamed = hw.replacen("\"sm__inst_executed_pipe_tensor_op_imma.sum\"", "\"sm__other.sum\"", 1);
+    let (dir, _) = evidence_dir(&[renamed, sass.clone()]);
     assert!(err(evidence::write_evidence(&dir, CORPUS))
         .contains("sm__inst_executed_pipe_tensor_op_imma.sum was not collected"));
+    // the passes' files swapped: each lacks the other's metrics
+    let (dir, _) = evidence_dir(&[sass, hw]);
+    assert!(err(evidence::write_evidence(&dir, CORPUS)).contains("was not collected"));
 }
 
 #[test]
@@ -247,7 +278,7 @@ fn edited_evidence_is_refused_and_a_missing_chunk_is_named() {
     assert_ne!(edited, text);
     std::fs::write(&path, edited).unwrap();
     assert!(err(evidence::verify(&dir, CORPUS)).contains("evidence.csv: changed since its manifest"));
-    std::fs::remove_file(chunk_path(&dir, 0)).unwrap();
+    std::fs::remove_file(chunk_path(&dir, 0, Pass::Instrumented)).unwrap();
     assert!(err(evidence::verify(&dir, CORPUS)).contains("this chunk was not profiled"));
 }
 
@@ -302,8 +333,8 @@ fn row_of(r: &ProfileRequest) -> TimingRow {
     }
 }
 
-/// The selection draws the same requests from the corpus rows: top 3 per cell and mode, the
-/// two-phase and IMMA flags from the registry.
+/// The selection draws the same requests from the corpus rows: the top K per cell and mode,
+/// the two-phase and IMMA flags from the registry.
 #[test]
 fn requests_are_drawn_from_the_corpus_rows() {
     let recorded = recorded_requests();
@@ -316,9 +347,16 @@ fn requests_are_drawn_from_the_corpus_rows() {
     a.sort();
     b.sort();
     assert_eq!(a, b);
+    // two slower candidates in the first cell: drawn by the top 3, not by the top 1
+    let mut more = rows.clone();
+    for (rank, c) in [(2, "decode.fused.c32.waves16"), (3, "decode.fused.c32.cap32")] {
+        more.push(row_of(&ProfileRequest { candidate: c.parse().unwrap(), rank, ..recorded[0].clone() }));
+    }
+    let drawn = evidence::plan_requests(Path::new("corpus"), &more, &selection).unwrap();
+    assert_eq!(drawn.len(), recorded.len() + 2);
     let top1 = evidence::Selection { top: Some(1), ..Default::default() };
-    let drawn = evidence::plan_requests(Path::new("corpus"), &rows, &top1).unwrap();
-    assert!(drawn.iter().all(|r| r.rank == 1) && drawn.len() == 9, "{}", drawn.len());
+    let drawn = evidence::plan_requests(Path::new("corpus"), &more, &top1).unwrap();
+    assert!(drawn.iter().all(|r| r.rank == 1) && drawn.len() == recorded.len(), "{}", drawn.len());
 }
 
 /// A candidate asked for in both modes of a cell is launched once (in the first mode), and its
@@ -361,21 +399,28 @@ fn one_launch_stands_for_every_mode_it_was_asked_for_in() {
     let e = err(evidence::check_requests_against(&dir.join("requests.csv"), &requests, &eager_only));
     assert!(e.contains("request 0: Q4_0 s4 M=1 256x2304 graph") && e.contains("not an eligible row"), "{e}");
     // ranks differ between modes: each candidate is launched in the first mode that asked for it
-    let first_cell: Vec<&ProfileRequest> =
-        recorded.iter().filter(|r| (r.n, r.k, r.m) == (recorded[0].n, recorded[0].k, recorded[0].m)).collect();
-    assert_eq!(first_cell.len(), 3);
+    // (the first cell's recorded pick and two slower candidates of its shape)
+    let first_cell: Vec<ProfileRequest> = [None, Some("decode.fused.c32.waves16"), Some("decode.fused.c32.cap32")]
+        .iter()
+        .enumerate()
+        .map(|(i, c)| ProfileRequest {
+            candidate: c.map_or(recorded[0].candidate.clone(), |c| c.parse().unwrap()),
+            rank: i + 1,
+            ..recorded[0].clone()
+        })
+        .collect();
     let mut rows: Vec<TimingRow> = recorded.iter().map(row_of).collect();
+    rows.extend(first_cell[1..].iter().map(row_of));
     for (i, r) in first_cell.iter().enumerate() {
         // graph ranks them second, third, first
         rows.push(TimingRow { median_us: [12.0, 13.0, 11.0][i], ..graph(r) });
     }
     let top2 = evidence::Selection { top: Some(2), ..Default::default() };
     let drawn = evidence::plan_requests(Path::new("corpus"), &rows, &top2).unwrap();
-    let cell: Vec<(&str, Mode, &str)> = drawn
-        .iter()
-        .filter(|r| (r.n, r.k, r.m) == (recorded[0].n, recorded[0].k, recorded[0].m))
-        .map(|r| (r.candidate.as_str(), r.mode, r.modes.as_str()))
-        .collect();
+    let cell_of = |r: &ProfileRequest| (r.source_format, r.n, r.k, r.m);
+    let first = |r: &&ProfileRequest| cell_of(r) == cell_of(&recorded[0]);
+    let cell: Vec<(&str, Mode, &str)> =
+        drawn.iter().filter(first).map(|r| (r.candidate.as_str(), r.mode, r.modes.as_str())).collect();
     let id = |i: usize| first_cell[i].candidate.as_str();
     assert_eq!(
         cell,
@@ -385,7 +430,7 @@ fn one_launch_stands_for_every_mode_it_was_asked_for_in() {
     let mut twice: Vec<TimingRow> = recorded.iter().map(row_of).collect();
     twice.push(row_of(&recorded[0]));
     let e = err(evidence::plan_requests(Path::new("corpus"), &twice, &top2));
-    assert!(e.contains("decode.fused.c16.waves64 (bpp 2) is measured twice"), "{e}");
+    assert!(e.contains("decode.fused.c16.cap32 (bpp 3) is measured twice"), "{e}");
     // requests.csv naming modes out of order, or not the profiled one first, is refused by line
     for modes in ["graph;eager", "graph", "eager;eager", "eager;batch"] {
         let mut bad = drawn.clone();

@@ -42,13 +42,20 @@ def main(paths):
                 planned = re.search(r"(\d+) requests, (\d+) kernel records", last)
                 done = re.search(r"(\d+) records.*?, (\d+) requests", last)
                 requests, records = planned.groups() if planned else done.groups()[::-1] if done else ("", "")
-                chunk = f"ev-{variant}/ncu/000000.csv"
-                passes = reuse = backed = ""
-                if chunk in files:
-                    header, rows = ncu_rows(read(chunk))
-                    passes = column(header, rows, "profiler__replayer_passes")
-                    reuse = column(header, rows, "profiler__perfworks_session_reuse")
-                    backed = column(header, rows, "profiler__replayer_bytes_mem_backed_up.avg")
+                # one file per ncu process: `000000.csv` before the pass split, then one per pass
+                cols = {"passes": "profiler__replayer_passes", "reuse": "profiler__perfworks_session_reuse",
+                        "backed": "profiler__replayer_bytes_mem_backed_up.avg"}
+                found = {k: [] for k in cols}
+                for name in ("000000.csv", "000000.hw.csv", "000000.sass.csv"):
+                    chunk = f"ev-{variant}/ncu/{name}"
+                    if chunk in files:
+                        header, rows = ncu_rows(read(chunk))
+                        tag = name.split(".")[1] + ":" if name.count(".") == 2 else ""
+                        for k, c in cols.items():
+                            v = column(header, rows, c)
+                            if v:
+                                found[k].append(tag + v)
+                passes, reuse, backed = (" ".join(found[k]) for k in ("passes", "reuse", "backed"))
                 out.writerow([path.rsplit("/", 1)[-1], variant, requests, records, seconds, rc, passes, reuse, backed])
 
 

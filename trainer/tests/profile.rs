@@ -2,8 +2,8 @@
 //! ncu's arguments) writes one record per kernel each request launches, with ncu's CSV layout
 //! and microsecond durations, instead of starting the worker. The command's own part is real:
 //! requests drawn from a sealed synthetic CUDA corpus and bound to its id, one ncu process per
-//! chunk, a failed chunk refused with the finished ones kept, the same command again resuming
-//! at the first missing chunk, the evidence derived and authenticated, `--reparse`.
+//! chunk and pass, a failed pass refused with the finished files kept, the same command again
+//! resuming at the first missing file, the evidence derived and authenticated, `--reparse`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -20,7 +20,8 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Records for requests `--first .. --first + --count` of `--out`'s requests.csv, one per kernel
 /// (`;`-separated), IMMA instructions where the request says so; fails when the chunk starts at
-/// or after $FAKE_NCU_FAIL_FROM; appends its arguments to $FAKE_NCU_ARGS when set.
+/// or after $FAKE_NCU_FAIL_FROM and its metrics include $FAKE_NCU_FAIL_METRIC (any, unset);
+/// appends its arguments to $FAKE_NCU_ARGS when set.
 const FAKE_NCU: &str = r#"#!/usr/bin/env bash
 set -eu
 if [ -n "${FAKE_NCU_ARGS:-}" ]; then echo "$*" >> "$FAKE_NCU_ARGS"; fi
@@ -35,7 +36,8 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-if [ -n "${FAKE_NCU_FAIL_FROM:-}" ] && [ "$first" -ge "$FAKE_NCU_FAIL_FROM" ]; then
+if [ -n "${FAKE_NCU_FAIL_FROM:-}" ] && [ "$first" -ge "$FAKE_NCU_FAIL_FROM" ] \
+  && [[ "$metrics" == *"${FAKE_NCU_FAIL_METRIC:-}"* ]]; then
   echo "==ERROR== the fake profiler failed" > "$log"; exit 3
 fi
 awk -F, -v metrics="$metrics" -v first="$first" -v count="$count" '
@@ -70,7 +72,7 @@ fn profile(args: &[&str], fail_from: Option<usize>) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"));
     c.arg("profile").args(args);
     match fail_from {
-        Some(f) => c.env("FAKE_NCU_FAIL_FROM", f.to_string()),
+        Some(f) => c.env("FAKE_NCU_FAIL_FROM", f.to_string()).env("FAKE_NCU_FAIL_METRIC", "smsp__sass"),
         None => c.env_remove("FAKE_NCU_FAIL_FROM"),
     };
     c.output().unwrap()
@@ -132,15 +134,25 @@ fn profile_chunks_resume_and_the_evidence_is_authenticated() {
         ncu.to_str().unwrap(),
     ];
 
-    // The third chunk fails: the first two are kept, nothing is derived.
+    // The third chunk's SASS pass fails: the files before it are kept, nothing is derived.
     let o = profile(&args, Some(16));
     assert!(!o.status.success(), "{}", text(&o));
     assert!(
-        text(&o).contains("exited with exit status: 3") && text(&o).contains("000016.csv.inprogress"),
+        text(&o).contains("exited with exit status: 3") && text(&o).contains("000016.sass.csv.inprogress"),
         "{}",
         text(&o)
     );
-    assert_eq!(chunk_files(&out)[..2], ["000000.csv".to_string(), "000008.csv".to_string()]);
+    assert_eq!(
+        chunk_files(&out),
+        [
+            "000000.hw.csv",
+            "000000.sass.csv",
+            "000008.hw.csv",
+            "000008.sass.csv",
+            "000016.hw.csv",
+            "000016.sass.csv.inprogress"
+        ]
+    );
     assert!(!out.join("evidence.csv").exists());
     let requests: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("requests.manifest.json")).unwrap()).unwrap();
@@ -159,8 +171,10 @@ fn profile_chunks_resume_and_the_evidence_is_authenticated() {
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert!(t.contains("chunk 1/5: profiled before") && t.contains("chunk 2/5: profiled before"), "{t}");
-    assert!(t.contains("chunk 3/5: requests 16..24") && t.contains(&format!("chunk 5/5: requests 32..{n}")), "{t}");
-    // each chunk says what its records cost (the fake replays a reduce twice)
+    // the third chunk's hardware pass is kept, its SASS pass runs
+    assert!(t.contains("chunk 3/5: requests 16..24: hw profiled before; sass "), "{t}");
+    assert!(t.contains(&format!("chunk 5/5: requests 32..{n}: hw ")), "{t}");
+    // each pass says what its records cost (the fake replays a reduce twice)
     assert!(t.contains("ms a record, replay passes: 1-2") || t.contains("ms a record, replay passes: 1\n"), "{t}");
     assert!(t.contains("every claim held"), "{t}");
     let evidence = std::fs::read_to_string(out.join("evidence.csv")).unwrap();
@@ -188,7 +202,7 @@ fn profile_chunks_resume_and_the_evidence_is_authenticated() {
             && md.contains("| decode.wide.tn512.cpt2 | main | 32 |"),
         "{md}"
     );
-    let first = out.join("ncu/000000.csv");
+    let first = out.join("ncu/000000.sass.csv");
     let edited = std::fs::read_to_string(&first).unwrap().replacen("\"32\"", "\"40\"", 1);
     std::fs::write(&first, edited).unwrap();
     let o = report("report-2");
@@ -207,7 +221,7 @@ fn profile_chunks_resume_and_the_evidence_is_authenticated() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let calls = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(calls.lines().count(), 5, "{calls}");
+    assert_eq!(calls.lines().count(), 10, "five chunks, two passes each: {calls}");
     assert!(calls.lines().all(|l| l.contains("--replay-mode application") && l.contains("--profile-from-start off")));
     assert_eq!(std::fs::read_to_string(app.join("evidence.csv")).unwrap(), evidence);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -5,8 +5,9 @@
 //! builds, checks and warms each launch outside the profiler range and opens the range around
 //! exactly one production launch per request; last, ncu's CSV is parsed (units normalised),
 //! bound to the requests in launch order and written as `evidence.csv` with its manifest.
-//! ncu runs once per chunk of requests (`--chunk`), each into its own file, so a cut pass run
-//! again with the same arguments profiles only the chunks it has not finished. `--reparse`
+//! ncu runs once per chunk of requests (`--chunk`) and pass (hardware counters, then the
+//! SASS-instrumented counts: each one replay pass), each into its own file, so a cut run
+//! started again with the same arguments profiles only the files it has not finished. `--reparse`
 //! only derives the evidence again from the kept ncu files.
 
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use vnni_corpus::collection::{read_corpus_rows, CollectionPlan, PLAN_FILE};
 use vnni_corpus::evidence::{self, EvidenceRow, ProfileRequest, RequestManifest, Selection, DEFAULT_CHUNK, NCU_DIR};
+use vnni_corpus::ncu::Pass;
 use vnni_corpus::seal::{verify, Expected};
 
 use crate::argv::{Argv, ToArgv};
@@ -34,7 +36,8 @@ pub struct Args {
     /// --corpus), whatever their rank: what `generate --install` asks of the evidence.
     #[arg(long)]
     pub policy: Option<PathBuf>,
-    /// Requests per ncu process (one file of ncu/ each; a cut pass resumes by chunk).
+    /// Requests per chunk (one ncu process and file of ncu/ per chunk and pass; a cut run
+    /// resumes by file).
     #[arg(long, default_value_t = DEFAULT_CHUNK)]
     pub chunk: usize,
     /// The Nsight Compute command line profiler.
@@ -180,58 +183,63 @@ pub fn authenticate(
 }
 
 /// Each chunk not yet profiled: this binary again as the worker, under ncu with collection
-/// off until the first range, writing the chunk's file through a temporary name.
+/// off until the first range, once per pass ([`Pass::PROFILED`]: each fits one replay pass, a
+/// merged set would need three at several times the cost), each writing its file through a
+/// temporary name. A pass whose file already holds the chunk's records is not run again.
 fn profile_chunks(a: &Args, manifest: &RequestManifest, requests: &[ProfileRequest]) -> Result<()> {
     let exe = std::env::current_exe().context("finding this binary to run it under ncu")?;
     std::fs::create_dir_all(a.out.join(NCU_DIR))?;
     let chunks = manifest.chunks();
     for (i, range) in chunks.iter().enumerate() {
-        let path = evidence::chunk_path(&a.out, range.start);
         if evidence::read_chunk(&a.out, requests, range.clone()).is_ok() {
-            println!("chunk {}/{}: profiled before ({})", i + 1, chunks.len(), path.display());
+            println!("chunk {}/{}: profiled before ({})", i + 1, chunks.len(), a.out.join(NCU_DIR).display());
             continue;
         }
-        let partial = path.with_extension("csv.inprogress");
         let worker = Args { worker: true, reparse: false, first: range.start, count: range.len(), ..a.clone() };
-        let started = std::time::Instant::now();
-        let status = Command::new(&a.ncu)
-            .args(["--profile-from-start", "off", "--clock-control", "none", "--csv", "--page", "raw"])
-            .args(["--replay-mode", &a.replay])
-            .arg("--metrics")
-            .arg(vnni_corpus::ncu::metrics_argument())
-            .arg("--log-file")
-            .arg(&partial)
-            .arg(&exe)
-            .args(worker.to_argv())
-            .status()
-            .with_context(|| format!("starting {} (Nsight Compute; give its path with --ncu)", a.ncu.display()))?;
-        if !status.success() {
-            bail!("{} exited with {status} ({} holds what it wrote)", a.ncu.display(), partial.display());
+        let mut costs = Vec::new();
+        for pass in Pass::PROFILED {
+            if evidence::read_pass(&a.out, requests, range.clone(), pass).is_ok() {
+                costs.push(format!("{} profiled before", pass.name()));
+                continue;
+            }
+            let path = evidence::chunk_path(&a.out, range.start, pass);
+            let partial = path.with_extension("csv.inprogress");
+            let started = std::time::Instant::now();
+            let status = Command::new(&a.ncu)
+                .args(["--profile-from-start", "off", "--clock-control", "none", "--csv", "--page", "raw"])
+                .args(["--replay-mode", &a.replay])
+                .arg("--metrics")
+                .arg(vnni_corpus::ncu::metrics_argument(pass))
+                .arg("--log-file")
+                .arg(&partial)
+                .arg(&exe)
+                .args(worker.to_argv())
+                .status()
+                .with_context(|| format!("starting {} (Nsight Compute; give its path with --ncu)", a.ncu.display()))?;
+            if !status.success() {
+                bail!("{} exited with {status} ({} holds what it wrote)", a.ncu.display(), partial.display());
+            }
+            std::fs::rename(&partial, &path).with_context(|| format!("publishing {}", path.display()))?;
+            let (records, _) = evidence::read_pass(&a.out, requests, range.clone(), pass)?;
+            let passes: Vec<_> = records.iter().map(|r| r.replay_passes).collect();
+            costs.push(format!("{} {}", pass.name(), cost(&passes, started.elapsed().as_secs_f64())));
         }
-        std::fs::rename(&partial, &path).with_context(|| format!("publishing {}", path.display()))?;
-        let chunk = evidence::read_chunk(&a.out, requests, range.clone())?;
-        let secs = started.elapsed().as_secs_f64();
-        println!(
-            "chunk {}/{}: requests {}..{} in {secs:.1} s{}",
-            i + 1,
-            chunks.len(),
-            range.start,
-            range.end,
-            cost(&chunk.replay_passes, secs)
-        );
+        evidence::read_chunk(&a.out, requests, range.clone())?;
+        println!("chunk {}/{}: requests {}..{}: {}", i + 1, chunks.len(), range.start, range.end, costs.join("; "));
     }
     Ok(())
 }
 
-/// What a chunk's records cost: ms a record and ncu's replay passes per record (one pass is
-/// several times cheaper than two or more, whatever their number: docs/PERF.md).
+/// What a pass's records cost: seconds, ms a record and ncu's replay passes per record (one
+/// pass is several times cheaper than two or more, whatever their number: docs/PERF.md).
 fn cost(replay_passes: &[Option<u32>], secs: f64) -> String {
     let passes: std::collections::BTreeSet<u32> = replay_passes.iter().flatten().copied().collect();
     let per_record = 1e3 * secs / replay_passes.len().max(1) as f64;
+    let head = format!("{secs:.1} s, {per_record:.0} ms a record");
     match (passes.first(), passes.last()) {
-        (Some(lo), Some(hi)) if lo == hi => format!(", {per_record:.0} ms a record, replay passes: {lo}"),
-        (Some(lo), Some(hi)) => format!(", {per_record:.0} ms a record, replay passes: {lo}-{hi}"),
-        _ => format!(", {per_record:.0} ms a record"),
+        (Some(lo), Some(hi)) if lo == hi => format!("{head}, replay passes: {lo}"),
+        (Some(lo), Some(hi)) => format!("{head}, replay passes: {lo}-{hi}"),
+        _ => head,
     }
 }
 
