@@ -199,7 +199,7 @@ fn every_subcommand() -> Vec<Command> {
             ncu: p("/opt/ncu"),
             replay: "application".into(),
             reparse: true,
-            device: 1,
+            devices: vec![1, 3],
             cache: Some(p("cache")),
             worker: true,
             first: 128,

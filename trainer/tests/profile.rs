@@ -21,10 +21,10 @@ fn scratch(name: &str) -> PathBuf {
 /// Records for requests `--first .. --first + --count` of `--out`'s requests.csv, one per kernel
 /// (`;`-separated), IMMA instructions where the request says so; fails when the chunk starts at
 /// or after $FAKE_NCU_FAIL_FROM and its metrics include $FAKE_NCU_FAIL_METRIC (any, unset);
-/// appends its arguments to $FAKE_NCU_ARGS when set.
+/// appends its TMPDIR and arguments to $FAKE_NCU_ARGS when set.
 const FAKE_NCU: &str = r#"#!/usr/bin/env bash
 set -eu
-if [ -n "${FAKE_NCU_ARGS:-}" ]; then echo "$*" >> "$FAKE_NCU_ARGS"; fi
+if [ -n "${FAKE_NCU_ARGS:-}" ]; then echo "TMPDIR=${TMPDIR:-} $*" >> "$FAKE_NCU_ARGS"; fi
 log= metrics= out= first= count=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -224,5 +224,33 @@ fn profile_chunks_resume_and_the_evidence_is_authenticated() {
     assert_eq!(calls.lines().count(), 10, "five chunks, two passes each: {calls}");
     assert!(calls.lines().all(|l| l.contains("--replay-mode application") && l.contains("--profile-from-start off")));
     assert_eq!(std::fs::read_to_string(app.join("evidence.csv")).unwrap(), evidence);
+
+    // Two devices share the chunks out, each ncu with its own lock directory and the worker on
+    // its device; the evidence is the same.
+    let two = dir.join("evidence-two");
+    let log = dir.join("ncu-args-two.log");
+    let o = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"))
+        .arg("profile")
+        .args(&args[..2])
+        .args(["--out", two.to_str().unwrap()])
+        .args(&args[4..])
+        .args(["--devices", "0,1"])
+        .env("FAKE_NCU_ARGS", &log)
+        .env_remove("FAKE_NCU_FAIL_FROM")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(calls.lines().count(), 10, "{calls}");
+    for device in ["0", "1"] {
+        let on: Vec<&str> = calls.lines().filter(|l| l.contains(&format!("--devices {device} "))).collect();
+        assert!(!on.is_empty(), "device {device} profiled no chunk: {calls}");
+        assert!(
+            on.iter().all(|l| l.starts_with("TMPDIR=") && l.contains(&format!("ncu-locks/device-{device} "))),
+            "{calls}"
+        );
+        assert!(text(&o).contains(&format!("(device {device}): requests")), "{}", text(&o));
+    }
+    assert_eq!(std::fs::read_to_string(two.join("evidence.csv")).unwrap(), evidence);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -52,9 +52,11 @@ pub struct Args {
     /// Derive evidence.csv again from the kept ncu.csv (no GPU).
     #[arg(long)]
     pub reparse: bool,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: usize,
+    /// CUDA device ordinals: chunks are shared out among them, one ncu at a time per device
+    /// (each device's ncu gets its own lock directory, `TMPDIR`, so they run at once). The
+    /// worker gets one.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub devices: Vec<usize>,
     /// Cubin cache directory.
     #[arg(long)]
     pub cache: Option<PathBuf>,
@@ -78,7 +80,7 @@ impl ToArgv for Args {
             .path("ncu", &self.ncu)
             .val("replay", &self.replay)
             .flag("reparse", self.reparse)
-            .val("device", self.device)
+            .list("devices", &self.devices)
             .opt_path("cache", self.cache.as_deref())
             .flag("worker", self.worker)
             .val("first", self.first)
@@ -182,52 +184,130 @@ pub fn authenticate(
     Ok((requests, rows))
 }
 
-/// Each chunk not yet profiled: this binary again as the worker, under ncu with collection
-/// off until the first range, once per pass ([`Pass::PROFILED`]: each fits one replay pass, a
-/// merged set would need three at several times the cost), each writing its file through a
-/// temporary name. A pass whose file already holds the chunk's records is not run again.
+/// Each chunk not yet profiled, shared out among `--devices` (the next chunk goes to the first
+/// device free): this binary again as the worker, under ncu with collection off until the
+/// first range, once per pass ([`Pass::PROFILED`]: each fits one replay pass, a merged set
+/// would need three at several times the cost), each writing its file through a temporary
+/// name. A pass whose file already holds the chunk's records is not run again. A failed chunk
+/// stops the others after their current chunk; what finished is kept.
 fn profile_chunks(a: &Args, manifest: &RequestManifest, requests: &[ProfileRequest]) -> Result<()> {
+    if a.devices.is_empty() {
+        bail!("--devices names no device");
+    }
     let exe = std::env::current_exe().context("finding this binary to run it under ncu")?;
     std::fs::create_dir_all(a.out.join(NCU_DIR))?;
     let chunks = manifest.chunks();
-    for (i, range) in chunks.iter().enumerate() {
-        if evidence::read_chunk(&a.out, requests, range.clone()).is_ok() {
-            println!("chunk {}/{}: profiled before ({})", i + 1, chunks.len(), a.out.join(NCU_DIR).display());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let errors: Vec<anyhow::Error> = std::thread::scope(|s| {
+        let workers: Vec<_> = a
+            .devices
+            .iter()
+            .map(|&device| {
+                let (exe, chunks, next, failed) = (&exe, &chunks, &next, &failed);
+                s.spawn(move || -> Result<()> {
+                    use std::sync::atomic::Ordering::SeqCst;
+                    while !failed.load(SeqCst) {
+                        let i = next.fetch_add(1, SeqCst);
+                        let Some(range) = chunks.get(i) else { break };
+                        let on = Device { ordinal: device, of: a.devices.len() };
+                        let line = profile_chunk(a, exe, on, range.clone(), requests).inspect_err(|_| {
+                            failed.store(true, SeqCst);
+                        })?;
+                        println!("chunk {}/{}{}: {line}", i + 1, chunks.len(), on.label());
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers.into_iter().filter_map(|w| w.join().expect("a profiling thread panicked").err()).collect()
+    });
+    let mut errors = errors.into_iter();
+    match errors.next() {
+        None => Ok(()),
+        Some(first) => {
+            for e in errors {
+                eprintln!("error: {e:#}");
+            }
+            Err(first)
+        }
+    }
+}
+
+/// The device a chunk is profiled on, and among how many.
+#[derive(Clone, Copy)]
+struct Device {
+    ordinal: usize,
+    of: usize,
+}
+
+impl Device {
+    fn label(self) -> String {
+        if self.of > 1 {
+            format!(" (device {})", self.ordinal)
+        } else {
+            String::new()
+        }
+    }
+}
+
+/// Profile one chunk's missing passes on `on`; the line that says what they cost.
+fn profile_chunk(
+    a: &Args,
+    exe: &Path,
+    on: Device,
+    range: std::ops::Range<usize>,
+    requests: &[ProfileRequest],
+) -> Result<String> {
+    if evidence::read_chunk(&a.out, requests, range.clone()).is_ok() {
+        return Ok("profiled before".into());
+    }
+    let worker = Args {
+        worker: true,
+        reparse: false,
+        first: range.start,
+        count: range.len(),
+        devices: vec![on.ordinal],
+        ..a.clone()
+    };
+    let mut costs = Vec::new();
+    for pass in Pass::PROFILED {
+        if evidence::read_pass(&a.out, requests, range.clone(), pass).is_ok() {
+            costs.push(format!("{} profiled before", pass.name()));
             continue;
         }
-        let worker = Args { worker: true, reparse: false, first: range.start, count: range.len(), ..a.clone() };
-        let mut costs = Vec::new();
-        for pass in Pass::PROFILED {
-            if evidence::read_pass(&a.out, requests, range.clone(), pass).is_ok() {
-                costs.push(format!("{} profiled before", pass.name()));
-                continue;
-            }
-            let path = evidence::chunk_path(&a.out, range.start, pass);
-            let partial = path.with_extension("csv.inprogress");
-            let started = std::time::Instant::now();
-            let status = Command::new(&a.ncu)
-                .args(["--profile-from-start", "off", "--clock-control", "none", "--csv", "--page", "raw"])
-                .args(["--replay-mode", &a.replay])
-                .arg("--metrics")
-                .arg(vnni_corpus::ncu::metrics_argument(pass))
-                .arg("--log-file")
-                .arg(&partial)
-                .arg(&exe)
-                .args(worker.to_argv())
-                .status()
-                .with_context(|| format!("starting {} (Nsight Compute; give its path with --ncu)", a.ncu.display()))?;
-            if !status.success() {
-                bail!("{} exited with {status} ({} holds what it wrote)", a.ncu.display(), partial.display());
-            }
-            std::fs::rename(&partial, &path).with_context(|| format!("publishing {}", path.display()))?;
-            let (records, _) = evidence::read_pass(&a.out, requests, range.clone(), pass)?;
-            let passes: Vec<_> = records.iter().map(|r| r.replay_passes).collect();
-            costs.push(format!("{} {}", pass.name(), cost(&passes, started.elapsed().as_secs_f64())));
+        let path = evidence::chunk_path(&a.out, range.start, pass);
+        let partial = path.with_extension("csv.inprogress");
+        let mut ncu = Command::new(&a.ncu);
+        if on.of > 1 {
+            // ncu serializes every instance through one lock file in TMPDIR: one lock per
+            // device lets the devices profile at once, still one ncu at a time on each
+            let tmp = a.out.join("ncu-locks").join(format!("device-{}", on.ordinal));
+            std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+            ncu.env("TMPDIR", tmp);
         }
-        evidence::read_chunk(&a.out, requests, range.clone())?;
-        println!("chunk {}/{}: requests {}..{}: {}", i + 1, chunks.len(), range.start, range.end, costs.join("; "));
+        let started = std::time::Instant::now();
+        let status = ncu
+            .args(["--profile-from-start", "off", "--clock-control", "none", "--csv", "--page", "raw"])
+            .args(["--replay-mode", &a.replay])
+            .arg("--metrics")
+            .arg(vnni_corpus::ncu::metrics_argument(pass))
+            .arg("--log-file")
+            .arg(&partial)
+            .arg(exe)
+            .args(worker.to_argv())
+            .status()
+            .with_context(|| format!("starting {} (Nsight Compute; give its path with --ncu)", a.ncu.display()))?;
+        if !status.success() {
+            bail!("{} exited with {status} ({} holds what it wrote)", a.ncu.display(), partial.display());
+        }
+        std::fs::rename(&partial, &path).with_context(|| format!("publishing {}", path.display()))?;
+        let (records, _) = evidence::read_pass(&a.out, requests, range.clone(), pass)?;
+        let passes: Vec<_> = records.iter().map(|r| r.replay_passes).collect();
+        costs.push(format!("{} {}", pass.name(), cost(&passes, started.elapsed().as_secs_f64())));
     }
-    Ok(())
+    evidence::read_chunk(&a.out, requests, range.clone())?;
+    Ok(format!("requests {}..{}: {}", range.start, range.end, costs.join("; ")))
 }
 
 /// What a pass's records cost: seconds, ms a record and ncu's replay passes per record (one
@@ -263,11 +343,14 @@ fn worker(a: &Args, id: &str) -> Result<()> {
             manifest.kernel_source_digest
         );
     }
-    let gpu = vnni_kernels::cuda::device::Gpu::open(a.device, a.cache.as_deref())?;
+    let [device] = a.devices[..] else {
+        bail!("a worker profiles on one device, not on {:?}", a.devices);
+    };
+    let gpu = vnni_kernels::cuda::device::Gpu::open(device, a.cache.as_deref())?;
     if (gpu.info.name.as_str(), gpu.info.arch.as_str()) != (manifest.device.as_str(), manifest.arch.as_str()) {
         bail!(
             "device {} is a {} ({}); the corpus was measured on a {} ({}): profile it there",
-            a.device,
+            device,
             gpu.info.name,
             gpu.info.arch,
             manifest.device,

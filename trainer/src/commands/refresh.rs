@@ -213,7 +213,7 @@ pub fn run(a: &Args) -> Result<()> {
                 ncu: PathBuf::from("ncu"),
                 replay: "kernel".into(),
                 reparse: false,
-                device: a.devices.first().copied().unwrap_or(0),
+                devices: if a.devices.is_empty() { vec![0] } else { a.devices.clone() },
                 cache: a.cache.clone(),
                 worker: false,
                 first: 0,
