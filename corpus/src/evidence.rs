@@ -16,7 +16,7 @@ use vnni_kernels::{CandidateId, Codebook, Mode, SourceFormat};
 use crate::ncu::{self, NcuRecord, Pass};
 use crate::schema::TimingRow;
 
-pub const SCHEMA: &str = "vnni-evidence-v3";
+pub const SCHEMA: &str = "vnni-evidence-v4";
 pub const REQUESTS: &str = "requests.csv";
 pub const REQUEST_MANIFEST: &str = "requests.manifest.json";
 /// ncu's CSV per chunk of requests and pass (`ncu/000000.hw.csv` and `ncu/000000.sass.csv`
@@ -454,7 +454,7 @@ fn row(r: &ProfileRequest, record: usize, rec: &NcuRecord) -> EvidenceRow {
     let insts = count("smsp__sass_inst_executed_op_global_ld.sum") + count("smsp__sass_inst_executed_op_ldgsts.sum");
     let bytes =
         count("smsp__sass_data_bytes_mem_global_op_ld.sum") + count("smsp__sass_data_bytes_mem_global_op_ldgsts.sum");
-    let sectors = count("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+    let sectors = count("smsp__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ld.sum")
         + count("smsp__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts.sum");
     EvidenceRow {
         request: r.request,

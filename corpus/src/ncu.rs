@@ -73,7 +73,10 @@ const fn metric(ncu: &'static str, class: UnitClass, pass: Pass) -> Metric {
 /// Every metric a record must carry (a missing one refuses the record). Throughputs are single
 /// counters against their peak (DRAM bytes, L2 sectors), not ncu's composite `__throughput`
 /// metrics, which cost extra replay passes; global loads count `LDG` and `cp.async` (`LDGSTS`,
-/// how the IMMA tiles stage their operands) together. Spills are counted as local load and
+/// how the IMMA tiles stage their operands) together, instructions, bytes and sectors all from
+/// the SASS pass: L1's hardware sector counter for global loads also counts `LDGSTS` sectors
+/// (counted twice beside the SASS `LDGSTS` sectors, halving an IMMA tile's bytes per sector)
+/// and costs the hardware pass a third of its time on the H200. Spills are counted as local load and
 /// store instructions in the instrumented pass the other SASS counts need anyway: L1's
 /// local-memory request counters alone cost three replay passes on the H200.
 pub const METRICS: [Metric; 16] = {
@@ -92,7 +95,7 @@ pub const METRICS: [Metric; 16] = {
         metric("smsp__sass_inst_executed_op_ldgsts.sum", Count, Instrumented),
         metric("smsp__sass_data_bytes_mem_global_op_ld.sum", Bytes, Instrumented),
         metric("smsp__sass_data_bytes_mem_global_op_ldgsts.sum", Bytes, Instrumented),
-        metric("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", Count, Hardware),
+        metric("smsp__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ld.sum", Count, Instrumented),
         metric("smsp__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts.sum", Count, Instrumented),
         metric("sm__inst_executed_pipe_tensor_op_imma.sum", Count, Hardware),
         metric("gpu__time_duration.sum", Time, Hardware),

@@ -12,7 +12,7 @@ use vnni_corpus::ncu::{self, Pass};
 use vnni_corpus::TimingRow;
 use vnni_kernels::Mode;
 
-const CORPUS: &str = "20f551c62eb83f3bb7bd6070634153313f886cfb82b5c97ab6dd409ebccea749";
+const CORPUS: &str = "dd3e83578a673e49b37a05e64434f135368fed5e769ee4fa104d8d04dce47a27";
 const OTHER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 fn data(name: &str) -> PathBuf {
@@ -93,6 +93,12 @@ fn recorded_ncu_output_binds_to_its_requests() {
     assert!(!imma.is_empty() && imma.iter().all(|r| r.imma_insts > 0));
     // the reduce reads its partials as full 32-byte sectors
     assert!(rows.iter().filter(|r| r.record == 1).all(|r| r.bytes_per_sector == Some(32.0)));
+    // the IMMA tiles stage their operands with cp.async only: their sectors are the SASS
+    // LDGSTS sectors, not counted twice (L1's hardware counter of global loads includes them,
+    // which halved the bytes per sector)
+    for r in &imma {
+        assert!(r.bytes_per_sector.is_some_and(|b| b > 20.0), "{r:?}");
+    }
     let (_, again) = evidence::verify(&dir, CORPUS).unwrap();
     assert_eq!(again, rows);
     // ncu's own count of replay passes rides along: one per pass on the H200, the point of the
@@ -185,12 +191,13 @@ fn evidence_of_another_corpus_or_other_requests_is_refused() {
     evidence::write_evidence(&dir, CORPUS).unwrap();
     // drawn from another corpus
     let e = err(evidence::verify(&dir, OTHER));
-    assert!(e.contains("requests drawn from corpus 20f551c6") && e.contains("not from corpus 00000000"), "{e}");
+    assert!(e.contains("requests drawn from corpus dd3e8357") && e.contains("not from corpus 00000000"), "{e}");
     // a request the corpus never measured (here: its rows lack the first request's candidate)
     let rows: Vec<TimingRow> = requests.iter().skip(1).map(row_of).collect();
     let e = err(evidence::check_requests_against(&dir.join("requests.csv"), &requests, &rows));
     assert!(
-        e.contains("request 0: Q4_0 s4 M=1 256x2304 eager decode.fused.c16.cap32") && e.contains("not an eligible row"),
+        e.contains("request 0: Q4_0 s4 M=1 256x2304 eager decode.fused.c16.waves32")
+            && e.contains("not an eligible row"),
         "{e}"
     );
     let all: Vec<TimingRow> = requests.iter().map(row_of).collect();
@@ -208,7 +215,7 @@ fn evidence_of_another_corpus_or_other_requests_is_refused() {
     );
     // requests edited after their manifest
     let path = dir.join("requests.csv");
-    let text = std::fs::read_to_string(&path).unwrap().replacen("cap32", "cap16", 1);
+    let text = std::fs::read_to_string(&path).unwrap().replacen("waves32", "waves16", 1);
     std::fs::write(&path, text).unwrap();
     assert!(err(evidence::verify(&dir, CORPUS)).contains("requests.csv: changed since its manifest"));
 }
@@ -430,7 +437,7 @@ fn one_launch_stands_for_every_mode_it_was_asked_for_in() {
     let mut twice: Vec<TimingRow> = recorded.iter().map(row_of).collect();
     twice.push(row_of(&recorded[0]));
     let e = err(evidence::plan_requests(Path::new("corpus"), &twice, &top2));
-    assert!(e.contains("decode.fused.c16.cap32 (bpp 3) is measured twice"), "{e}");
+    assert!(e.contains("decode.fused.c16.waves32 (bpp 2) is measured twice"), "{e}");
     // requests.csv naming modes out of order, or not the profiled one first, is refused by line
     for modes in ["graph;eager", "graph", "eager;eager", "eager;batch"] {
         let mut bad = drawn.clone();

@@ -4,6 +4,8 @@
 #   base       ncu exactly as `profile` asks (one process per pass: hardware, then SASS)
 #   merged     every metric in one ncu process, as before the pass split: the hardware pass
 #              collects NCU_ALL (the union) and the SASS pass reuses its file without running
+#   (with one process per pass, nosass leaves the SASS pass launch statistics only, and bare
+#   and launch stop after the first pass: compare them with the table of the merged days)
 #   nosass     without the SASS-patched metrics (smsp__sass_*)
 #   launch     one launch statistic only (ncu's fixed cost per record)
 #   cachenone  base with --cache-control none

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One device call for profiler evidence (issue 22): `profile` under Nsight Compute over a
-# corpus (CORPUS, e.g. a committed one carried along; without it the CUDA family-smoke sweep
-# runs first), one pass per entry of PASSES ("TOP:SECONDS", TOP a number or `all`), each cut
-# at SECONDS and resumable by chunk (the same command again profiles only the chunks left).
+# corpus (CORPUS, e.g. a committed one carried along; without it the CUDA sweep of PROFILE,
+# family-smoke by default, runs first, with SWEEP_ARGS such as --m1-only), one pass per entry
+# of PASSES ("TOP:SECONDS", TOP a number or `all`), each cut at SECONDS and resumable by file (the same command again profiles only the chunk files left);
+# DEVICES=0,1,... shares the chunks out among GPUs.
 # Evidence directories travel as one archive; a short table last.
 #   $OUT/profile.tar.gz   each evidence directory, the corpus's plan and manifest, logs
 set -euo pipefail
@@ -19,7 +20,8 @@ mkdir -p "$OUT" "$WORK"
 . "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 ncu --version | tail -1 | tee "$WORK/ncu-version.txt"
 if [ -z "${CORPUS:-}" ]; then
-  run sweep "$BIN" sweep --backend cuda --profile family-smoke --cache "$CACHE" --out "$WORK/sweep"
+  # shellcheck disable=SC2086 # SWEEP_ARGS is a list of arguments
+  run sweep "$BIN" sweep --backend cuda --profile "${PROFILE:-family-smoke}" ${SWEEP_ARGS:-} --cache "$CACHE" --out "$WORK/sweep"
   CORPUS=$WORK/sweep/corpus
 fi
 mkdir -p "$WORK/corpus-id" && cp "$CORPUS/plan.json" "$CORPUS/corpus.manifest.json" "$WORK/corpus-id/"
@@ -29,7 +31,7 @@ for pass in $PASSES; do
   top=${pass%%:*} limit=${pass##*:}
   sel=(--top "$top"); [ "$top" = all ] && sel=()
   run "profile-top$top" timeout "$limit" "$BIN" profile --corpus "$CORPUS" --out "$WORK/evidence-top$top" \
-    "${sel[@]}" --chunk "$CHUNK" --replay "$REPLAY" --cache "$CACHE"
+    "${sel[@]}" --chunk "$CHUNK" --replay "$REPLAY" --devices "${DEVICES:-0}" --cache "$CACHE"
   pack
 done
 for pass in $PASSES; do

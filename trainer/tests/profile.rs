@@ -225,30 +225,37 @@ fn profile_chunks_resume_and_the_evidence_is_authenticated() {
     assert!(calls.lines().all(|l| l.contains("--replay-mode application") && l.contains("--profile-from-start off")));
     assert_eq!(std::fs::read_to_string(app.join("evidence.csv")).unwrap(), evidence);
 
-    // Two devices share the chunks out, each ncu with its own lock directory and the worker on
-    // its device; the evidence is the same.
+    // Two devices share the chunks out, each ncu with its device's lock directory and the
+    // worker on its device. A failed chunk stops both, names its device, and keeps what
+    // finished; run again, the evidence is the same.
     let two = dir.join("evidence-two");
     let log = dir.join("ncu-args-two.log");
-    let o = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"))
-        .arg("profile")
-        .args(&args[..2])
-        .args(["--out", two.to_str().unwrap()])
-        .args(&args[4..])
-        .args(["--devices", "0,1"])
-        .env("FAKE_NCU_ARGS", &log)
-        .env_remove("FAKE_NCU_FAIL_FROM")
-        .output()
-        .unwrap();
+    let two_devices = |fail_from: Option<usize>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_vnni-dispatch"));
+        c.arg("profile")
+            .args(&args[..2])
+            .args(["--out", two.to_str().unwrap()])
+            .args(&args[4..])
+            .args(["--devices", "0,1"])
+            .env("FAKE_NCU_ARGS", &log);
+        match fail_from {
+            Some(f) => c.env("FAKE_NCU_FAIL_FROM", f.to_string()).env("FAKE_NCU_FAIL_METRIC", "smsp__sass"),
+            None => c.env_remove("FAKE_NCU_FAIL_FROM"),
+        };
+        c.output().unwrap()
+    };
+    let o = two_devices(Some(16));
+    assert!(!o.status.success() && text(&o).contains("on device"), "{}", text(&o));
+    assert!(chunk_files(&two).iter().any(|f| f == "000008.sass.csv"), "{:?}", chunk_files(&two));
+    std::fs::remove_file(&log).unwrap();
+    let o = two_devices(None);
     assert!(o.status.success(), "{}", text(&o));
     let calls = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(calls.lines().count(), 10, "{calls}");
+    assert!(calls.lines().count() < 10, "the finished files are not profiled again: {calls}");
     for device in ["0", "1"] {
         let on: Vec<&str> = calls.lines().filter(|l| l.contains(&format!("--devices {device} "))).collect();
         assert!(!on.is_empty(), "device {device} profiled no chunk: {calls}");
-        assert!(
-            on.iter().all(|l| l.starts_with("TMPDIR=") && l.contains(&format!("ncu-locks/device-{device} "))),
-            "{calls}"
-        );
+        assert!(on.iter().all(|l| l.contains(&format!("vnni-ncu-lock-device-{device} "))), "{calls}");
         assert!(text(&o).contains(&format!("(device {device}): requests")), "{}", text(&o));
     }
     assert_eq!(std::fs::read_to_string(two.join("evidence.csv")).unwrap(), evidence);

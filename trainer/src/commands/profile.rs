@@ -26,7 +26,8 @@ pub struct Args {
     /// A sealed CUDA corpus.
     #[arg(long)]
     pub corpus: PathBuf,
-    /// Where requests.csv, ncu.csv, evidence.csv and their manifests go.
+    /// Where requests.csv, ncu/ (ncu's CSV per chunk and pass), evidence.csv and their
+    /// manifests go.
     #[arg(long)]
     pub out: PathBuf,
     /// Profile the fastest K eligible candidates of every cell and mode (default: every one).
@@ -49,11 +50,12 @@ pub struct Args {
     /// 1.25x faster on family-smoke's small shapes, docs/PERF.md). The evidence is the same.
     #[arg(long, default_value = "kernel", value_parser = ["kernel", "application"])]
     pub replay: String,
-    /// Derive evidence.csv again from the kept ncu.csv (no GPU).
+    /// Derive evidence.csv again from the kept ncu/ files (no GPU).
     #[arg(long)]
     pub reparse: bool,
     /// CUDA device ordinals: chunks are shared out among them, one ncu at a time per device
-    /// (each device's ncu gets its own lock directory, `TMPDIR`, so they run at once). The
+    /// (each device's ncu gets the machine's lock directory of that device as `TMPDIR`, so
+    /// devices profile at once and two runs on one device still wait for each other). The
     /// worker gets one.
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pub devices: Vec<usize>,
@@ -207,15 +209,26 @@ fn profile_chunks(a: &Args, manifest: &RequestManifest, requests: &[ProfileReque
                 let (exe, chunks, next, failed) = (&exe, &chunks, &next, &failed);
                 s.spawn(move || -> Result<()> {
                     use std::sync::atomic::Ordering::SeqCst;
+                    // whatever ends this thread early (an error, a panic) stops the others
+                    // after their current chunk
+                    struct StopOthers<'a>(&'a std::sync::atomic::AtomicBool, bool);
+                    impl Drop for StopOthers<'_> {
+                        fn drop(&mut self) {
+                            if !self.1 {
+                                self.0.store(true, SeqCst);
+                            }
+                        }
+                    }
+                    let mut guard = StopOthers(failed, false);
+                    let on = Device { ordinal: device, of: a.devices.len() };
                     while !failed.load(SeqCst) {
                         let i = next.fetch_add(1, SeqCst);
                         let Some(range) = chunks.get(i) else { break };
-                        let on = Device { ordinal: device, of: a.devices.len() };
-                        let line = profile_chunk(a, exe, on, range.clone(), requests).inspect_err(|_| {
-                            failed.store(true, SeqCst);
-                        })?;
+                        let line = profile_chunk(a, exe, on, range.clone(), requests)
+                            .with_context(|| format!("chunk {}/{} on device {device}", i + 1, chunks.len()))?;
                         println!("chunk {}/{}{}: {line}", i + 1, chunks.len(), on.label());
                     }
+                    guard.1 = true;
                     Ok(())
                 })
             })
@@ -232,6 +245,12 @@ fn profile_chunks(a: &Args, manifest: &RequestManifest, requests: &[ProfileReque
             Err(first)
         }
     }
+}
+
+/// The machine's ncu lock directory for CUDA device `ordinal` (ncu's `TMPDIR`): shared by every
+/// `profile` run on this machine, whatever its output directory.
+fn lock_dir(ordinal: usize) -> PathBuf {
+    std::env::temp_dir().join(format!("vnni-ncu-lock-device-{ordinal}"))
 }
 
 /// The device a chunk is profiled on, and among how many.
@@ -259,8 +278,18 @@ fn profile_chunk(
     range: std::ops::Range<usize>,
     requests: &[ProfileRequest],
 ) -> Result<String> {
-    if evidence::read_chunk(&a.out, requests, range.clone()).is_ok() {
-        return Ok("profiled before".into());
+    match evidence::read_chunk(&a.out, requests, range.clone()) {
+        Ok(_) => return Ok("profiled before".into()),
+        Err(e) if Pass::PROFILED.iter().all(|&p| evidence::read_pass(&a.out, requests, range.clone(), p).is_ok()) => {
+            // each pass's file is whole, but they do not describe the same launches: neither
+            // can be trusted, both are profiled again
+            eprintln!("profiling requests {}..{} again: {e}", range.start, range.end);
+            for pass in Pass::PROFILED {
+                let path = evidence::chunk_path(&a.out, range.start, pass);
+                std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+            }
+        }
+        Err(_) => {}
     }
     let worker = Args {
         worker: true,
@@ -278,16 +307,13 @@ fn profile_chunk(
         }
         let path = evidence::chunk_path(&a.out, range.start, pass);
         let partial = path.with_extension("csv.inprogress");
-        let mut ncu = Command::new(&a.ncu);
-        if on.of > 1 {
-            // ncu serializes every instance through one lock file in TMPDIR: one lock per
-            // device lets the devices profile at once, still one ncu at a time on each
-            let tmp = a.out.join("ncu-locks").join(format!("device-{}", on.ordinal));
-            std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-            ncu.env("TMPDIR", tmp);
-        }
+        // ncu serializes every instance through one lock file in TMPDIR: a lock directory per
+        // device lets devices profile at once, still one ncu at a time on each device
+        let lock = lock_dir(on.ordinal);
+        std::fs::create_dir_all(&lock).with_context(|| format!("creating {}", lock.display()))?;
         let started = std::time::Instant::now();
-        let status = ncu
+        let status = Command::new(&a.ncu)
+            .env("TMPDIR", &lock)
             .args(["--profile-from-start", "off", "--clock-control", "none", "--csv", "--page", "raw"])
             .args(["--replay-mode", &a.replay])
             .arg("--metrics")
