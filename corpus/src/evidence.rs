@@ -493,9 +493,6 @@ pub struct Chunk {
     pub rows: Vec<EvidenceRow>,
     /// sha256 of each pass's ncu CSV, in [`Pass::PROFILED`] order.
     pub sha256: Vec<String>,
-    /// ncu's replay passes of each record (the most of any pass), where it wrote them (what
-    /// the chunk cost).
-    pub replay_passes: Vec<Option<u32>>,
 }
 
 /// The records of one pass of a chunk and the sha256 of its file, or why the file does not
@@ -540,11 +537,7 @@ pub fn read_chunk(
     }
     let path = parts[0].0.clone();
     let records = ncu::join(parts)?;
-    Ok(Chunk {
-        rows: bind(&path, &requests[range], &records)?,
-        sha256,
-        replay_passes: records.iter().map(|r| r.replay_passes).collect(),
-    })
+    Ok(Chunk { rows: bind(&path, &requests[range], &records)?, sha256 })
 }
 
 /// Every chunk's rows in request order, and the chunks' digests.
