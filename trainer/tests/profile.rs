@@ -247,16 +247,17 @@ fn profile_chunks_resume_and_the_evidence_is_authenticated() {
     let o = two_devices(Some(16));
     assert!(!o.status.success() && text(&o).contains("on device"), "{}", text(&o));
     assert!(chunk_files(&two).iter().any(|f| f == "000008.sass.csv"), "{:?}", chunk_files(&two));
-    std::fs::remove_file(&log).unwrap();
+    let before = std::fs::read_to_string(&log).unwrap().lines().count();
     let o = two_devices(None);
     assert!(o.status.success(), "{}", text(&o));
     let calls = std::fs::read_to_string(&log).unwrap();
-    assert!(calls.lines().count() < 10, "the finished files are not profiled again: {calls}");
+    assert!(calls.lines().count() - before < 10, "the finished files are not profiled again: {calls}");
+    assert!(text(&o).contains("(device 0): ") || text(&o).contains("(device 1): "), "{}", text(&o));
+    // over both runs (which device takes which chunk is up to the threads)
     for device in ["0", "1"] {
         let on: Vec<&str> = calls.lines().filter(|l| l.contains(&format!("--devices {device} "))).collect();
         assert!(!on.is_empty(), "device {device} profiled no chunk: {calls}");
         assert!(on.iter().all(|l| l.contains(&format!("vnni-ncu-lock-device-{device} "))), "{calls}");
-        assert!(text(&o).contains(&format!("(device {device}): requests")), "{}", text(&o));
     }
     assert_eq!(std::fs::read_to_string(two.join("evidence.csv")).unwrap(), evidence);
     std::fs::remove_dir_all(&dir).unwrap();
