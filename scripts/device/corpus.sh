@@ -13,7 +13,9 @@
 #        resumable run under the one BUDGET: the M = 1 rows into $WORK/$PROFILE-m1, fitted
 #        (scratch ledger) into $WORK/$PROFILE-m1/policy.json, then the batched rows at its
 #        picks into $WORK/$PROFILE; M1_ONLY=1: the M = 1 stage alone (sweep --m1-only) into
-#        $WORK/$PROFILE-m1; DEVICES=0,1,2,3: one worker process per GPU (a machine of several).
+#        $WORK/$PROFILE-m1; DEVICES=0,1,2,3: one worker process per GPU (a machine of several);
+#        EVIDENCE_TOP=K: once the corpus is sealed, `profile --top K` (issue 22) into its work
+#        directory's evidence/ within the same BUDGET, on DEVICES, resumed by file next call.
 set -euo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 BIN=${BIN:-target/release/vnni-dispatch}
@@ -73,6 +75,23 @@ elif [ "${STAGED:-0}" = 1 ]; then
   fi
 else
   sweep "$WORK/$PROFILE" "${DEV[@]}" "${STAGE[@]}" || true
+fi
+if [ -n "${EVIDENCE_TOP:-}" ]; then
+  d=$WORK/$PROFILE
+  if [ "${M1_ONLY:-0}" = 1 ]; then d=$WORK/$PROFILE-m1; fi
+  left=$(( deadline - $(date +%s) ))
+  if [ -f "$d/corpus/corpus.manifest.json" ] && [ "$left" -gt 30 ]; then
+    start=$(date +%s)
+    if PATH=/usr/local/cuda/bin:$PATH timeout --signal=KILL "$left" "$BIN" profile --corpus "$d/corpus" \
+      --out "$d/evidence" --top "$EVIDENCE_TOP" --devices "${DEVICES:-0}" --cache "$CACHE" >>"$d/evidence.log" 2>&1; then
+      echo "evidence of $(basename "$d") finished in $(( $(date +%s) - start )) s"
+    else
+      # ncu and its worker outlive a killed `profile`: stop them before packing
+      pkill -KILL -f -- "profile --corpus $d/corpus" || true
+      echo "evidence of $(basename "$d") stopped after $(( $(date +%s) - start )) s; it resumes next call"
+    fi
+    grep -E "^chunk|^evidence" "$d/evidence.log" | tail -3 || true
+  fi
 fi
 for d in "$WORK/$PROFILE-m1" "$WORK/$PROFILE"; do
   if [ -d "$d/cells" ]; then echo "published in $(basename "$d"): $(ls "$d/cells" | grep -c '\.prov\.json$') cells"; fi
