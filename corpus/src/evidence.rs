@@ -155,6 +155,11 @@ impl ProfileRequest {
     }
 }
 
+/// The ncu records `requests` must produce: one per kernel each launches.
+pub fn kernel_records(requests: &[ProfileRequest]) -> usize {
+    requests.iter().map(|r| r.kernel_symbols().len()).sum()
+}
+
 /// `modes` of a request: modes in order, `;`-separated.
 fn modes_field(modes: &[Mode]) -> String {
     modes.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(";")
@@ -281,7 +286,7 @@ pub fn request_manifest(
     target: &Target,
 ) -> Result<(RequestManifest, Vec<u8>), EvidenceError> {
     let bytes = crate::write::csv_bytes(&dir.join(REQUESTS), requests)?;
-    let records = requests.iter().map(|r| r.kernel_symbols().len()).sum();
+    let records = kernel_records(requests);
     let manifest = RequestManifest {
         schema: SCHEMA.into(),
         corpus_id: corpus_id.into(),
@@ -367,7 +372,7 @@ pub fn read_requests(dir: &Path, corpus_id: &str) -> Result<(RequestManifest, Ve
         return Err(file_err(&path, "changed since its manifest was written (sha256 differs)"));
     }
     let requests = read_requests_file(&path)?;
-    let records: usize = requests.iter().map(|r| r.kernel_symbols().len()).sum();
+    let records = kernel_records(&requests);
     if requests.len() != manifest.requests || records != manifest.records {
         return Err(file_err(&mpath, "request and record counts differ from requests.csv"));
     }
@@ -416,7 +421,7 @@ pub fn bind(
     requests: &[ProfileRequest],
     records: &[NcuRecord],
 ) -> Result<Vec<EvidenceRow>, EvidenceError> {
-    let expected: usize = requests.iter().map(|r| r.kernel_symbols().len()).sum();
+    let expected = kernel_records(requests);
     if records.len() != expected {
         return Err(file_err(
             ncu_path,
@@ -507,7 +512,7 @@ pub fn read_pass(
     let text =
         std::fs::read_to_string(&path).map_err(|e| file_err(&path, format!("{e} (this chunk was not profiled)")))?;
     let records = ncu::parse(&path, &text, pass)?;
-    let expected: usize = requests[range.clone()].iter().map(|r| r.kernel_symbols().len()).sum();
+    let expected = kernel_records(&requests[range.clone()]);
     if records.len() != expected {
         return Err(file_err(
             &path,

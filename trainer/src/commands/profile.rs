@@ -278,18 +278,22 @@ fn profile_chunk(
     range: std::ops::Range<usize>,
     requests: &[ProfileRequest],
 ) -> Result<String> {
-    match evidence::read_chunk(&a.out, requests, range.clone()) {
-        Ok(_) => return Ok("profiled before".into()),
-        Err(e) if Pass::PROFILED.iter().all(|&p| evidence::read_pass(&a.out, requests, range.clone(), p).is_ok()) => {
-            // each pass's file is whole, but they do not describe the same launches: neither
-            // can be trusted, both are profiled again
-            eprintln!("profiling requests {}..{} again: {e}", range.start, range.end);
-            for pass in Pass::PROFILED {
-                let path = evidence::chunk_path(&a.out, range.start, pass);
-                std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+    // which passes' files already hold the chunk's records
+    let mut whole = Pass::PROFILED.map(|p| evidence::read_pass(&a.out, requests, range.clone(), p).is_ok());
+    if whole.iter().all(|&w| w) {
+        match evidence::read_chunk(&a.out, requests, range.clone()) {
+            Ok(_) => return Ok("profiled before".into()),
+            Err(e) => {
+                // each pass's file is whole, but they do not describe the same launches:
+                // neither can be trusted, both are profiled again
+                eprintln!("profiling requests {}..{} again: {e}", range.start, range.end);
+                for pass in Pass::PROFILED {
+                    let path = evidence::chunk_path(&a.out, range.start, pass);
+                    std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+                }
+                whole = [false; Pass::PROFILED.len()];
             }
         }
-        Err(_) => {}
     }
     let worker = Args {
         worker: true,
@@ -300,8 +304,8 @@ fn profile_chunk(
         ..a.clone()
     };
     let mut costs = Vec::new();
-    for pass in Pass::PROFILED {
-        if evidence::read_pass(&a.out, requests, range.clone(), pass).is_ok() {
+    for (pass, done) in Pass::PROFILED.into_iter().zip(whole) {
+        if done {
             costs.push(format!("{} profiled before", pass.name()));
             continue;
         }
