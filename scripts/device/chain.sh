@@ -10,16 +10,11 @@
 #   BIN=target/device-bin/vnni-dispatch bash scripts/device/chain.sh
 #   $OUT/chain.tar.gz   both benches' CSVs, chain.csv, certificates, resources, logs
 set -euo pipefail
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-BIN=${BIN:-target/release/vnni-dispatch}
-OUT=${OUT:-target/device}
-CACHE=${CACHE:-/tmp/vnni-cubin-cache}
 WORK=${WORK:-/tmp/vnni-chain}
 LAYER=${LAYER:-4096x4096,1024x4096,1024x4096,4096x4096,14336x4096,14336x4096,4096x14336}
 SHAPES=${SHAPES:-14336x3584,3584x14336,3072x8192,8192x3072,4096x12288,4096x14336,14336x4096,6144x4096,4096x4096,1024x4096}
 CODEBOOKS=${CODEBOOKS:-s4,nl4,u4,s5,u5,s6d,s8}
 MODES=${MODES:-graph,eager}
-mkdir -p "$OUT" "$WORK"
 . "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 run preflight "$BIN" preflight --cache "$CACHE" --out "$WORK/resources.csv"
 run certify "$BIN" certify --backend cuda --cache "$CACHE" --shapes 4096x4096,1000x2304 --m 2,16 \

@@ -10,17 +10,12 @@
 #   BIN=target/device-bin/vnni-dispatch POLICY=target/device-bin/policy.json bash scripts/device/dense_m.sh
 #   $OUT/dense-m.tar.gz   dense-m.csv, dense-rows.csv.zst, samples.csv.zst, report/, logs
 set -euo pipefail
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-BIN=${BIN:-target/release/vnni-dispatch}
-OUT=${OUT:-target/device}
-CACHE=${CACHE:-/tmp/vnni-cubin-cache}
 WORK=${WORK:-/tmp/vnni-dense-m}
 SHAPES=${SHAPES:-28672x8192,151936x4096}
 CODEBOOKS=${CODEBOOKS:-s4,u4,s6d,s8}
 MODES=${MODES:-graph}
 MAX_M=${MAX_M:-4096}
 LIMIT=${LIMIT:-520}
-mkdir -p "$OUT" "$WORK"
 . "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 run certify-grouped "$BIN" certify --backend cuda --cache "$CACHE" --shapes 4096x4096,1000x2304 --m 3,9,17,23 \
   --m1 decode.wide.tn128.cpt2,decode.kpar.tn128.cpt1.waves2 --out "$WORK/certificates-grouped.jsonl"

@@ -10,17 +10,12 @@
 #     bash scripts/device/grouped.sh
 #   $OUT/grouped.tar.gz   bench CSVs, certificates, resources, peer timings, logs
 set -euo pipefail
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-BIN=${BIN:-target/release/vnni-dispatch}
-OUT=${OUT:-target/device}
-CACHE=${CACHE:-/tmp/vnni-cubin-cache}
 WORK=${WORK:-/tmp/vnni-grouped}
 SHAPES=${SHAPES:-151936x4096,248320x5120,28672x8192,4096x14336}
 MS=${MS:-2,4,8,16,31}
 CODEBOOKS=${CODEBOOKS:-s4,nl4,u4,s5,u5,s6d,s8}
 # llama.cpp's type names for our codebooks' first source formats.
 PEER_CASES=${PEER_CASES:-"q4_0,q4_K,q8_0,q6_K,iq4_nl:151936x4096:1,8,16;q4_0,q4_K,q8_0:248320x5120:1,8,16;q4_0,q4_K,q8_0,q6_K:28672x8192:1,8,16;q4_0,q4_K,q8_0:4096x14336:1,8,16"}
-mkdir -p "$OUT" "$WORK"
 . "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 PEER_SH=$(dirname "${BASH_SOURCE[0]}")/../../target/peers/ggml-perf.sh
 if [ -n "${PEERS:-}" ]; then  # build while ours runs (low priority: ours times in graph mode)

@@ -5,11 +5,6 @@
 # Prints seconds per variant last.
 #   $OUT/ncu-cost.tar.gz   every variant's output and ncu file, the table
 set -euo pipefail
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=/usr/local/cuda/bin:$PATH
-BIN=${BIN:-target/release/vnni-dispatch}
-OUT=${OUT:-target/device}
-CACHE=${CACHE:-/tmp/vnni-cubin-cache}
 WORK=${WORK:-/tmp/vnni-ncu-cost}
 TOP=${TOP:-1}
 # PRESET=groups: which metric groups stay in one replay pass together (one pass costs ncu
@@ -29,7 +24,6 @@ case ${PRESET:-} in
 esac
 VARIANTS=${VARIANTS:-"bare base nosass launch cachenone app"}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-mkdir -p "$OUT" "$WORK"
 . "$HERE/steps.sh"
 if [ -z "${CORPUS:-}" ]; then
   run sweep "$BIN" sweep --backend cuda --profile family-smoke --cache "$CACHE" --out "$WORK/sweep"

@@ -7,16 +7,10 @@
 # Evidence directories travel as one archive; a short table last.
 #   $OUT/profile.tar.gz   each evidence directory, the corpus's plan and manifest, logs
 set -euo pipefail
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=/usr/local/cuda/bin:$PATH
-BIN=${BIN:-target/release/vnni-dispatch}
-OUT=${OUT:-target/device}
-CACHE=${CACHE:-/tmp/vnni-cubin-cache}
 WORK=${WORK:-/tmp/vnni-profile}
 PASSES=${PASSES:-"3:200 all:300"}
 CHUNK=${CHUNK:-256}
 REPLAY=${REPLAY:-kernel}   # or application (ncu reruns the worker per pass)
-mkdir -p "$OUT" "$WORK"
 . "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 ncu --version | tail -1 | tee "$WORK/ncu-version.txt"
 if [ -z "${CORPUS:-}" ]; then

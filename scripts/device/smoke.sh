@@ -8,12 +8,7 @@
 # short table last. Results travel as one archive.
 #   $OUT/smoke.tar.gz   bench CSVs, certificates, the sweep's corpus, the refresh summary, logs
 set -euo pipefail
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-BIN=${BIN:-target/release/vnni-dispatch}
-OUT=${OUT:-target/device}
-CACHE=${CACHE:-/tmp/vnni-cubin-cache}
 WORK=${WORK:-/tmp/vnni-smoke}
-mkdir -p "$OUT" "$WORK"
 . "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
 run preflight "$BIN" preflight --cache "$CACHE" --out "$WORK/resources.csv"
 run bench "$BIN" bench --cache "$CACHE" --shapes 4096x4096,24576x4096 --grouped-shapes 4096x4096 \

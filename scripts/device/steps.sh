@@ -1,6 +1,13 @@
-# Steps of a one-call device script, sourced once $WORK exists: `run NAME CMD...` runs a step
-# with its output in $WORK/NAME.out and .err and adds a line (rc, seconds, last output line)
-# to $WORK/table.txt, which the caller prints last. Starts the table and records the GPU.
+# Steps of a one-call device script, sourced once the caller has set WORK: the CUDA paths, the
+# defaults of BIN, OUT and CACHE, both directories made; `run NAME CMD...` runs a step with
+# its output in $WORK/NAME.out and .err and adds a line (rc, seconds, last output line) to
+# $WORK/table.txt, which the caller prints last. Starts the table and records the GPU.
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=/usr/local/cuda/bin:$PATH
+BIN=${BIN:-target/release/vnni-dispatch}
+OUT=${OUT:-target/device}
+CACHE=${CACHE:-/tmp/vnni-cubin-cache}
+mkdir -p "$OUT" "$WORK"
 status() { printf '%-22s %s\n' "$1" "$2" >>"$WORK/table.txt"; }
 run() { # name, then the command; records rc and seconds
   local name=$1; shift
