@@ -97,6 +97,41 @@ pub struct CollectionPlan {
     /// CUDA on sm_90: tables for callers that launch so; absent from the JSON when false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub programmatic: bool,
+    /// Grouped M values learned from dense-M measurements (`sweep --m-buckets-from`), in
+    /// place of the profile's (absent from the JSON of a plan that has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learned_buckets: Option<LearnedBuckets>,
+}
+
+/// The first M of each grouped bucket, placed where the fastest candidate changes in dense-M
+/// measurements (issue 24): a sweep times the grouped rows at these M (a bucket is timed at its
+/// first M, and the policy's buckets start at the M a corpus measures), not at the profile's.
+/// Prefill M (>= 32) stay the profile's: the grouped surface ends below them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LearnedBuckets {
+    /// Ascending, each in 2..32.
+    pub starts: Vec<usize>,
+    /// A bucket's single candidate stays within this many percent of the fastest at every
+    /// measured M of the bucket, in every measured series.
+    pub tolerance_percent: u32,
+    /// The measurements they were learned from (path as given, sha256 of the bytes read).
+    pub sources: Vec<SourceFile>,
+}
+
+impl LearnedBuckets {
+    /// Checked: starts ascending, distinct, each a grouped M (2 <= M < 32), at least one.
+    pub fn new(starts: Vec<usize>, tolerance_percent: u32, sources: Vec<SourceFile>) -> Result<LearnedBuckets, String> {
+        if starts.is_empty() {
+            return Err("no grouped bucket start (2 <= M < 32) was learned: the measurements have no M in 2..32".into());
+        }
+        if let Some(m) = starts.iter().find(|&&m| Surface::of_m(m) != Surface::Grouped) {
+            return Err(format!("bucket start M = {m} is not a grouped M (2 <= M < 32)"));
+        }
+        if starts.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(format!("bucket starts {starts:?} are not strictly ascending"));
+        }
+        Ok(LearnedBuckets { starts, tolerance_percent, sources })
+    }
 }
 
 /// One cell key.
@@ -158,13 +193,26 @@ impl Shard {
 }
 
 impl CollectionPlan {
-    /// The M values a cell of this plan is run over, in profile order: the profile's, or only
-    /// M = 1 for the first stage of a staged refresh.
+    /// The M values a cell of this plan is run over, in profile order: the planned ones, or
+    /// only M = 1 for the first stage of a staged refresh.
     pub fn collected_m(&self) -> Vec<usize> {
         if self.m1_only {
             return vec![1];
         }
-        self.inventory.m.clone()
+        self.planned_m()
+    }
+
+    /// The profile's M values, with its grouped ones (2..32) replaced by the learned bucket
+    /// starts where the plan has them (ascending then). What a policy fitted on this plan's
+    /// corpus takes its M buckets from, in either stage of a staged refresh.
+    pub fn planned_m(&self) -> Vec<usize> {
+        let Some(learned) = &self.learned_buckets else { return self.inventory.m.clone() };
+        let mut m: Vec<usize> =
+            self.inventory.m.iter().copied().filter(|&m| Surface::of_m(m) != Surface::Grouped).collect();
+        m.extend(&learned.starts);
+        m.sort_unstable();
+        m.dedup();
+        m
     }
 
     /// The M values this plan's backend measures (the CPU has no prefill surface).
@@ -677,6 +725,23 @@ pub fn read_corpus_rows(dir: &Path) -> Result<Vec<TimingRow>, CollectionError> {
 
 #[cfg(test)]
 mod tests {
+    /// Learned bucket starts are grouped M, ascending, at least one; each refusal says which.
+    #[test]
+    fn learned_bucket_starts_are_checked() {
+        use super::LearnedBuckets;
+        assert!(LearnedBuckets::new(vec![2, 3, 5, 9, 17], 5, Vec::new()).is_ok());
+        for (starts, says) in [
+            (vec![], "no grouped bucket start"),
+            (vec![2, 32], "M = 32 is not a grouped M"),
+            (vec![1, 2], "M = 1 is not a grouped M"),
+            (vec![2, 9, 5], "not strictly ascending"),
+            (vec![2, 2], "not strictly ascending"),
+        ] {
+            let e = LearnedBuckets::new(starts.clone(), 5, Vec::new()).unwrap_err();
+            assert!(e.contains(says), "{starts:?}: {e}");
+        }
+    }
+
     /// A changed digest is named with both values; a changed structure by its field.
     #[test]
     fn plan_differences_name_changed_digests() {

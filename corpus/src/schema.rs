@@ -225,6 +225,10 @@ pub struct PairRequest {
     pub limit: String,
 }
 
+/// Every candidate's rows of a dense-M bench ([`TimingRow`]s), beside its `dense-m.csv`: what
+/// M buckets are learned from.
+pub const DENSE_ROWS_FILE: &str = "dense-rows.csv.zst";
+
 /// One M of a dense-M bench (`dense-m.csv`, `bench --dense-m`): at a (mode, source format,
 /// N, K) and M rows, the fastest candidate measured at the inherited bpp beside the one a
 /// policy dispatches. At M = 1 the decode candidates race with their own bpp.

@@ -243,6 +243,20 @@ pub fn learn_buckets(t: &Times, tolerance: f64) -> Vec<JudgedBucket> {
     out
 }
 
+/// The grouped bucket starts (2 <= M < 32, the grouped surface) learned from every
+/// candidate's dense-M rows: [`learn_buckets`] at [`BEHIND_LIMIT`] over the grouped M. The
+/// starts below 32 are the same as those of learning over every M (greedy from the left: a
+/// start depends only on the M before it).
+pub fn grouped_starts(timing: &[TimingRow]) -> Vec<usize> {
+    let grouped = vnni_kernels::registry::PREFILL_MIN_M;
+    let mut t = times(timing);
+    for line in t.values_mut() {
+        line.retain(|&m, _| m < grouped);
+    }
+    t.retain(|_, line| !line.is_empty());
+    learn_buckets(&t, BEHIND_LIMIT).iter().map(|b| b.lo).collect()
+}
+
 /// A given bucket map (the first M of each bucket from 2 up, as a policy's `m_buckets`)
 /// judged on the same measurements.
 pub fn judge_buckets(t: &Times, starts: &[usize]) -> Vec<JudgedBucket> {
@@ -744,6 +758,32 @@ mod tests {
         gap.retain(|r| !(r.m == 12 && r.candidate.as_str() == b));
         let t = times(&gap);
         assert_eq!(bucket_pick(t.values().next().unwrap(), &[11, 12, 13]).unwrap().0, c);
+    }
+
+    #[test]
+    fn grouped_starts_are_the_learned_starts_below_the_prefill_surface() {
+        let (a, b, c, d) = (
+            "grouped.rows.r8",
+            "grouped.imma.16x128.w1x4.std",
+            "grouped.imma.32x128.w1x4.std",
+            "grouped.imma.32x128.w1x4.kpart",
+        );
+        let mut rows = Vec::new();
+        for m in 2..=40 {
+            let at = match m {
+                2..=8 => [10.0, 15.0, 20.0, 20.0],
+                9..=16 => [15.0, 10.0, 12.0, 12.0],
+                17..=35 => [30.0, 20.0, 10.0, 11.0],
+                _ => [30.0, 20.0, 12.0, 10.0],
+            };
+            rows.extend(timed(m, &[(a, at[0]), (b, at[1]), (c, at[2]), (d, at[3])]));
+        }
+        let every: Vec<usize> = learn_buckets(&times(&rows), BEHIND_LIMIT).iter().map(|b| b.lo).collect();
+        assert_eq!(every, vec![2, 9, 17, 36]);
+        assert_eq!(grouped_starts(&rows), vec![2, 9, 17]);
+        // only prefill M measured: nothing to learn for the grouped surface
+        rows.retain(|r| r.m >= 32);
+        assert!(grouped_starts(&rows).is_empty());
     }
 
     #[test]

@@ -103,7 +103,7 @@ pub fn skeleton(corpus: &Corpus) -> Policy {
         units: corpus.plan.units as u64,
         codebooks,
         modes,
-        m_buckets: m_buckets(&corpus.plan.inventory.m),
+        m_buckets: m_buckets(&corpus.plan.planned_m()),
         aspect_edges: ASPECT_EDGES.to_vec(),
         candidates: Vec::new(),
         domains: Vec::new(),

@@ -373,6 +373,7 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
         m1_only: false,
         whole_rotations: false,
         programmatic: false,
+        learned_buckets: None,
     };
     let mut phases: BTreeMap<String, CellResult> =
         PHASES.iter().map(|p| (p.to_string(), CellResult::default())).collect();

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{invalid, Context, MeasureError, Result};
 use vnni_corpus::collection::{
-    assemble, inventory_sources, CellProvenance, CellStore, Claim, CollectionPlan, Shard, COLLECTION_SCHEMA,
+    assemble, inventory_sources, CellProvenance, CellStore, Claim, CollectionPlan, LearnedBuckets, Shard,
+    COLLECTION_SCHEMA,
 };
 use vnni_corpus::inventory::Inventory;
 use vnni_corpus::provenance::git_state;
@@ -16,7 +17,7 @@ use vnni_corpus::seal::{seal, verify, Expected, MANIFEST};
 use vnni_corpus::staged::{FrozenM1, InheritedPick, M1Rows};
 use vnni_kernels::cuda::source::kernel_source_digest;
 use vnni_kernels::registry::registry_digest_for;
-use vnni_kernels::{BackendChoice, Mode};
+use vnni_kernels::{BackendChoice, Mode, Surface};
 
 use crate::protocol::{Protocol, TimingOptions};
 use crate::runner::CellRunner;
@@ -48,6 +49,9 @@ pub struct CollectOptions {
     pub whole_rotations: bool,
     /// Decode candidates launch programmatically (CUDA only; recorded in the plan).
     pub programmatic: bool,
+    /// Grouped M values learned from dense-M measurements, in place of the profile's
+    /// (recorded in the plan).
+    pub learned_buckets: Option<LearnedBuckets>,
 }
 
 /// Which rows a collection measures.
@@ -213,7 +217,14 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
         m1_only: opts.stage == Stage::M1,
         whole_rotations: opts.whole_rotations,
         programmatic: opts.programmatic,
+        learned_buckets: opts.learned_buckets.clone(),
     };
+    if plan.learned_buckets.is_some() && !plan.inventory.m.iter().any(|&m| Surface::of_m(m) == Surface::Grouped) {
+        invalid!(
+            "profile {} measures no grouped M (2..32), so learned bucket starts have nothing to replace: drop --m-buckets-from",
+            opts.profile
+        );
+    }
     let m1_rows = match &opts.stage {
         Stage::Batched { frozen, m1_corpus } => {
             check_frozen(frozen, &plan)?;

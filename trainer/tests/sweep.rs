@@ -411,3 +411,98 @@ fn programmatic_launch_is_refused_on_the_cpu() {
     assert!(!ok && err.contains("--programmatic is a CUDA launch"), "{err}");
     assert!(!work.join("plan.json").exists(), "nothing planned");
 }
+
+/// Every candidate's row of a dense-M bench at one M (the fields `sweep --m-buckets-from` reads).
+fn dense_row(m: usize, candidate: &str, median_us: f64) -> vnni_corpus::TimingRow {
+    vnni_corpus::TimingRow {
+        backend: "cpu".parse().unwrap(),
+        arch: "x86_64".into(),
+        device: "test".into(),
+        mode: "eager".parse().unwrap(),
+        source_format: Some("Q4_0".parse().unwrap()),
+        codebook: Some("s4".parse().unwrap()),
+        m,
+        n: 4096,
+        k: 4096,
+        candidate: candidate.parse().unwrap(),
+        m1_candidate: Some("decode.wide.tn128.cpt1".parse().unwrap()),
+        bpp: 128,
+        warmups: 0,
+        samples: 2,
+        replays: 1,
+        weight_copies: 1,
+        seed: 1,
+        min_us: median_us,
+        median_us,
+        p95_us: median_us,
+        mad_us: 0.0,
+        cv: 0.0,
+        weight_bytes: 1 << 20,
+        gbps: 1.0,
+        pct_copy_bw: 1.0,
+        checked: 8,
+        mismatches: 0,
+        first_mismatch: String::new(),
+        eligible: true,
+        dropped: false,
+        registers: 32,
+        occupancy_blocks_per_sm: 1,
+    }
+}
+
+/// `sweep --m-buckets-from`: the grouped rows are timed at the bucket starts learned from a
+/// dense-M bench's rows (here 2, 3 and 5: the fastest candidate changes at 3 and 5; the prefill
+/// start at 40 is not the grouped surface's), the plan records them and the files they came
+/// from, and the fitted policy's grouped buckets start there. Refused: rows missing beside the
+/// file named, a profile without grouped M.
+#[test]
+fn grouped_rows_are_timed_at_the_bucket_starts_learned_from_dense_m_rows() {
+    let root = tmp("learned-buckets");
+    let bench = root.join("bench");
+    std::fs::create_dir_all(&bench).unwrap();
+    let (a, b, c) = ("grouped.rows.r2", "grouped.rows.r4", "grouped.rows.r8");
+    let mut rows = Vec::new();
+    for m in [2, 3, 4, 5, 8, 16, 31, 32, 40, 64] {
+        let at = match m {
+            2 => [10.0, 12.0, 14.0],
+            3 | 4 => [13.0, 10.0, 12.0],
+            5..=32 => [20.0, 15.0, 10.0],
+            _ => [20.0, 10.0, 15.0],
+        };
+        rows.extend([dense_row(m, a, at[0]), dense_row(m, b, at[1]), dense_row(m, c, at[2])]);
+    }
+    vnni_corpus::write_csv(&bench.join(vnni_corpus::schema::DENSE_ROWS_FILE), &rows).unwrap();
+    let dense = bench.join("dense-m.csv");
+    let out = root.join("work");
+    let (ok, stdout, stderr) = sweep(&out, &["--m-buckets-from", dense.to_str().unwrap()]);
+    assert!(ok && stdout.contains("corpus sealed"), "{stdout}{stderr}");
+    let corpus = out.join("corpus");
+    let plan = CollectionPlan::read(&corpus.join("plan.json")).unwrap();
+    assert_eq!(plan.collected_m(), vec![1, 2, 3, 5]);
+    let learned = plan.learned_buckets.as_ref().unwrap();
+    assert_eq!((learned.starts.clone(), learned.tolerance_percent), (vec![2, 3, 5], 5));
+    let bytes = std::fs::read(bench.join(vnni_corpus::schema::DENSE_ROWS_FILE)).unwrap();
+    assert_eq!(learned.sources[0].sha256, vnni_kernels::digest::sha256_hex(&bytes));
+    let ms: BTreeSet<usize> = read_corpus_rows(&corpus).unwrap().iter().map(|r| r.m).collect();
+    assert_eq!(ms, BTreeSet::from([1, 2, 3, 5]));
+    let policy = root.join("policy.json");
+    let (ok, o, e) = vnni(&[
+        "fit",
+        "--corpus",
+        corpus.to_str().unwrap(),
+        "--out",
+        policy.to_str().unwrap(),
+        "--ledger",
+        root.join("ledger.json").to_str().unwrap(),
+    ]);
+    assert!(policy.is_file(), "{o}{e} (ok = {ok})");
+    let p: serde_json::Value = serde_json::from_slice(&std::fs::read(&policy).unwrap()).unwrap();
+    let buckets: Vec<(u64, Option<u64>)> =
+        p["m_buckets"].as_array().unwrap().iter().map(|b| (b["lo"].as_u64().unwrap(), b["hi"].as_u64())).collect();
+    assert_eq!(buckets, vec![(1, Some(1)), (2, Some(2)), (3, Some(4)), (5, None)]);
+    // no rows beside the file given: refused, naming both
+    let elsewhere = root.join("elsewhere/dense-m.csv");
+    let (ok, _, err) = sweep(&root.join("work2"), &["--m-buckets-from", elsewhere.to_str().unwrap()]);
+    assert!(!ok && err.contains("elsewhere/dense-m.csv") && err.contains("dense-rows.csv.zst"), "{err}");
+    let _ = std::fs::remove_dir_all(&root);
+}

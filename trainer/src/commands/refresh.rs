@@ -64,6 +64,11 @@ pub struct Args {
     /// records it. The picks differ from plain launches (docs/PERF.md).
     #[arg(long)]
     pub programmatic: bool,
+    /// `dense-m.csv` files of `bench --dense-m` runs: both stages are planned with the grouped
+    /// M buckets learned from them (`sweep --m-buckets-from`), so the policy's grouped buckets
+    /// start where the fastest candidate changes.
+    #[arg(long, value_delimiter = ',', conflicts_with = "corpus")]
+    pub m_buckets_from: Vec<PathBuf>,
 }
 
 impl ToArgv for Args {
@@ -81,6 +86,7 @@ impl ToArgv for Args {
             .val("random", self.random)
             .opt_path("cache", self.cache.as_deref())
             .flag("programmatic", self.programmatic)
+            .list("m-buckets-from", &self.m_buckets_from.iter().map(|p| p.display()).collect::<Vec<_>>())
             .done()
     }
 }
@@ -223,6 +229,10 @@ pub fn run(a: &Args) -> Result<()> {
             Ok(format!("{} (top 3 and the pick of every cell)", evidence_dir.display()))
         })?;
     }
+    // The tables are validated over every shape of the inventory (its `all` profile); an
+    // inventory of one's own without that profile, over the refreshed profile's shapes.
+    let validated =
+        if Inventory::load(&a.inventory)?.profiles.contains_key("all") { "all" } else { a.profile.as_str() };
     step("generate", &mut steps, || {
         let args = generate::Args {
             policy: policy_path.clone(),
@@ -235,7 +245,7 @@ pub fn run(a: &Args) -> Result<()> {
             seed: vnni_generator::validate::DEFAULT_SEED,
             inventory: a.inventory.clone(),
             require_rust: false,
-            profile: "all".into(),
+            profile: validated.into(),
             certificates: policy_certs.is_file().then(|| policy_certs.clone()),
             evidence: profiled.then(|| evidence_dir.clone()),
             corpus: profiled.then(|| corpus.clone()),
@@ -312,6 +322,7 @@ fn corpus_step(a: &Args, out: &Path, steps: &mut Vec<Step>) -> Result<(PathBuf, 
         m1_corpus: None,
         whole_rotations: false,
         programmatic: a.programmatic,
+        m_buckets_from: a.m_buckets_from.clone(),
         worker: None,
     };
     let stage1 = out.join("m1");

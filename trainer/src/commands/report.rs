@@ -98,7 +98,7 @@ fn dense_m(a: &Args, policy: Option<&Policy>) -> Result<()> {
     // Every candidate's rows, where the bench left them beside its dense-m.csv.
     let mut timing = Vec::new();
     for path in &a.dense_m {
-        let beside = path.with_file_name("dense-rows.csv.zst");
+        let beside = path.with_file_name(vnni_corpus::schema::DENSE_ROWS_FILE);
         if beside.is_file() {
             timing.extend(vnni_corpus::read::read_timing(&beside)?);
         }

@@ -8,8 +8,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use vnni_corpus::collection::{CellStore, CollectionPlan, Shard};
+use vnni_corpus::collection::{CellStore, CollectionPlan, LearnedBuckets, Shard};
 use vnni_corpus::inventory::Inventory;
+use vnni_corpus::schema::DENSE_ROWS_FILE;
+use vnni_corpus::seal::SourceFile;
 use vnni_corpus::staged::FrozenM1;
 use vnni_kernels::BackendChoice;
 use vnni_measure::collect::{collect, finish, threads_per_worker, CollectOptions, Stage};
@@ -63,6 +65,12 @@ pub struct Args {
     /// the plan): tables for callers that launch the decode kernels so.
     #[arg(long)]
     pub programmatic: bool,
+    /// `dense-m.csv` files of `bench --dense-m` runs (comma-separated): time the grouped rows
+    /// at the M buckets learned from every candidate's rows beside them (where the fastest
+    /// candidate changes), instead of at the profile's grouped M; recorded in the plan, and
+    /// the policy's grouped buckets start at them.
+    #[arg(long, value_delimiter = ',')]
+    pub m_buckets_from: Vec<PathBuf>,
     /// Internal: this process is worker i of --devices.
     #[arg(long, hide = true)]
     pub worker: Option<usize>,
@@ -85,6 +93,7 @@ impl ToArgv for Args {
             .opt_path("m1-corpus", self.m1_corpus.as_deref())
             .flag("whole-rotations", self.whole_rotations)
             .flag("programmatic", self.programmatic)
+            .list("m-buckets-from", &self.m_buckets_from.iter().map(|p| p.display()).collect::<Vec<_>>())
             .opt("worker", self.worker)
             .done()
     }
@@ -125,6 +134,7 @@ impl Args {
             stage: self.stage()?,
             whole_rotations: self.whole_rotations,
             programmatic: self.programmatic,
+            learned_buckets: learned_buckets(&self.m_buckets_from)?,
         })
     }
 
@@ -141,6 +151,34 @@ impl Args {
             ),
         })
     }
+}
+
+/// `--m-buckets-from`: the grouped bucket starts learned from `bench --dense-m` runs (every
+/// candidate's rows, beside each `dense-m.csv` given), with the files they came from; `None`
+/// without any.
+pub fn learned_buckets(dense_m: &[PathBuf]) -> Result<Option<LearnedBuckets>> {
+    if dense_m.is_empty() {
+        return Ok(None);
+    }
+    let mut timing = Vec::new();
+    let mut sources = Vec::new();
+    for path in dense_m {
+        let rows = path.with_file_name(DENSE_ROWS_FILE);
+        let bytes = std::fs::read(&rows).with_context(|| {
+            format!(
+                "{}: reading {} beside it (bench --dense-m writes every candidate's rows there; the buckets are learned from them)",
+                path.display(),
+                rows.display()
+            )
+        })?;
+        timing.extend(vnni_corpus::read::read_timing(&rows)?);
+        sources.push(SourceFile { path: rows.display().to_string(), sha256: vnni_kernels::digest::sha256_hex(&bytes) });
+    }
+    let starts = vnni_learner::dense_m::grouped_starts(&timing);
+    let tolerance = (vnni_learner::dense_m::BEHIND_LIMIT * 100.0).round() as u32;
+    LearnedBuckets::new(starts, tolerance, sources).map(Some).map_err(|e| {
+        anyhow::anyhow!("{}: {e}", dense_m.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))
+    })
 }
 
 /// The frozen M = 1 stage of a policy for a profile: its M = 1 pick (and that pick's bpp) for

@@ -108,7 +108,7 @@ impl Dense {
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
         let csv = out.join("dense-m.csv");
         vnni_corpus::write_csv(&csv, &self.rows)?;
-        vnni_corpus::write_csv(&out.join("dense-rows.csv.zst"), &self.timing)?;
+        vnni_corpus::write_csv(&out.join(vnni_corpus::schema::DENSE_ROWS_FILE), &self.timing)?;
         vnni_corpus::write_csv(&out.join("samples.csv.zst"), &self.samples)?;
         vnni_corpus::write_csv(&out.join("resources.csv"), &bench.session.resources)?;
         write_report(&self.rows, &self.timing, &bucket_maps(policy), &[csv], &out.join("report"))?;
