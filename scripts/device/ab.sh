@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Two builds' kernels side by side in one device call: the same `bench` run by binary A and
+# binary B on the same machine, alternated (A B A B ...) so machine drift shows as the spread
+# between one binary's rounds; each candidate bit-checked as in every bench. Prints, last, the
+# best candidate's median per cell of every run and B's best over A's.
+#   env: BIN_A, BIN_B (required), SHAPES (NxK,..), CODEBOOKS (s4), MODES (graph), ROUNDS (1),
+#        SAMPLES (12)
+#   out: $OUT/ab.tar.gz (each run's best.csv and log), $OUT/ab.txt (the table)
+#   BIN_A=target/device-bin-old/vnni-dispatch BIN_B=target/device-bin/vnni-dispatch \
+#     SHAPES=2048x768,4096x4096 bash scripts/device/ab.sh
+set -euo pipefail
+WORK=${WORK:-/tmp/vnni-ab}
+source "$(dirname "$0")/steps.sh"
+: "${BIN_A:?BIN_A: the first binary}" "${BIN_B:?BIN_B: the second binary}" "${SHAPES:?SHAPES: NxK,..}"
+trap 'tar -C "$WORK" -czf "$OUT/ab.tar.gz" . ; cp "$WORK/table.txt" "$OUT/ab.txt" 2>/dev/null || true' EXIT
+for r in $(seq 1 "${ROUNDS:-1}"); do
+  for v in A B; do
+    bin=BIN_$v
+    run "bench-$v$r" "${!bin}" bench --backend cuda --cache "$CACHE-$v" --shapes "$SHAPES" \
+      --codebooks "${CODEBOOKS:-s4}" --modes "${MODES:-graph}" --samples "${SAMPLES:-12}" --out "$WORK/$v$r"
+  done
+done
+python3 - "$WORK" >>"$WORK/table.txt" <<'PY'
+import csv, glob, os, sys
+work = sys.argv[1]
+best = {}  # run -> cell -> (us, candidate)
+for f in sorted(glob.glob(os.path.join(work, "*", "best.csv"))):
+    run = os.path.basename(os.path.dirname(f))
+    for r in csv.DictReader(open(f)):
+        if r["m"] != "1" or not r["candidate"].startswith("decode.") or r["eligible"] != "true":
+            continue
+        cell = (r["mode"], r["codebook"], int(r["n"]), int(r["k"]))
+        us = float(r["median_us"])
+        if cell not in best.setdefault(run, {}) or us < best[run][cell][0]:
+            best[run][cell] = (us, r["candidate"])
+runs = sorted(best)
+print("\n| mode | codebook | N x K | " + " | ".join(runs) + " | B / A |")
+print("|---|---|---|" + "---|" * (len(runs) + 1))
+for cell in sorted({c for r in runs for c in best[r]}, key=lambda c: (c[0], c[1], c[2] * c[3])):
+    a = [best[r][cell][0] for r in runs if r.startswith("A") and cell in best[r]]
+    b = [best[r][cell][0] for r in runs if r.startswith("B") and cell in best[r]]
+    ratio = f"{min(b) / min(a):.3f}" if a and b else "-"
+    cols = " | ".join(f"{best[r][cell][0]:.2f}" if cell in best[r] else "-" for r in runs)
+    print(f"| {cell[0]} | {cell[1]} | {cell[2]}x{cell[3]} | {cols} | {ratio} |")
+PY
+cat "$WORK/table.txt"
