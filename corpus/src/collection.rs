@@ -114,15 +114,25 @@ pub struct LearnedBuckets {
     /// A bucket's single candidate stays within this many percent of the fastest at every
     /// measured M of the bucket, in every measured series.
     pub tolerance_percent: u32,
+    /// The backend and architecture the measurements were taken on: a plan for another is
+    /// refused (buckets of one machine's kernels say nothing of another's).
+    pub backend: Backend,
+    pub arch: String,
     /// The measurements they were learned from (path as given, sha256 of the bytes read).
     pub sources: Vec<SourceFile>,
 }
 
 impl LearnedBuckets {
-    /// Checked: starts ascending, distinct, each a grouped M (2 <= M < 32), at least one.
-    pub fn new(starts: Vec<usize>, tolerance_percent: u32, sources: Vec<SourceFile>) -> Result<LearnedBuckets, String> {
+    /// Checked: starts ascending, distinct, each a grouped M (2 <= M < 32), the first M = 2
+    /// (a bucket is timed at its first M, and the first grouped bucket serves M = 2).
+    pub fn new(
+        starts: Vec<usize>,
+        tolerance_percent: u32,
+        (backend, arch): (Backend, String),
+        sources: Vec<SourceFile>,
+    ) -> Result<LearnedBuckets, String> {
         if starts.is_empty() {
-            return Err("no grouped bucket start (2 <= M < 32) was learned: the measurements have no M in 2..32".into());
+            return Err("no grouped bucket start (2 <= M < 32) was learned: no eligible row has an M in 2..32".into());
         }
         if let Some(m) = starts.iter().find(|&&m| Surface::of_m(m) != Surface::Grouped) {
             return Err(format!("bucket start M = {m} is not a grouped M (2 <= M < 32)"));
@@ -130,7 +140,13 @@ impl LearnedBuckets {
         if starts.windows(2).any(|w| w[0] >= w[1]) {
             return Err(format!("bucket starts {starts:?} are not strictly ascending"));
         }
-        Ok(LearnedBuckets { starts, tolerance_percent, sources })
+        if starts[0] != 2 {
+            return Err(format!(
+                "the measurements start at M = {}: the first grouped bucket serves M = 2, so M = 2 must be measured",
+                starts[0]
+            ));
+        }
+        Ok(LearnedBuckets { starts, tolerance_percent, backend, arch, sources })
     }
 }
 
@@ -725,19 +741,21 @@ pub fn read_corpus_rows(dir: &Path) -> Result<Vec<TimingRow>, CollectionError> {
 
 #[cfg(test)]
 mod tests {
-    /// Learned bucket starts are grouped M, ascending, at least one; each refusal says which.
+    /// Learned bucket starts are grouped M, ascending, from M = 2; each refusal says which.
     #[test]
     fn learned_bucket_starts_are_checked() {
         use super::LearnedBuckets;
-        assert!(LearnedBuckets::new(vec![2, 3, 5, 9, 17], 5, Vec::new()).is_ok());
+        let on = || (vnni_kernels::Backend::Cuda, "sm_90".to_string());
+        assert!(LearnedBuckets::new(vec![2, 3, 5, 9, 17], 5, on(), Vec::new()).is_ok());
         for (starts, says) in [
             (vec![], "no grouped bucket start"),
             (vec![2, 32], "M = 32 is not a grouped M"),
             (vec![1, 2], "M = 1 is not a grouped M"),
             (vec![2, 9, 5], "not strictly ascending"),
             (vec![2, 2], "not strictly ascending"),
+            (vec![3, 5], "start at M = 3"),
         ] {
-            let e = LearnedBuckets::new(starts.clone(), 5, Vec::new()).unwrap_err();
+            let e = LearnedBuckets::new(starts.clone(), 5, on(), Vec::new()).unwrap_err();
             assert!(e.contains(says), "{starts:?}: {e}");
         }
     }

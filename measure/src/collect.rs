@@ -219,11 +219,24 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
         programmatic: opts.programmatic,
         learned_buckets: opts.learned_buckets.clone(),
     };
-    if plan.learned_buckets.is_some() && !plan.inventory.m.iter().any(|&m| Surface::of_m(m) == Surface::Grouped) {
-        invalid!(
-            "profile {} measures no grouped M (2..32), so learned bucket starts have nothing to replace: drop --m-buckets-from",
-            opts.profile
-        );
+    if let Some(learned) = &plan.learned_buckets {
+        let files = learned.sources.iter().map(|s| s.path.as_str()).collect::<Vec<_>>().join(", ");
+        if !plan.inventory.m.iter().any(|&m| Surface::of_m(m) == Surface::Grouped) {
+            invalid!(
+                "profile {} of {} measures no grouped M (2..32), so the bucket starts learned from {files} have nothing to replace: drop --m-buckets-from",
+                opts.profile,
+                opts.inventory.display()
+            );
+        }
+        if (learned.backend, learned.arch.as_str()) != (plan.backend, plan.arch.as_str()) {
+            invalid!(
+                "the bucket starts were learned from {} {} measurements ({files}); this collection runs on {} {}: bench --dense-m on this machine first",
+                learned.backend.name(),
+                learned.arch,
+                plan.backend.name(),
+                plan.arch
+            );
+        }
     }
     let m1_rows = match &opts.stage {
         Stage::Batched { frozen, m1_corpus } => {

@@ -416,7 +416,7 @@ fn programmatic_launch_is_refused_on_the_cpu() {
 fn dense_row(m: usize, candidate: &str, median_us: f64) -> vnni_corpus::TimingRow {
     vnni_corpus::TimingRow {
         backend: "cpu".parse().unwrap(),
-        arch: "x86_64".into(),
+        arch: std::env::consts::ARCH.into(),
         device: "test".into(),
         mode: "eager".parse().unwrap(),
         source_format: Some("Q4_0".parse().unwrap()),
@@ -453,8 +453,9 @@ fn dense_row(m: usize, candidate: &str, median_us: f64) -> vnni_corpus::TimingRo
 /// `sweep --m-buckets-from`: the grouped rows are timed at the bucket starts learned from a
 /// dense-M bench's rows (here 2, 3 and 5: the fastest candidate changes at 3 and 5; the prefill
 /// start at 40 is not the grouped surface's), the plan records them and the files they came
-/// from, and the fitted policy's grouped buckets start there. Refused: rows missing beside the
-/// file named, a profile without grouped M.
+/// from, the corpus verifies, the fitted policy's grouped buckets start there, and a profile's
+/// prefill M stay. Refused, naming the files: rows missing beside the file given, a given file
+/// that does not exist, rows of another machine, a row in two files.
 #[test]
 fn grouped_rows_are_timed_at_the_bucket_starts_learned_from_dense_m_rows() {
     let root = tmp("learned-buckets");
@@ -471,20 +472,26 @@ fn grouped_rows_are_timed_at_the_bucket_starts_learned_from_dense_m_rows() {
         };
         rows.extend([dense_row(m, a, at[0]), dense_row(m, b, at[1]), dense_row(m, c, at[2])]);
     }
-    vnni_corpus::write_csv(&bench.join(vnni_corpus::schema::DENSE_ROWS_FILE), &rows).unwrap();
+    let rows_file = bench.join(vnni_corpus::schema::DENSE_ROWS_FILE);
+    vnni_corpus::write_csv(&rows_file, &rows).unwrap();
     let dense = bench.join("dense-m.csv");
+    std::fs::write(&dense, "").unwrap();
+    let from = dense.to_str().unwrap();
     let out = root.join("work");
-    let (ok, stdout, stderr) = sweep(&out, &["--m-buckets-from", dense.to_str().unwrap()]);
+    let (ok, stdout, stderr) = sweep(&out, &["--m-buckets-from", from]);
     assert!(ok && stdout.contains("corpus sealed"), "{stdout}{stderr}");
     let corpus = out.join("corpus");
     let plan = CollectionPlan::read(&corpus.join("plan.json")).unwrap();
     assert_eq!(plan.collected_m(), vec![1, 2, 3, 5]);
     let learned = plan.learned_buckets.as_ref().unwrap();
     assert_eq!((learned.starts.clone(), learned.tolerance_percent), (vec![2, 3, 5], 5));
-    let bytes = std::fs::read(bench.join(vnni_corpus::schema::DENSE_ROWS_FILE)).unwrap();
+    let bytes = std::fs::read(&rows_file).unwrap();
     assert_eq!(learned.sources[0].sha256, vnni_kernels::digest::sha256_hex(&bytes));
     let ms: BTreeSet<usize> = read_corpus_rows(&corpus).unwrap().iter().map(|r| r.m).collect();
     assert_eq!(ms, BTreeSet::from([1, 2, 3, 5]));
+    let inv = inventory();
+    let (ok, o, e) = vnni(&["verify", "--corpus", corpus.to_str().unwrap(), "--inventory", inv.to_str().unwrap()]);
+    assert!(ok, "{o}{e}");
     let policy = root.join("policy.json");
     let (ok, o, e) = vnni(&[
         "fit",
@@ -500,9 +507,49 @@ fn grouped_rows_are_timed_at_the_bucket_starts_learned_from_dense_m_rows() {
     let buckets: Vec<(u64, Option<u64>)> =
         p["m_buckets"].as_array().unwrap().iter().map(|b| (b["lo"].as_u64().unwrap(), b["hi"].as_u64())).collect();
     assert_eq!(buckets, vec![(1, Some(1)), (2, Some(2)), (3, Some(4)), (5, None)]);
-    // no rows beside the file given: refused, naming both
-    let elsewhere = root.join("elsewhere/dense-m.csv");
-    let (ok, _, err) = sweep(&root.join("work2"), &["--m-buckets-from", elsewhere.to_str().unwrap()]);
-    assert!(!ok && err.contains("elsewhere/dense-m.csv") && err.contains("dense-rows.csv.zst"), "{err}");
+    // a profile's prefill M stay beside the learned starts (the CPU times none of them)
+    let mut args = sweep_args(&root.join("prefill"));
+    let at = args.iter().position(|a| a == "tiny").unwrap();
+    args[at] = "tiny-prefill".into();
+    args.extend(["--m-buckets-from".to_string(), from.to_string()]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (ok, o, e) = vnni(&refs);
+    assert!(ok, "{o}{e}");
+    let plan = CollectionPlan::read(&root.join("prefill/corpus/plan.json")).unwrap();
+    assert_eq!(plan.collected_m(), vec![1, 2, 3, 5, 64]);
+    let refused = |tag: &str, files: &str| {
+        let (ok, _, err) = sweep(&root.join(tag), &["--m-buckets-from", files]);
+        assert!(!ok, "{tag}: accepted");
+        err
+    };
+    // no rows beside the file given; no file at all
+    let elsewhere = root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("dense-m.csv"), "").unwrap();
+    let err = refused("no-rows", elsewhere.join("dense-m.csv").to_str().unwrap());
+    assert!(err.contains("elsewhere/dense-m.csv") && err.contains("dense-rows.csv.zst"), "{err}");
+    let err = refused("no-file", root.join("missing/dense-m.csv").to_str().unwrap());
+    assert!(err.contains("missing/dense-m.csv: not a file"), "{err}");
+    // rows of another machine
+    let gpu = root.join("gpu");
+    std::fs::create_dir_all(&gpu).unwrap();
+    std::fs::write(gpu.join("dense-m.csv"), "").unwrap();
+    let on_gpu: Vec<_> = rows
+        .iter()
+        .map(|r| vnni_corpus::TimingRow { backend: "cuda".parse().unwrap(), arch: "sm_90".into(), ..r.clone() })
+        .collect();
+    vnni_corpus::write_csv(&gpu.join(vnni_corpus::schema::DENSE_ROWS_FILE), &on_gpu).unwrap();
+    let err = refused("other-machine", gpu.join("dense-m.csv").to_str().unwrap());
+    assert!(err.contains("learned from cuda sm_90 measurements") && err.contains("gpu/dense-rows.csv.zst"), "{err}");
+    // one row in two files
+    let twice = format!("{from},{}", elsewhere.join("dense-m.csv").display());
+    vnni_corpus::write_csv(&elsewhere.join(vnni_corpus::schema::DENSE_ROWS_FILE), &rows[..1]).unwrap();
+    let err = refused("twice", &twice);
+    assert!(
+        err.contains("elsewhere/dense-rows.csv.zst")
+            && err.contains("is also in")
+            && err.contains("bench/dense-rows.csv.zst"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }

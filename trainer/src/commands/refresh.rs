@@ -64,9 +64,9 @@ pub struct Args {
     /// records it. The picks differ from plain launches (docs/PERF.md).
     #[arg(long)]
     pub programmatic: bool,
-    /// `dense-m.csv` files of `bench --dense-m` runs: both stages are planned with the grouped
-    /// M buckets learned from them (`sweep --m-buckets-from`), so the policy's grouped buckets
-    /// start where the fastest candidate changes.
+    /// `dense-m.csv` files of `bench --dense-m` runs on this machine: the batched stage is
+    /// planned with the grouped M buckets learned from them (`sweep --m-buckets-from`), so the
+    /// policy's grouped buckets start where the fastest candidate changes.
     #[arg(long, value_delimiter = ',', conflicts_with = "corpus")]
     pub m_buckets_from: Vec<PathBuf>,
 }
@@ -328,7 +328,8 @@ fn corpus_step(a: &Args, out: &Path, steps: &mut Vec<Step>) -> Result<(PathBuf, 
     let stage1 = out.join("m1");
     let (m1_corpus, m1_policy) = (stage1.join("corpus"), stage1.join("policy.json"));
     step("collect M = 1", steps, || {
-        sweep::run(&sweep::Args { m1_only: true, ..sweep(stage1.clone()) })
+        // M = 1 rows do not depend on the grouped buckets: a new dense-M bench keeps this stage.
+        sweep::run(&sweep::Args { m1_only: true, m_buckets_from: Vec::new(), ..sweep(stage1.clone()) })
             .context("the M = 1 collection failed; rerun the same command to resume")?;
         Ok(s(&m1_corpus))
     })?;

@@ -5,6 +5,7 @@
 //! (after fitting and freezing the M = 1 policy) `--m1-policy P --m1-corpus C`, which times
 //! the batched rows at P's M = 1 picks.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -13,7 +14,7 @@ use vnni_corpus::inventory::Inventory;
 use vnni_corpus::schema::DENSE_ROWS_FILE;
 use vnni_corpus::seal::SourceFile;
 use vnni_corpus::staged::FrozenM1;
-use vnni_kernels::BackendChoice;
+use vnni_kernels::{Backend, BackendChoice};
 use vnni_measure::collect::{collect, finish, threads_per_worker, CollectOptions, Stage};
 
 use crate::argv::{Argv, ToArgv};
@@ -162,23 +163,70 @@ pub fn learned_buckets(dense_m: &[PathBuf]) -> Result<Option<LearnedBuckets>> {
     }
     let mut timing = Vec::new();
     let mut sources = Vec::new();
+    // Where each (mode, format, N, K, M, candidate) was read first: one measurement each.
+    let mut seen: BTreeMap<(String, String, usize, usize, usize, String), PathBuf> = BTreeMap::new();
+    let mut machine: Option<((Backend, String), PathBuf)> = None;
     for path in dense_m {
-        let rows = path.with_file_name(DENSE_ROWS_FILE);
-        let bytes = std::fs::read(&rows).with_context(|| {
+        if !path.is_file() {
+            bail!("{}: not a file (give the dense-m.csv of a bench --dense-m run)", path.display());
+        }
+        let rows_path = path.with_file_name(DENSE_ROWS_FILE);
+        let bytes = std::fs::read(&rows_path).with_context(|| {
             format!(
                 "{}: reading {} beside it (bench --dense-m writes every candidate's rows there; the buckets are learned from them)",
                 path.display(),
-                rows.display()
+                rows_path.display()
             )
         })?;
-        timing.extend(vnni_corpus::read::read_timing(&rows)?);
-        sources.push(SourceFile { path: rows.display().to_string(), sha256: vnni_kernels::digest::sha256_hex(&bytes) });
+        let rows = vnni_corpus::read::read_timing(&rows_path)?;
+        for r in &rows {
+            let on = (r.backend, r.arch.clone());
+            match &machine {
+                None => machine = Some((on, rows_path.clone())),
+                Some((first, from)) if *first != on => bail!(
+                    "{}: rows of {} {} beside rows of {} {} in {}: learn buckets from one machine's measurements",
+                    rows_path.display(),
+                    on.0.name(),
+                    on.1,
+                    first.0.name(),
+                    first.1,
+                    from.display()
+                ),
+                Some(_) => {}
+            }
+            let key = (
+                r.mode.to_string(),
+                r.source_format.map(|f| f.to_string()).unwrap_or_default(),
+                r.n,
+                r.k,
+                r.m,
+                r.candidate.to_string(),
+            );
+            if let Some(first) = seen.insert(key, rows_path.clone()) {
+                bail!(
+                    "{}: {} {} {}x{} M = {} {} is also in {}: one measurement each",
+                    rows_path.display(),
+                    r.mode,
+                    r.source_format.map(|f| f.to_string()).unwrap_or_default(),
+                    r.n,
+                    r.k,
+                    r.m,
+                    r.candidate,
+                    first.display()
+                );
+            }
+        }
+        timing.extend(rows);
+        sources.push(SourceFile {
+            path: rows_path.display().to_string(),
+            sha256: vnni_kernels::digest::sha256_hex(&bytes),
+        });
     }
+    let names = sources.iter().map(|s| s.path.clone()).collect::<Vec<_>>().join(", ");
+    let Some((machine, _)) = machine else { bail!("{names}: no rows to learn buckets from") };
     let starts = vnni_learner::dense_m::grouped_starts(&timing);
     let tolerance = (vnni_learner::dense_m::BEHIND_LIMIT * 100.0).round() as u32;
-    LearnedBuckets::new(starts, tolerance, sources).map(Some).map_err(|e| {
-        anyhow::anyhow!("{}: {e}", dense_m.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))
-    })
+    LearnedBuckets::new(starts, tolerance, machine, sources).map(Some).map_err(|e| anyhow::anyhow!("{names}: {e}"))
 }
 
 /// The frozen M = 1 stage of a policy for a profile: its M = 1 pick (and that pick's bpp) for
