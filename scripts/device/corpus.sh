@@ -15,7 +15,11 @@
 #        picks into $WORK/$PROFILE; M1_ONLY=1: the M = 1 stage alone (sweep --m1-only) into
 #        $WORK/$PROFILE-m1; DEVICES=0,1,2,3: one worker process per GPU (a machine of several);
 #        EVIDENCE_TOP=K: once the corpus is sealed, `profile --top K` (issue 22) into its work
-#        directory's evidence/ within the same BUDGET, on DEVICES, resumed by file next call.
+#        directory's evidence/ within the same BUDGET, on DEVICES, resumed by file next call;
+#        M_BUCKETS_FROM=A/dense-m.csv,..: the batched rows at the grouped M buckets learned from
+#        those dense-M benches of this kind of machine (issue 24; e.g. docs/perf/dense-m-h200's
+#        dense-m.csv and dense-rows.csv.zst copied to target/device-in/dense-m/ and carried),
+#        not at the profile's grouped M.
 set -euo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 BIN=${BIN:-target/release/vnni-dispatch}
@@ -63,6 +67,8 @@ DEV=()
 if [ -n "${DEVICES:-}" ]; then DEV=(--devices "$DEVICES"); fi
 STAGE=()
 if [ -n "${M1_POLICY:-}" ]; then STAGE=(--m1-policy "$M1_POLICY" --m1-corpus "$M1_CORPUS"); fi
+BUCKETS=()
+if [ -n "${M_BUCKETS_FROM:-}" ]; then BUCKETS=(--m-buckets-from "$M_BUCKETS_FROM"); fi
 if [ "${M1_ONLY:-0}" = 1 ]; then
   sweep "$WORK/$PROFILE-m1" --m1-only "${DEV[@]}" || true
 elif [ "${STAGED:-0}" = 1 ]; then
@@ -71,10 +77,10 @@ elif [ "${STAGED:-0}" = 1 ]; then
     # a policy that fails its gates is still written (and frozen here: install is gated later)
     [ -f "$M1/policy.json" ] || "$BIN" fit --corpus "$M1/corpus" --out "$M1/policy.json" --ledger "$WORK/scratch-ledger.json" 2>&1 | tail -2 || true
     STAGE=(--m1-policy "$M1/policy.json" --m1-corpus "$M1/corpus")
-    sweep "$WORK/$PROFILE" "${DEV[@]}" "${STAGE[@]}" || true
+    sweep "$WORK/$PROFILE" "${DEV[@]}" "${STAGE[@]}" "${BUCKETS[@]}" || true
   fi
 else
-  sweep "$WORK/$PROFILE" "${DEV[@]}" "${STAGE[@]}" || true
+  sweep "$WORK/$PROFILE" "${DEV[@]}" "${STAGE[@]}" "${BUCKETS[@]}" || true
 fi
 if [ -n "${EVIDENCE_TOP:-}" ]; then
   d=$WORK/$PROFILE
