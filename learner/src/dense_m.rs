@@ -436,15 +436,19 @@ fn bucket_section(timing: &[TimingRow], maps: &[BucketMap], md: &mut String) -> 
     }
     let learned = learn_buckets(&t, BEHIND_LIMIT);
     let starts: Vec<String> = learned.iter().map(|b| b.lo.to_string()).collect();
+    let grouped: Vec<String> = grouped_starts(timing).iter().map(|m| m.to_string()).collect();
     let _ = writeln!(
         md,
         "## M buckets learned from these measurements
 
 The fewest buckets of the measured M values in which every series has one candidate within \
          {:.0}% of the fastest at every M of the bucket (greedy from M = 2; `buckets.csv` has each series' candidate). \
-         Bucket starts: **{}**. A sweep that measures these M values gives a policy these buckets.\n",
+         Bucket starts: **{}**. A sweep that measures these M values gives a policy these buckets: \
+         `sweep --m-buckets-from` with these files times the grouped rows at M = {} (the starts \
+         below 32; prefill buckets are not swept from them).\n",
         100.0 * BEHIND_LIMIT,
-        starts.join(", ")
+        starts.join(", "),
+        if grouped.is_empty() { "none (no M in 2..32 measured)".to_string() } else { grouped.join(", ") }
     );
     let _ = writeln!(md, "| bucket map | buckets | worst regret of its best single candidate per (series, bucket) | where |\n|---|---|---|---|");
     let mut judged = vec![("learned".to_string(), learned)];
@@ -802,6 +806,10 @@ mod tests {
         let mut md = String::new();
         let judged = bucket_section(&rows, &[BucketMap { name: "one bucket".into(), starts: vec![2] }], &mut md);
         assert!(md.contains("Bucket starts: **2, 9, 13**"), "{md}");
+        assert!(
+            md.contains("`sweep --m-buckets-from` with these files times the grouped rows at M = 2, 9, 13 "),
+            "{md}"
+        );
         // learned on 8192 alone (edge 13), 4096 (edge 9) gets one of 2..12 with b: 20% at M < 9
         assert!(
             md.contains("| learned without 4096x4096, judged on it | 2 | 20.0% | Q4_0 4096x4096 graph, M 2..12:"),
