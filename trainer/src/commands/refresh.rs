@@ -135,7 +135,11 @@ fn certify_args(plan: &CollectionPlan, out: &Path, cache: Option<&Path>) -> cert
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    let proxy = Inventory::load(&a.inventory)?.resolve(&a.profile)?.proxy;
+    let inventory = Inventory::load(&a.inventory)?;
+    let proxy = inventory.resolve(&a.profile)?.proxy;
+    // The tables are validated over every shape of the inventory (its `all` profile); an
+    // inventory of one's own without that profile, over the refreshed profile's shapes.
+    let validated = if inventory.profiles.contains_key("all") { "all" } else { a.profile.as_str() };
     if a.install.is_some() && proxy {
         bail!(
             "{} is a workflow proxy and never installable: use --profile core (or another production profile) with --install",
@@ -229,10 +233,6 @@ pub fn run(a: &Args) -> Result<()> {
             Ok(format!("{} (top 3 and the pick of every cell)", evidence_dir.display()))
         })?;
     }
-    // The tables are validated over every shape of the inventory (its `all` profile); an
-    // inventory of one's own without that profile, over the refreshed profile's shapes.
-    let validated =
-        if Inventory::load(&a.inventory)?.profiles.contains_key("all") { "all" } else { a.profile.as_str() };
     step("generate", &mut steps, || {
         let args = generate::Args {
             policy: policy_path.clone(),

@@ -202,19 +202,15 @@ pub fn learned_buckets(dense_m: &[PathBuf]) -> Result<Option<LearnedBuckets>> {
                 r.m,
                 r.candidate.to_string(),
             );
-            if let Some(first) = seen.insert(key, rows_path.clone()) {
+            if let Some(first) = seen.get(&key) {
+                let (mode, format, n, k, m, candidate) = &key;
                 bail!(
-                    "{}: {} {} {}x{} M = {} {} is also in {}: one measurement each",
+                    "{}: {mode} {format} {n}x{k} M = {m} {candidate} is also in {}: one measurement each",
                     rows_path.display(),
-                    r.mode,
-                    r.source_format.map(|f| f.to_string()).unwrap_or_default(),
-                    r.n,
-                    r.k,
-                    r.m,
-                    r.candidate,
                     first.display()
                 );
             }
+            seen.insert(key, rows_path.clone());
         }
         timing.extend(rows);
         sources.push(SourceFile {
