@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use vnni_kernels::digest::sha256_hex;
-use vnni_kernels::{Backend, Mode, SourceFormat, Surface};
+use vnni_kernels::{Backend, L2Prefetch, Mode, SourceFormat, Surface};
 
 use crate::inventory::{InventoryPlan, Partition};
 use crate::read::{read_samples, read_timing, ReadError};
@@ -97,6 +97,11 @@ pub struct CollectionPlan {
     /// CUDA on sm_90: tables for callers that launch so; absent from the JSON when false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub programmatic: bool,
+    /// Which decode launches issued the L2 prefetch of their first weight rows (CUDA plans
+    /// from its introduction on; absent from older plans and CPU ones, see
+    /// [`CollectionPlan::l2_prefetch`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_prefetch: Option<L2Prefetch>,
     /// Grouped M values learned from dense-M measurements (`sweep --m-buckets-from`), in
     /// place of the profile's (absent from the JSON of a plan that has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -209,6 +214,13 @@ impl Shard {
 }
 
 impl CollectionPlan {
+    /// Which decode launches issued the L2 prefetch: what the plan records, and for a plan
+    /// without the field every launch (the CUDA kernels that had the prefetch before it was
+    /// recorded issued it on every launch; older kernels and the CPU have none, and ignore it).
+    pub fn decode_l2_prefetch(&self) -> L2Prefetch {
+        self.l2_prefetch.unwrap_or(L2Prefetch::Always)
+    }
+
     /// The M values a cell of this plan is run over, in profile order: the planned ones, or
     /// only M = 1 for the first stage of a staged refresh.
     pub fn collected_m(&self) -> Vec<usize> {
@@ -775,6 +787,27 @@ mod tests {
     }
 
     use super::*;
+
+    /// A plan without the L2 prefetch field (every CUDA plan before it was recorded) was timed
+    /// with the prefetch on every decode launch, and writes no such field back; a recorded one
+    /// round-trips.
+    #[test]
+    fn the_l2_prefetch_of_older_plans_is_every_launch() {
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../lfs-data/corpora/cuda/sm_90/4364fe0387eeb1aa-7544a6068a43/plan.json"),
+        )
+        .unwrap();
+        let mut plan: CollectionPlan = serde_json::from_str(&text).unwrap();
+        assert_eq!(plan.l2_prefetch, None);
+        assert_eq!(plan.decode_l2_prefetch(), L2Prefetch::Always);
+        assert!(!serde_json::to_string(&plan).unwrap().contains("l2_prefetch"));
+        plan.l2_prefetch = Some(L2Prefetch::Programmatic);
+        let json = serde_json::to_string(&plan).unwrap();
+        assert!(json.contains(r#""l2_prefetch":"programmatic""#), "{json}");
+        let back: CollectionPlan = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.decode_l2_prefetch(), L2Prefetch::Programmatic);
+    }
 
     fn store(tag: &str) -> (CellStore, CellKey) {
         let dir = std::env::temp_dir().join(format!("vnni-locks-{tag}-{}", std::process::id()));

@@ -95,6 +95,13 @@ impl M1Rows {
                 launch(batched.programmatic)
             )));
         }
+        if m1.decode_l2_prefetch() != batched.decode_l2_prefetch() {
+            return Err(mismatch(format!(
+                "was timed with the L2 prefetch on {}, this build issues it on {}: its decode rows do not describe what this build runs (collect the M = 1 stage again with this build)",
+                m1.decode_l2_prefetch().launches(),
+                batched.decode_l2_prefetch().launches()
+            )));
+        }
         let protocol = |p: &CollectionPlan| (p.inventory.warmups, p.inventory.samples, p.inventory.passes);
         if protocol(&m1) != protocol(batched) {
             let (w, s, p) = protocol(&m1);

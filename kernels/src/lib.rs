@@ -38,4 +38,4 @@ pub use codebook::Codebook;
 pub use error::{CodecError, RepackError, ShapeError};
 pub use format::SourceFormat;
 pub use packed::{repack, PackedMatrix};
-pub use vocab::{Backend, BackendChoice, CandidateId, Mode, Surface, Vocabulary};
+pub use vocab::{Backend, BackendChoice, CandidateId, L2Prefetch, Mode, Surface, Vocabulary};

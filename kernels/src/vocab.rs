@@ -203,6 +203,51 @@ impl Mode {
 }
 vocabulary_impls!(Mode);
 
+/// Which decode launches ask L2 for their first weight rows before they wait for the previous
+/// grid (`launch.cuh`, `registry::prefetch_rows`). The prefetch pays where the wait overlaps a
+/// previous kernel, which needs the programmatic launch attribute; a plain launch starts its
+/// own loads right after it, and there the prefetch cost small layers 5-17% in graph mode on
+/// the H200 (docs/PERF.md), so only programmatic launches issue it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum L2Prefetch {
+    /// Every decode launch, plain or programmatic (the kernels from 1175bcd until the
+    /// measurement above; what a CUDA corpus plan without the field was timed with).
+    Always,
+    /// Only launches with programmatic dependent launch.
+    #[default]
+    Programmatic,
+}
+
+impl Vocabulary for L2Prefetch {
+    const WHAT: &'static str = "L2 prefetch";
+    const ALL: &'static [Self] = &[L2Prefetch::Always, L2Prefetch::Programmatic];
+    fn name(self) -> &'static str {
+        match self {
+            L2Prefetch::Always => "always",
+            L2Prefetch::Programmatic => "programmatic",
+        }
+    }
+}
+
+impl L2Prefetch {
+    /// The launches that issue it, in words.
+    pub fn launches(self) -> &'static str {
+        match self {
+            L2Prefetch::Always => "every decode launch",
+            L2Prefetch::Programmatic => "programmatic decode launches only",
+        }
+    }
+
+    /// Whether a launch, programmatic or not, asks L2 for its first rows.
+    pub fn applies(self, programmatic: bool) -> bool {
+        match self {
+            L2Prefetch::Always => true,
+            L2Prefetch::Programmatic => programmatic,
+        }
+    }
+}
+vocabulary_impls!(L2Prefetch);
+
 /// A candidate's id (`decode.wide.tn256.cpt2`) or a baseline's (`copy`, `cublas.f16.gemv`):
 /// lower-case ASCII letters, digits, `.`, `_` and `-`, at most 96 bytes. The spelling is
 /// checked, not membership: whether an id names a registry candidate is the registry's

@@ -373,6 +373,7 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
         m1_only: false,
         whole_rotations: false,
         programmatic: false,
+        l2_prefetch: None,
         learned_buckets: None,
     };
     let mut phases: BTreeMap<String, CellResult> =

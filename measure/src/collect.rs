@@ -174,6 +174,7 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
         passes: iplan.passes,
         whole_rotations: opts.whole_rotations,
         programmatic: opts.programmatic,
+        l2_prefetch: vnni_kernels::L2Prefetch::default(),
         device: opts.device,
         cache: opts.cache.clone(),
     };
@@ -217,6 +218,7 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
         m1_only: opts.stage == Stage::M1,
         whole_rotations: opts.whole_rotations,
         programmatic: opts.programmatic,
+        l2_prefetch: (info.backend == vnni_kernels::Backend::Cuda).then_some(gpu.l2_prefetch),
         learned_buckets: opts.learned_buckets.clone(),
     };
     if let Some(learned) = &plan.learned_buckets {

@@ -31,7 +31,8 @@ impl GpuSession {
     /// Open the device and run the on-device preflight once; `codebooks` empty means all.
     pub fn open(opts: &TimingOptions, codebooks: &[vnni_kernels::Codebook]) -> crate::error::Result<GpuSession> {
         use crate::error::Context;
-        let gpu = Gpu::open(opts.device, opts.cache.as_deref()).context("opening the CUDA device")?;
+        let mut gpu = Gpu::open(opts.device, opts.cache.as_deref()).context("opening the CUDA device")?;
+        gpu.l2_prefetch = opts.l2_prefetch;
         let resources = crate::preflight::rows(&gpu.info.arch, &gpu.static_resources, Some(&gpu))?;
         let rejected = crate::preflight::rejected(&resources);
         for (k, why) in &rejected {

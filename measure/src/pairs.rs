@@ -25,6 +25,7 @@ pub fn open_for(plan: &CollectionPlan, device: usize, cache: Option<&Path>) -> R
         passes: plan.inventory.passes,
         whole_rotations: plan.whole_rotations,
         programmatic: plan.programmatic,
+        l2_prefetch: plan.decode_l2_prefetch(),
         device,
         cache: cache.map(Path::to_path_buf),
     };

@@ -27,6 +27,8 @@ pub struct TimingOptions {
     /// Decode launches carry Hopper's programmatic stream serialization attribute
     /// ([`Protocol::programmatic`]).
     pub programmatic: bool,
+    /// Which decode launches issue the L2 prefetch (CUDA; [`vnni_kernels::L2Prefetch`]).
+    pub l2_prefetch: vnni_kernels::L2Prefetch,
     /// CUDA device ordinal.
     pub device: usize,
     /// Cubin cache directory.

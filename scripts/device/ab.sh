@@ -4,20 +4,24 @@
 # between one binary's rounds; each candidate bit-checked as in every bench. Prints, last, the
 # best candidate's median per cell of every run and B's best over A's.
 #   env: BIN_A, BIN_B (required), SHAPES (NxK,..), CODEBOOKS (s4), MODES (graph), ROUNDS (1),
-#        SAMPLES (12)
-#   out: $OUT/ab.tar.gz (each run's best.csv and log), $OUT/ab.txt (the table)
+#        SAMPLES (12), ARGS_A / ARGS_B (more bench arguments for one side, e.g. the same
+#        binary twice with ARGS_B='--l2-prefetch programmatic'), NAME (ab)
+#   out: $OUT/$NAME.tar.gz (each run's best.csv and log), $OUT/$NAME.txt (the table)
 #   BIN_A=target/device-bin-old/vnni-dispatch BIN_B=target/device-bin/vnni-dispatch \
 #     SHAPES=2048x768,4096x4096 bash scripts/device/ab.sh
 set -euo pipefail
-WORK=${WORK:-/tmp/vnni-ab}
+NAME=${NAME:-ab}
+WORK=${WORK:-/tmp/vnni-$NAME}
 source "$(dirname "$0")/steps.sh"
 : "${BIN_A:?BIN_A: the first binary}" "${BIN_B:?BIN_B: the second binary}" "${SHAPES:?SHAPES: NxK,..}"
-trap 'tar -C "$WORK" -czf "$OUT/ab.tar.gz" . ; cp "$WORK/table.txt" "$OUT/ab.txt" 2>/dev/null || true' EXIT
+trap 'tar -C "$WORK" -czf "$OUT/$NAME.tar.gz" . ; cp "$WORK/table.txt" "$OUT/$NAME.txt" 2>/dev/null || true' EXIT
 for r in $(seq 1 "${ROUNDS:-1}"); do
   for v in A B; do
-    bin=BIN_$v
+    bin=BIN_$v extra=ARGS_$v
+    # shellcheck disable=SC2086 # ARGS_A / ARGS_B are word lists
     run "bench-$v$r" "${!bin}" bench --backend cuda --cache "$CACHE-$v" --shapes "$SHAPES" \
-      --codebooks "${CODEBOOKS:-s4}" --modes "${MODES:-graph}" --samples "${SAMPLES:-12}" --out "$WORK/$v$r"
+      --codebooks "${CODEBOOKS:-s4}" --modes "${MODES:-graph}" --samples "${SAMPLES:-12}" \
+      --grouped-m '' --prefill-m '' --grouped-shapes '' --prefill-shapes '' ${!extra:-} --out "$WORK/$v$r"
   done
 done
 python3 - "$WORK" >>"$WORK/table.txt" <<'PY'

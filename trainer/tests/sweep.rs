@@ -381,6 +381,30 @@ fn a_staged_sweep_refuses_an_m1_corpus_timed_with_another_protocol() {
     let stage = vec!["--m1-policy".into(), s(&pdl_policy), "--m1-corpus".into(), s(&pdl)];
     let (ok, _, err) = run([base(&one, &root.join("batched-plain")), stage].concat());
     assert!(!ok && err.contains("launched its decode candidates programmatically, this sweep plainly"), "{err}");
+
+    // Nor an M = 1 corpus whose decode launches issued the L2 prefetch otherwise than this
+    // build's would (its plan says so).
+    let prefetch = root.join("m1-prefetch");
+    std::fs::create_dir_all(&prefetch).unwrap();
+    for e in std::fs::read_dir(m1.join("corpus")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, prefetch.join(p.file_name().unwrap())).unwrap();
+    }
+    let marked = plan.replacen("{", "{\n  \"l2_prefetch\": \"programmatic\",", 1);
+    std::fs::write(prefetch.join("plan.json"), marked).unwrap();
+    let (ok, out, err) = run(["seal".into(), s(&prefetch), "--inventory".into(), s(&one)].to_vec());
+    assert!(ok, "{out}{err}");
+    let prefetch_policy = root.join("m1-prefetch-policy.json");
+    run(["fit", "--corpus", &s(&prefetch), "--out", &s(&prefetch_policy), "--ledger", &s(&ledger)]
+        .map(String::from)
+        .to_vec());
+    assert!(prefetch_policy.is_file());
+    let stage = vec!["--m1-policy".into(), s(&prefetch_policy), "--m1-corpus".into(), s(&prefetch)];
+    let (ok, _, err) = run([base(&one, &root.join("batched-prefetch")), stage].concat());
+    assert!(
+        !ok && err.contains("was timed with the L2 prefetch on programmatic decode launches only, this build issues it on every decode launch"),
+        "{err}"
+    );
 }
 
 /// The older protocol (samples of whole weight-copy rotations) is recorded in the plan, so a

@@ -17,7 +17,7 @@ use super::launch::LaunchCheck;
 use super::{driver, nvrtc, ptxas, source, CudaError};
 use crate::activation::QuantizedActivations;
 use crate::registry::{kernel_specs, prefetch_rows, Candidate, Family, KernelSpec, LaunchPlan};
-use crate::{Codebook, PackedMatrix};
+use crate::{Codebook, L2Prefetch, PackedMatrix};
 
 /// What the device says about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +57,9 @@ pub struct Gpu {
     functions: BTreeMap<String, CudaFunction>,
     /// ptxas resources of every compiled kernel, by symbol.
     pub static_resources: BTreeMap<String, ptxas::StaticResources>,
+    /// Which decode launches issue the L2 prefetch of their first weight rows (set it to what
+    /// a corpus was timed with to time it again: `CollectionPlan::l2_prefetch`).
+    pub l2_prefetch: L2Prefetch,
 }
 
 /// A packed matrix on the device.
@@ -225,7 +228,7 @@ impl Gpu {
             functions.insert(name.to_string(), common.load_function(name).map_err(driver(format!("loading {name}")))?);
         }
         let _modules = modules.into_values().chain([common]).collect();
-        Ok(Gpu { ctx, stream, info, _modules, functions, static_resources })
+        Ok(Gpu { ctx, stream, info, _modules, functions, static_resources, l2_prefetch: L2Prefetch::default() })
     }
 
     pub fn function(&self, spec: &KernelSpec) -> Result<&CudaFunction, CudaError> {
@@ -492,7 +495,7 @@ impl Gpu {
             kblk: kblk as i32,
             bpp: plan.bpp as i32,
             m: m as i32,
-            prefetch_rows: if cand.family.programmatic() {
+            prefetch_rows: if cand.family.programmatic() && self.l2_prefetch.applies(l.programmatic) {
                 prefetch_rows(self.info.l2_bytes, w.bytes(), kblk, plan) as i32
             } else {
                 0

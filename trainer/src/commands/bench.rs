@@ -13,7 +13,7 @@ use vnni_kernels::cuda::device::Gpu;
 use vnni_kernels::registry::{
     decode_candidates, grouped_candidates, prefill_auto, prefill_candidates, Candidate, PREFILL_MIN_M,
 };
-use vnni_kernels::{Backend, CandidateId, Codebook, Mode, SourceFormat};
+use vnni_kernels::{Backend, CandidateId, Codebook, L2Prefetch, Mode, SourceFormat};
 use vnni_measure::cell::{best_row, CellResult, FIXTURE_SEED};
 use vnni_measure::cuda_cell::{run_cell, CellFixture, CellInputs, CellTarget};
 use vnni_measure::cuda_clock::GpuSession;
@@ -58,6 +58,12 @@ pub struct Args {
     /// of a model can. Grouped and prefill rows launch plainly.
     #[arg(long)]
     pub programmatic: bool,
+    /// Which decode launches ask L2 for their first weight rows before the grid-dependency
+    /// wait: `programmatic` (only launches with programmatic dependent launch, what sweeps
+    /// time now) or `always` (plain launches too, as the corpora collected between 1175bcd
+    /// and this option were): to measure what the prefetch costs a plain launch.
+    #[arg(long, default_value = "programmatic")]
+    pub l2_prefetch: L2Prefetch,
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
@@ -120,6 +126,7 @@ impl ToArgv for Args {
             .val("passes", self.passes)
             .flag("whole-rotations", self.whole_rotations)
             .flag("programmatic", self.programmatic)
+            .val("l2-prefetch", self.l2_prefetch)
             .val("device", self.device)
             .opt_path("cache", self.cache.as_deref())
             .val("grouped-shapes", &self.grouped_shapes)
@@ -362,18 +369,20 @@ fn open(args: &Args) -> Result<GpuSession> {
         passes: args.passes as usize,
         whole_rotations: args.whole_rotations,
         programmatic: args.programmatic,
+        l2_prefetch: args.l2_prefetch,
         device: args.device,
         cache: args.cache.clone(),
     };
     let session = GpuSession::open(&opts, &args.codebooks)?;
     let info = &session.gpu.info;
     eprintln!(
-        "device {} ({}, {} SMs, L2 {} MiB, driver {})",
+        "device {} ({}, {} SMs, L2 {} MiB, driver {}), L2 prefetch: {}",
         info.name,
         info.arch,
         info.sms,
         info.l2_bytes >> 20,
-        info.driver_version
+        info.driver_version,
+        args.l2_prefetch
     );
     Ok(session)
 }
