@@ -793,12 +793,16 @@ mod tests {
     /// round-trips.
     #[test]
     fn the_l2_prefetch_of_older_plans_is_every_launch() {
-        let text = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../lfs-data/corpora/cuda/sm_90/4364fe0387eeb1aa-7544a6068a43/plan.json"),
-        )
-        .unwrap();
-        let mut plan: CollectionPlan = serde_json::from_str(&text).unwrap();
+        let committed = |dir: &str| -> CollectionPlan {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../lfs-data/corpora/cuda/sm_90")
+                .join(dir)
+                .join("plan.json");
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+        };
+        // The committed core corpus was timed after the field existed.
+        assert_eq!(committed("4364fe0387eeb1aa-10a2c061ae2d").decode_l2_prefetch(), L2Prefetch::Programmatic);
+        let mut plan = committed("27df0629a5ccd600-69d16bfaea33");
         assert_eq!(plan.l2_prefetch, None);
         assert_eq!(plan.decode_l2_prefetch(), L2Prefetch::Always);
         assert!(!serde_json::to_string(&plan).unwrap().contains("l2_prefetch"));

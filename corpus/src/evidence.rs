@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use vnni_kernels::digest::sha256_hex;
-use vnni_kernels::{CandidateId, Codebook, Mode, SourceFormat};
+use vnni_kernels::{CandidateId, Codebook, L2Prefetch, Mode, SourceFormat};
 
 use crate::ncu::{self, NcuRecord, Pass};
 use crate::schema::TimingRow;
@@ -242,9 +242,19 @@ pub struct RequestManifest {
     pub device: String,
     pub arch: String,
     pub kernel_source_digest: String,
+    /// Which decode launches issue the L2 weight prefetch: the corpus's rule, so its kernels
+    /// are profiled as they were timed. Absent in manifests written before the rule existed,
+    /// whose builds issued it on every launch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_prefetch: Option<L2Prefetch>,
 }
 
 impl RequestManifest {
+    /// The L2 prefetch rule the worker launches the requests under.
+    pub fn decode_l2_prefetch(&self) -> L2Prefetch {
+        self.l2_prefetch.unwrap_or(L2Prefetch::Always)
+    }
+
     /// The request ranges of the chunks, in order.
     pub fn chunks(&self) -> Vec<std::ops::Range<usize>> {
         (0..self.requests).step_by(self.chunk.max(1)).map(|a| a..(a + self.chunk.max(1)).min(self.requests)).collect()
@@ -276,6 +286,8 @@ pub struct Target {
     pub device: String,
     pub arch: String,
     pub kernel_source_digest: String,
+    /// The corpus plan's L2 prefetch rule (`CollectionPlan::decode_l2_prefetch`).
+    pub l2_prefetch: L2Prefetch,
 }
 
 pub fn request_manifest(
@@ -301,6 +313,7 @@ pub fn request_manifest(
         device: target.device.clone(),
         arch: target.arch.clone(),
         kernel_source_digest: target.kernel_source_digest.clone(),
+        l2_prefetch: Some(target.l2_prefetch),
     };
     Ok((manifest, bytes))
 }

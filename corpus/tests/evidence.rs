@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use vnni_corpus::evidence::{self, chunk_path, EvidenceRow, ProfileRequest, EVIDENCE, NCU_DIR};
 use vnni_corpus::ncu::{self, Pass};
 use vnni_corpus::TimingRow;
-use vnni_kernels::Mode;
+use vnni_kernels::{L2Prefetch, Mode};
 
 const CORPUS: &str = "dd3e83578a673e49b37a05e64434f135368fed5e769ee4fa104d8d04dce47a27";
 const OTHER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -52,6 +52,7 @@ fn evidence_dir_of(requests: Vec<ProfileRequest>, ncu: &[String; 2]) -> (PathBuf
         device: "NVIDIA H200".into(),
         arch: "sm_90".into(),
         kernel_source_digest: vnni_kernels::cuda::source::kernel_source_digest(),
+        l2_prefetch: vnni_kernels::L2Prefetch::Programmatic,
     };
     evidence::write_requests(&dir, CORPUS, &requests, requests.len(), &target).unwrap();
     for (pass, text) in Pass::PROFILED.iter().zip(ncu) {
@@ -65,6 +66,22 @@ fn err<T, E: std::fmt::Display>(r: Result<T, E>) -> String {
         Ok(_) => panic!("expected an error"),
         Err(e) => e.to_string(),
     }
+}
+
+/// The worker launches the requests under the corpus's L2 prefetch rule, which the manifest
+/// carries; a manifest written before the rule existed reads as the prefetch on every launch.
+#[test]
+fn the_request_manifest_carries_the_l2_prefetch_rule() {
+    let (dir, _) = evidence_dir(&recorded_ncu());
+    let (manifest, _) = evidence::read_requests(&dir, CORPUS).unwrap();
+    assert_eq!(manifest.decode_l2_prefetch(), L2Prefetch::Programmatic);
+    let path = dir.join(evidence::REQUEST_MANIFEST);
+    let mut json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(json["l2_prefetch"], "programmatic");
+    json.as_object_mut().unwrap().remove("l2_prefetch");
+    std::fs::write(&path, serde_json::to_string(&json).unwrap()).unwrap();
+    let (older, _) = evidence::read_requests(&dir, CORPUS).unwrap();
+    assert_eq!((older.l2_prefetch, older.decode_l2_prefetch()), (None, L2Prefetch::Always));
 }
 
 #[test]

@@ -13,7 +13,7 @@ cargo build --release -q -p vnni-learner --example synthetic_corpus
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 target/release/examples/synthetic_corpus "$work/synthetic" > "$work/synthetic.txt"
-core=lfs-data/corpora/cuda/sm_90/4364fe0387eeb1aa-7544a6068a43
+core=lfs-data/corpora/cuda/sm_90/4364fe0387eeb1aa-10a2c061ae2d
 
 echo "| corpus | cells | cores | fit (s) |"
 echo "|---|---|---|---|"

@@ -135,8 +135,12 @@ pub fn run(a: &Args) -> Result<()> {
         if requests.is_empty() {
             bail!("{}: no eligible CUDA row to profile", a.corpus.display());
         }
-        let target =
-            evidence::Target { device: plan.device.clone(), arch: plan.arch.clone(), kernel_source_digest: build };
+        let target = evidence::Target {
+            device: plan.device.clone(),
+            arch: plan.arch.clone(),
+            kernel_source_digest: build,
+            l2_prefetch: plan.decode_l2_prefetch(),
+        };
         let (manifest, _) = evidence::request_manifest(&a.out, &id, &requests, a.chunk, &target)?;
         let same = evidence::read_requests(&a.out, &id).is_ok_and(|(m, _)| m == manifest);
         if !same {
@@ -376,7 +380,9 @@ fn worker(a: &Args, id: &str) -> Result<()> {
     let [device] = a.devices[..] else {
         bail!("a worker profiles on one device, not on {:?}", a.devices);
     };
-    let gpu = vnni_kernels::cuda::device::Gpu::open(device, a.cache.as_deref())?;
+    let mut gpu = vnni_kernels::cuda::device::Gpu::open(device, a.cache.as_deref())?;
+    // the kernels as the corpus timed them
+    gpu.l2_prefetch = manifest.decode_l2_prefetch();
     if (gpu.info.name.as_str(), gpu.info.arch.as_str()) != (manifest.device.as_str(), manifest.arch.as_str()) {
         bail!(
             "device {} is a {} ({}); the corpus was measured on a {} ({}): profile it there",
