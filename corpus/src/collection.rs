@@ -218,7 +218,7 @@ impl CollectionPlan {
     /// without the field every launch (the CUDA kernels that had the prefetch before it was
     /// recorded issued it on every launch; older kernels and the CPU have none, and ignore it).
     pub fn decode_l2_prefetch(&self) -> L2Prefetch {
-        self.l2_prefetch.unwrap_or(L2Prefetch::Always)
+        L2Prefetch::recorded(self.l2_prefetch)
     }
 
     /// The M values a cell of this plan is run over, in profile order: the planned ones, or

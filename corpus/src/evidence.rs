@@ -252,7 +252,7 @@ pub struct RequestManifest {
 impl RequestManifest {
     /// The L2 prefetch rule the worker launches the requests under.
     pub fn decode_l2_prefetch(&self) -> L2Prefetch {
-        self.l2_prefetch.unwrap_or(L2Prefetch::Always)
+        L2Prefetch::recorded(self.l2_prefetch)
     }
 
     /// The request ranges of the chunks, in order.

@@ -52,7 +52,7 @@ fn evidence_dir_of(requests: Vec<ProfileRequest>, ncu: &[String; 2]) -> (PathBuf
         device: "NVIDIA H200".into(),
         arch: "sm_90".into(),
         kernel_source_digest: vnni_kernels::cuda::source::kernel_source_digest(),
-        l2_prefetch: vnni_kernels::L2Prefetch::Programmatic,
+        l2_prefetch: L2Prefetch::Programmatic,
     };
     evidence::write_requests(&dir, CORPUS, &requests, requests.len(), &target).unwrap();
     for (pass, text) in Pass::PROFILED.iter().zip(ncu) {

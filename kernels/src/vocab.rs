@@ -230,6 +230,12 @@ impl Vocabulary for L2Prefetch {
 }
 
 impl L2Prefetch {
+    /// The rule a record (collection plan, profile requests) was written under: one it names,
+    /// or, where it names none, the prefetch on every launch, as builds before the rule did.
+    pub fn recorded(rule: Option<L2Prefetch>) -> L2Prefetch {
+        rule.unwrap_or(L2Prefetch::Always)
+    }
+
     /// The launches that issue it, in words.
     pub fn launches(self) -> &'static str {
         match self {
