@@ -154,8 +154,9 @@ pub fn read_pair_requests(path: &Path) -> Result<Vec<PairRequest>, ReadError> {
                 return Err(row_err(path, line, col, format!("{v} is not a non-negative regret")));
             }
         }
-        if r.limit != "regret" && r.limit != "bound" {
-            return Err(row_err(path, line, "limit", format!("{:?} is neither regret nor bound", r.limit)));
+        if !crate::schema::PAIR_LIMITS.contains(&r.limit.as_str()) {
+            let words = crate::schema::PAIR_LIMITS.join(", ");
+            return Err(row_err(path, line, "limit", format!("{:?} is not one of {words}", r.limit)));
         }
         let key = format!("{}|{}|{}|{}|{}", r.source_format, r.mode, r.m, r.n, r.k);
         check_unique(&mut seen, key, path, line, "source_format", "cell")?;

@@ -213,7 +213,8 @@ pub struct PairRequest {
     pub m: usize,
     pub n: usize,
     pub k: usize,
-    /// What the domain's policy picked with the cell's geometry held out.
+    /// What the domain's policy picked with the cell's geometry held out; for a `stalled`
+    /// pair, the candidate whose recorded evidence its own launches contradict.
     pub pick: CandidateId,
     /// The cell's fastest measured candidate.
     pub best: CandidateId,
@@ -221,9 +222,13 @@ pub struct PairRequest {
     pub regret: f64,
     pub ucb: f64,
     /// `regret`: the pick's regret reaches the gate's p95 threshold; `bound`: only its upper
-    /// confidence bound does (more samples could settle it).
+    /// confidence bound does (more samples could settle it); `stalled`: the pick's own
+    /// record is suspect ([`PAIR_LIMITS`]).
     pub limit: String,
 }
+
+/// The words of [`PairRequest::limit`]: why a cell is timed again.
+pub const PAIR_LIMITS: [&str; 3] = ["regret", "bound", "stalled"];
 
 /// Every candidate's rows of a dense-M bench ([`TimingRow`]s), beside its `dense-m.csv`: what
 /// M buckets are learned from.

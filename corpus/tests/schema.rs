@@ -271,7 +271,7 @@ fn pair(pick: &str, best: &str, n: usize, limit: &str) -> PairRequest {
 #[test]
 fn pair_requests_round_trip_and_bad_rows_are_named() {
     let (a, b) = ("decode.fused.c32.cap32", "decode.fused.c32.waves16");
-    let good = vec![pair(a, b, 4096, "regret"), pair(b, a, 8192, "bound")];
+    let good = vec![pair(a, b, 4096, "regret"), pair(b, a, 8192, "bound"), pair(a, b, 16384, "stalled")];
     let p = tmp("remeasure.csv");
     write_csv(&p, &good).unwrap();
     assert_eq!(read_pair_requests(&p).unwrap(), good);
@@ -280,7 +280,10 @@ fn pair_requests_round_trip_and_bad_rows_are_named() {
     let cases: Vec<(Vec<PairRequest>, &str)> = vec![
         (vec![pair(a, a, 4096, "regret")], "remeasure.csv:2: column best: the pick is the best"),
         (vec![pair("decode.warp.tn999", b, 4096, "regret")], "remeasure.csv:2: column pick: unknown candidate"),
-        (vec![pair(a, b, 4096, "noise")], "remeasure.csv:2: column limit: \"noise\" is neither"),
+        (
+            vec![pair(a, b, 4096, "noise")],
+            "remeasure.csv:2: column limit: \"noise\" is not one of regret, bound, stalled",
+        ),
         (vec![negative], "remeasure.csv:2: column regret: -0.1 is not a non-negative regret"),
         (
             vec![pair(a, b, 4096, "regret"), pair(b, a, 4096, "bound")],

@@ -41,6 +41,9 @@ pub struct Cell {
     /// The noise band of the cell's domain and size (`noise::apply_pass_bands`); 0 without
     /// replicates.
     pub band: f64,
+    /// Per candidate: its record is suspect ([`stalled`]), so the cell lists it as a pair to
+    /// time again (`remeasure.rs`); cleared by a pair that timed it (`pairs.rs`).
+    pub stalled: Vec<bool>,
 }
 
 impl Cell {
@@ -127,8 +130,10 @@ pub fn load(dir: &Path) -> Result<Corpus> {
         // every candidate's measured samples, by protocol pass
         // Keyed by the candidate's position in its surface's list (looked up, never walked).
         let mut samples: HashMap<(RowKey, usize), BTreeMap<usize, Vec<f64>>> = HashMap::new();
+        // The fastest launch of the first pass, warmups too (what racing bounds a drop by).
+        let mut fastest: HashMap<(RowKey, usize), f64> = HashMap::new();
         for (line, s) in read_samples(&samples_path)?.into_iter().enumerate() {
-            if s.warmup || BASELINES.contains(&s.candidate.as_str()) {
+            if BASELINES.contains(&s.candidate.as_str()) {
                 continue;
             }
             // A candidate of neither list has no rows either (the rows check below names it).
@@ -138,9 +143,15 @@ pub fn load(dir: &Path) -> Result<Corpus> {
                 .ok_or_else(|| bad(&samples_path, line, "a candidate's sample without a source format".into()))?;
             let v = parse_hex_f64(&s.latency_us_hex).expect("validated by read_samples");
             let key = RowKey { format, mode: s.mode, m: s.m, n: s.n, k: s.k };
-            samples.entry((key, c)).or_default().entry(s.pass).or_default().push(v);
+            if s.pass == 0 {
+                let f = fastest.entry((key, c)).or_insert(f64::INFINITY);
+                *f = f.min(v);
+            }
+            if !s.warmup {
+                samples.entry((key, c)).or_default().entry(s.pass).or_default().push(v);
+            }
         }
-        let mut grouped_rows: BTreeMap<RowKey, BTreeMap<CandidateId, Measured>> = BTreeMap::new();
+        let mut grouped_rows: BTreeMap<RowKey, BTreeMap<CandidateId, (Measured, Record)>> = BTreeMap::new();
         for (line, r) in read_timing(&rows_path)?.into_iter().enumerate() {
             if BASELINES.contains(&r.candidate.as_str()) {
                 continue;
@@ -152,8 +163,9 @@ pub fn load(dir: &Path) -> Result<Corpus> {
                 .source_format
                 .ok_or_else(|| bad(&rows_path, line, "a candidate row without a source format".into()))?;
             let measured = Measured { median_us: r.median_us, eligible: r.eligible };
+            let record = Record { replays: r.replays, dropped: r.dropped };
             let key = RowKey { format, mode: r.mode, m: r.m, n: r.n, k: r.k };
-            grouped_rows.entry(key).or_default().insert(r.candidate, measured);
+            grouped_rows.entry(key).or_default().insert(r.candidate, (measured, record));
         }
         for (key, rows) in grouped_rows {
             let RowKey { format, mode, m, n, k } = key;
@@ -167,7 +179,15 @@ pub fn load(dir: &Path) -> Result<Corpus> {
                     });
                 }
             }
-            let entries: Vec<Option<Measured>> = list.iter().map(|c| rows.get(&c.id).copied()).collect();
+            let entries: Vec<Option<Measured>> = list.iter().map(|c| rows.get(&c.id).map(|r| r.0)).collect();
+            let best_us = best_median(&entries);
+            let stalled_of = |(i, c): (usize, &Candidate)| {
+                rows.get(&c.id).is_some_and(|(m, r)| {
+                    let first = fastest.get(&(key, i)).copied().unwrap_or(f64::INFINITY);
+                    m.eligible && stalled(m.median_us, *r, first, best_us)
+                })
+            };
+            let stalled: Vec<bool> = list.iter().enumerate().map(stalled_of).collect();
             let per_pass: Vec<&BTreeMap<usize, Vec<f64>>> = (0..list.len())
                 .zip(&entries)
                 .filter(|(_, e)| e.is_some_and(|e| e.eligible))
@@ -197,11 +217,12 @@ pub fn load(dir: &Path) -> Result<Corpus> {
                 n: n as u64,
                 k: k as u64,
                 sealed,
-                best_us: best_median(&entries),
+                best_us,
                 regret: regrets(&entries),
                 ucb: cell_ucb(&cell_samples, ALPHA),
                 replicates,
                 band: 0.0,
+                stalled,
             });
         }
     }
@@ -217,6 +238,33 @@ pub fn load(dir: &Path) -> Result<Corpus> {
         Corpus { dir: dir.into(), manifest, plan, backend, decode, grouped, cells, resources, bands: BTreeMap::new() };
     crate::noise::apply_pass_bands(&mut corpus);
     Ok(corpus)
+}
+
+/// What a row says of how its candidate was timed.
+#[derive(Debug, Clone, Copy)]
+struct Record {
+    replays: usize,
+    dropped: bool,
+}
+
+/// Whether a candidate's record is suspect, from what the row and its own launches say: its
+/// samples lasted under half the protocol's shortest sample (`replays x median`; calibration
+/// stalled, so each sample paid fixed costs the others shared: one replay where its cell's
+/// others had 16-24, recorded 1.6-2.1x slow), or racing dropped it although one of its
+/// first-pass launches, warmups included, came within the tightest optimistic ratio of the
+/// cell's best (today's racing bounds a drop by every launch; it bounded by the sample rounds
+/// alone when `core`'s corpus of 2026-12-04 was timed, whose worst leave-one-family-out picks
+/// were such rows). Either way only a new measurement can say what the candidate runs at.
+fn stalled(median_us: f64, r: Record, fastest_launch: f64, best_us: f64) -> bool {
+    let shortest = vnni_measure::protocol::Protocol::default().min_sample_us;
+    let ratio = vnni_measure::protocol::RACE
+        .iter()
+        .filter(|s| s.bound == vnni_measure::protocol::RaceBound::Fastest)
+        .map(|s| s.ratio)
+        .fold(f64::INFINITY, f64::min);
+    let short = (r.replays as f64) * median_us < shortest / 2.0;
+    let dropped_close = r.dropped && fastest_launch <= ratio * best_us && median_us > ratio * best_us;
+    short || dropped_close
 }
 
 /// The runtime key of a group of rows: (source format, mode, M, N, K). Ordered by the
@@ -247,5 +295,29 @@ impl Ord for RowKey {
 impl PartialOrd for RowKey {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{stalled, Record};
+
+    /// A record is suspect when its samples were too short for the protocol (a stalled
+    /// calibration) or racing dropped it although one of its own launches ran close to the
+    /// cell's best; an honest drop and an honest short kernel are not.
+    #[test]
+    fn suspect_records() {
+        let kept = Record { replays: 24, dropped: false };
+        let dropped = Record { replays: 14, dropped: true };
+        // 24 launches of 5 us: 120 us a sample, honest
+        assert!(!stalled(5.0, kept, 5.0, 5.0));
+        // one launch of 10.6 us a sample where the protocol's shortest is 100 us
+        assert!(stalled(10.6, Record { replays: 1, dropped: true }, 10.6, 5.0));
+        // dropped at 35.6 us with a warmup at 16.6 us, the cell's best at 16.5 us
+        assert!(stalled(35.6, dropped, 16.6, 16.5));
+        // dropped, every launch slow: honest
+        assert!(!stalled(35.6, dropped, 30.0, 16.5));
+        // dropped but recorded within the ratio already: nothing a pair would change much
+        assert!(!stalled(17.5, dropped, 16.6, 16.5));
     }
 }

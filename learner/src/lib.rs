@@ -243,8 +243,9 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
             passed: s.p95_regret < opts.p95_max && s.ucb_p95_regret < opts.ucb_max,
         };
         let models = fit.policy_models();
-        let remeasure =
+        let mut remeasure =
             if stats.passed { Vec::new() } else { remeasure::failing(&t, &heldout, opts.p95_max, opts.ucb_max) };
+        remeasure.extend(remeasure::stalled(&t, samples));
         Ok(DomainResult { tree: fit.tree, models, stats, heldout, model_errors, lofo, remeasure })
     };
     let threads = opts

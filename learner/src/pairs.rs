@@ -92,6 +92,9 @@ pub fn apply(corpus: &mut Corpus, path: &Path) -> Result<Applied> {
         let ((la, ua), (lo, uo)) = (median_bounds(sa, level), median_bounds(so, level));
         cell.ucb[anchor] = (ua / lo - 1.0).clamp(0.0, REGRET_CAP);
         cell.ucb[other] = (uo / la - 1.0).clamp(0.0, REGRET_CAP);
+        // timed again: their records are the pair's now
+        cell.stalled[anchor] = false;
+        cell.stalled[other] = false;
         cells += 1;
     }
     Ok(Applied { sha256: vnni_kernels::digest::sha256_hex(&bytes), cells })

@@ -86,7 +86,10 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
             }
         }
         None => {
-            let _ = writeln!(md, "Sealed certification: the corpus has no sealed rows; not run.\n");
+            let _ = writeln!(
+                md,
+                "Sealed certification: not run (the corpus has no sealed rows, or the fit was development only).\n"
+            );
         }
     }
     let _ = writeln!(md, "## Held-out regret per domain\n");

@@ -17,7 +17,7 @@ use vnni_kernels::fixture::{derive_seed, splitmix64};
 use vnni_kernels::registry::{self, Candidate, Family};
 use vnni_kernels::{Backend, CandidateId, Mode, SourceFormat, Surface};
 use vnni_measure::cell::CellResult;
-use vnni_measure::protocol::{Protocol, Sample, Timed};
+use vnni_measure::protocol::{replays_for, Protocol, Sample, Timed};
 use vnni_measure::rows::{mode_rows, CellContext, Checked, ModeTimings};
 
 /// What to generate.
@@ -293,7 +293,9 @@ fn cell(
             registers: 0,
             occupancy: 0,
         });
-        timed.push(Timed { replays: 1, samples, dropped });
+        // calibrated as a real protocol would (a record's samples last the protocol's shortest)
+        let replays = replays_for(Protocol::default().min_sample_us, t);
+        timed.push(Timed { replays, samples, dropped });
     }
     let ctx = CellContext {
         backend: spec.backend,

@@ -282,7 +282,7 @@ fn cells_that_fail_cross_validation_become_pair_requests() {
         let csv = files.iter().find(|p| p.ends_with("remeasure.csv")).unwrap();
         assert_eq!(vnni_corpus::read::read_pair_requests(csv).unwrap(), pairs);
         let md = std::fs::read_to_string(&files[0]).unwrap();
-        assert!(md.contains("## Cells that fail cross-validation") && md.contains("**all failing domains**"));
+        assert!(md.contains("## Cells to time again") && md.contains("| **all** |"));
     }
     // Domains that pass list nothing.
     let f = fit(&dir, &FitOptions::default()).unwrap();

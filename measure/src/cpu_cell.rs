@@ -13,7 +13,7 @@ use vnni_kernels::registry::{candidates, PREFILL_MIN_M};
 use vnni_kernels::{cpu, quantize_activations, Backend, CandidateId, Mode, PackedMatrix, SourceFormat, Surface};
 
 use crate::cell::{best_row, cell_weights, check_columns, CellResult, FIXTURE_SEED};
-use crate::protocol::{replays_for, run_rounds, Protocol, Timed};
+use crate::protocol::{calibrated_replays, run_rounds, Protocol, Timed};
 use crate::rows::{compare, gather, mode_rows, CellContext, Checked, ModeTimings};
 
 pub struct CpuSession {
@@ -234,11 +234,13 @@ fn time_cpu<E: Into<MeasureError>>(
     let mut timed = vec![Timed::default(); count];
     for (c, t) in timed.iter_mut().enumerate() {
         run(c).map_err(Into::into)?;
-        let start = Instant::now();
-        for _ in 0..3 {
-            run(c).map_err(Into::into)?;
-        }
-        t.replays = replays_for(protocol.min_sample_us, start.elapsed().as_secs_f64() * 1e6 / 3.0);
+        t.replays = calibrated_replays(protocol.min_sample_us, &mut |n| -> Result<f64> {
+            let start = Instant::now();
+            for _ in 0..n {
+                run(c).map_err(Into::into)?;
+            }
+            Ok(start.elapsed().as_secs_f64() * 1e6)
+        })?;
     }
     // One weight copy: a later pass is independent in time only.
     let mut sample = |_pass: usize, c: usize, replays: usize| -> Result<f64> {

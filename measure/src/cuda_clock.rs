@@ -12,7 +12,7 @@ use std::collections::btree_map::{BTreeMap, Entry};
 use std::time::Instant;
 
 use crate::phases::{self, Phase};
-use crate::protocol::{replays_for, run_rounds, Protocol, Rotation, Timed, TimingOptions};
+use crate::protocol::{calibrated_replays, run_rounds, Protocol, Rotation, Timed, TimingOptions};
 
 /// What every GPU timing command starts from: the device, its preflight verdicts and the
 /// timing options.
@@ -131,8 +131,7 @@ pub fn time_candidates(
 
 /// Launches per sample for each candidate, on the first pass's copies, so one sample lasts at
 /// least `min_sample_us` (`min_window_us` for samples of windows, see [`Lead`]): one warm
-/// launch, then the mean of three; a launch that alone lasts twice the minimum needs no more
-/// (one launch a sample whatever the other two say).
+/// launch, then [`calibrated_replays`].
 fn calibrate(
     clock: &EventClock,
     protocol: &Protocol,
@@ -145,25 +144,22 @@ fn calibrate(
         true => protocol.min_window_us,
         false => protocol.min_sample_us,
     };
+    // every launch on the copy after the previous one's
     let mut next = 0usize;
+    let mut launch_next = |c: usize| {
+        next += 1;
+        launch(c, (next - 1) % distance)
+    };
     let mut raw = Vec::with_capacity(count);
     for c in 0..count {
-        launch(c, next % distance)?;
-        next += 1;
-        clock.start()?;
-        launch(c, next % distance)?;
-        next += 1;
-        let first_us = clock.stop_ms()? * 1000.0;
-        if first_us >= 2.0 * min_us {
-            raw.push(1);
-            continue;
-        }
-        clock.start()?;
-        for _ in 0..2 {
-            launch(c, next % distance)?;
-            next += 1;
-        }
-        raw.push(replays_for(min_us, (first_us + clock.stop_ms()? * 1000.0) / 3.0));
+        launch_next(c)?;
+        raw.push(calibrated_replays(min_us, &mut |n| -> Result<f64, CudaError> {
+            clock.start()?;
+            for _ in 0..n {
+                launch_next(c)?;
+            }
+            Ok(clock.stop_ms()? * 1000.0)
+        })?);
     }
     phases::add(Phase::Calibrate, started);
     Ok(raw)

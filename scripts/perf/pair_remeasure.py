@@ -97,7 +97,7 @@ def main():
     print(f"{len(requests)} M = 1 pairs, at least {min(n_samples)} samples a candidate\n")
     print("| corpus limit | cells | passes (bound < 5%) | open | fails (regret >= 5%) |")
     print("|---|---|---|---|---|")
-    for limit in ("bound", "regret"):
+    for limit in ("bound", "regret", "stalled"):
         t = table[limit]
         c = t["cells"]
         if not c:

@@ -200,6 +200,7 @@ fn every_subcommand() -> Vec<Command> {
             ledger: p("l.json"),
             frozen_m1: Some(p("m1.json")),
             pairs: Some(p("pairs.samples.csv")),
+            development_only: true,
         }),
         Command::Remeasure(remeasure::Args {
             corpus: p("c"),

@@ -53,6 +53,11 @@ pub struct Args {
     /// fit that lists them (`--report`) spends it: give that one a scratch --ledger.
     #[arg(long)]
     pub pairs: Option<PathBuf>,
+    /// A learner experiment: fit and report on the development rows alone. The sealed rows
+    /// are not looked at, the ledger is neither read nor written, and no policy is written
+    /// (nothing of it can be installed); --out is ignored.
+    #[arg(long)]
+    pub development_only: bool,
 }
 
 /// The repository's sealed ledger.
@@ -101,12 +106,13 @@ impl ToArgv for Args {
             .path("ledger", &self.ledger)
             .opt_path("frozen-m1", self.frozen_m1.as_deref())
             .opt_path("pairs", self.pairs.as_deref())
+            .flag("development-only", self.development_only)
             .done()
     }
 }
 
 pub fn run(a: &Args) -> Result<()> {
-    if !fit_and_write(a)? {
+    if !fit_and_write(a)? && !a.development_only {
         bail!("the policy failed its gates: written for inspection only, do not install it");
     }
     Ok(())
@@ -121,7 +127,8 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         p95_max: a.p95_max,
         ucb_max: a.ucb_max,
         min_pass: a.min_pass,
-        ledger: Some(ledger.clone()),
+        ledger: (!a.development_only).then(|| ledger.clone()),
+        certify_sealed: !a.development_only,
         nested_family_cv: a.nested_family_cv,
         threads: a.threads.map(usize::from),
         frozen_m1: a.frozen_m1.as_deref().map(super::load_policy).transpose()?,
@@ -130,7 +137,10 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         ..Default::default()
     };
     let f = fit(&a.corpus, &opts)?;
-    vnni_corpus::write_bytes(&a.out, &f.policy.to_bytes()).with_context(|| format!("writing {}", a.out.display()))?;
+    if !a.development_only {
+        vnni_corpus::write_bytes(&a.out, &f.policy.to_bytes())
+            .with_context(|| format!("writing {}", a.out.display()))?;
+    }
     let g = &f.policy.gates;
     let worst = f
         .policy
@@ -157,6 +167,9 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         );
     }
     match &g.sealed {
+        None if a.development_only => {
+            println!("development only: sealed rows not looked at, no ledger entry, no policy written")
+        }
         Some(s) => {
             println!(
                 "sealed certification: {} rows, p95 {:.2}%, {}",
@@ -184,7 +197,9 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         }
         None => println!("sealed certification: no sealed rows, not run"),
     }
-    if g.sealed.is_some() {
+    if a.development_only {
+        println!("policy sha256 {} (not written)", f.policy.digest());
+    } else if g.sealed.is_some() {
         println!("policy {} (sha256 {}), sealed ledger {}", a.out.display(), f.policy.digest(), ledger.display());
     } else {
         println!("policy {} (sha256 {}); no sealed rows, no ledger entry", a.out.display(), f.policy.digest());

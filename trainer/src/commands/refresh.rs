@@ -401,6 +401,7 @@ fn fit_args(corpus: &Path, policy: &Path, report: PathBuf, frozen_m1: Option<Pat
         ledger: PathBuf::from(fit::DEFAULT_LEDGER),
         frozen_m1,
         pairs: None,
+        development_only: false,
     }
 }
 
