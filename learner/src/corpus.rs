@@ -41,7 +41,7 @@ pub struct Cell {
     /// The noise band of the cell's domain and size (`noise::apply_pass_bands`); 0 without
     /// replicates.
     pub band: f64,
-    /// Per candidate: its record is suspect ([`stalled`]), so the cell lists it as a pair to
+    /// Per candidate: its record is suspect ([`Suspect`]), so the cell lists it as a pair to
     /// time again (`remeasure.rs`); cleared by a pair that timed it (`pairs.rs`).
     pub stalled: Vec<bool>,
 }
@@ -119,6 +119,7 @@ pub fn load(dir: &Path) -> Result<Corpus> {
     let position: [HashMap<&str, usize>; 2] =
         [&decode, &grouped].map(|list| list.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect());
     let mut cells = Vec::new();
+    let suspect = Suspect::of_protocol();
     for phase in PHASES {
         let sealed = phase.ends_with(".sealed");
         let rows_path = dir.join(format!("{phase}.csv"));
@@ -184,7 +185,7 @@ pub fn load(dir: &Path) -> Result<Corpus> {
             let stalled_of = |(i, c): (usize, &Candidate)| {
                 rows.get(&c.id).is_some_and(|(m, r)| {
                     let first = fastest.get(&(key, i)).copied().unwrap_or(f64::INFINITY);
-                    m.eligible && stalled(m.median_us, *r, first, best_us)
+                    m.eligible && suspect.stalled(m.median_us, *r, first, best_us)
                 })
             };
             let stalled: Vec<bool> = list.iter().enumerate().map(stalled_of).collect();
@@ -247,7 +248,7 @@ struct Record {
     dropped: bool,
 }
 
-/// Whether a candidate's record is suspect, from what the row and its own launches say: its
+/// When a candidate's record is suspect, from what the row and its own launches say: its
 /// samples lasted under half the protocol's shortest sample (`replays x median`; calibration
 /// stalled, so each sample paid fixed costs the others shared: one replay where its cell's
 /// others had 16-24, recorded 1.6-2.1x slow), or racing dropped it although one of its
@@ -255,16 +256,30 @@ struct Record {
 /// cell's best (today's racing bounds a drop by every launch; it bounded by the sample rounds
 /// alone when `core`'s corpus of 2026-12-04 was timed, whose worst leave-one-family-out picks
 /// were such rows). Either way only a new measurement can say what the candidate runs at.
-fn stalled(median_us: f64, r: Record, fastest_launch: f64, best_us: f64) -> bool {
-    let shortest = vnni_measure::protocol::Protocol::default().min_sample_us;
-    let ratio = vnni_measure::protocol::RACE
-        .iter()
-        .filter(|s| s.bound == vnni_measure::protocol::RaceBound::Fastest)
-        .map(|s| s.ratio)
-        .fold(f64::INFINITY, f64::min);
-    let short = (r.replays as f64) * median_us < shortest / 2.0;
-    let dropped_close = r.dropped && fastest_launch <= ratio * best_us && median_us > ratio * best_us;
-    short || dropped_close
+#[derive(Debug, Clone, Copy)]
+struct Suspect {
+    /// Half the protocol's shortest sample (us).
+    short_us: f64,
+    /// Racing's tightest optimistic ratio.
+    ratio: f64,
+}
+
+impl Suspect {
+    /// The thresholds of the default protocol, read once per corpus.
+    fn of_protocol() -> Suspect {
+        use vnni_measure::protocol::{Protocol, RaceBound, RACE};
+        let fastest = RACE.iter().filter(|s| s.bound == RaceBound::Fastest);
+        Suspect {
+            short_us: Protocol::default().min_sample_us / 2.0,
+            ratio: fastest.map(|s| s.ratio).fold(f64::INFINITY, f64::min),
+        }
+    }
+
+    fn stalled(&self, median_us: f64, r: Record, fastest_launch: f64, best_us: f64) -> bool {
+        let short = (r.replays as f64) * median_us < self.short_us;
+        let close = fastest_launch <= self.ratio * best_us && median_us > self.ratio * best_us;
+        short || (r.dropped && close)
+    }
 }
 
 /// The runtime key of a group of rows: (source format, mode, M, N, K). Ordered by the
@@ -300,13 +315,14 @@ impl PartialOrd for RowKey {
 
 #[cfg(test)]
 mod tests {
-    use super::{stalled, Record};
+    use super::{Record, Suspect};
 
     /// A record is suspect when its samples were too short for the protocol (a stalled
     /// calibration) or racing dropped it although one of its own launches ran close to the
     /// cell's best; an honest drop and an honest short kernel are not.
     #[test]
     fn suspect_records() {
+        let stalled = |median, r, fastest, best| Suspect::of_protocol().stalled(median, r, fastest, best);
         let kept = Record { replays: 24, dropped: false };
         let dropped = Record { replays: 14, dropped: true };
         // 24 launches of 5 us: 120 us a sample, honest

@@ -10,11 +10,10 @@
 use std::fmt::Write;
 
 use vnni_corpus::schema::{PairRequest, PAIR_LIMITS};
-
-use crate::cv::Heldout;
 use vnni_kernels::registry::Candidate;
 
 use crate::corpus::Cell;
+use crate::cv::Heldout;
 use crate::domains::Sample;
 use crate::report::pct;
 use crate::tree::Trainer;
@@ -44,8 +43,7 @@ pub fn failing(t: &Trainer, heldout: &Heldout, p95_max: f64, ucb_max: f64) -> Ve
         } else {
             continue;
         };
-        // The measured fastest (the first of equal medians, registry order).
-        let Some(best) = (0..cands.len()).find(|&c| cell.regret[c] == 0.0) else { continue };
+        let Some(best) = fastest(cell) else { continue };
         if best == pick {
             continue;
         }
@@ -65,7 +63,7 @@ pub fn stalled(t: &Trainer, samples: &[Sample]) -> Vec<PairRequest> {
     let mut out = Vec::new();
     for &i in samples.iter().flat_map(|s| &s.cells) {
         let cell = &t.corpus.cells[i];
-        let Some(best) = (0..cands.len()).find(|&c| cell.regret[c] == 0.0) else { continue };
+        let Some(best) = fastest(cell) else { continue };
         // the least recorded regret first: the one most likely to change the cell's winner
         let suspect = (0..cands.len())
             .filter(|&c| cell.stalled[c] && c != best)
@@ -74,6 +72,11 @@ pub fn stalled(t: &Trainer, samples: &[Sample]) -> Vec<PairRequest> {
         out.push(request(cell, cands, pick, best, STALLED));
     }
     out
+}
+
+/// The cell's measured fastest candidate (the first of equal medians, registry order).
+fn fastest(cell: &Cell) -> Option<usize> {
+    cell.regret.iter().position(|&r| r == 0.0)
 }
 
 /// A cell's pair: `pick` against `best`, with the pick's recorded regret and bound.

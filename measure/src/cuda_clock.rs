@@ -147,8 +147,9 @@ fn calibrate(
     // every launch on the copy after the previous one's
     let mut next = 0usize;
     let mut launch_next = |c: usize| {
+        let copy = next % distance;
         next += 1;
-        launch(c, (next - 1) % distance)
+        launch(c, copy)
     };
     let mut raw = Vec::with_capacity(count);
     for c in 0..count {
