@@ -2,14 +2,16 @@
 //! the line and the column (or JSON key) and says what is wrong: malformed numbers, NaN or
 //! non-positive times where a time is required, unknown candidates, duplicate keys.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
-use crate::schema::{parse_hex_f64, Certificate, DenseMRow, PairRequest, ResourceRow, SampleRow, TimingRow};
+use crate::schema::{
+    parse_hex_f64, Certificate, DenseMRow, FamilyCvRow, PairRequest, ResourceRow, SampleRow, TimingRow,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -161,6 +163,46 @@ pub fn read_pair_requests(path: &Path) -> Result<Vec<PairRequest>, ReadError> {
         let key = format!("{}|{}|{}|{}|{}", r.source_format, r.mode, r.m, r.n, r.k);
         check_unique(&mut seen, key, path, line, "source_format", "cell")?;
         out.push(r);
+    }
+    Ok(out)
+}
+
+/// Leave-one-family-out rows (`family-cv.csv.zst`): candidates known, predictions finite and
+/// positive where present, regrets non-negative, (family, source format, mode, N, K,
+/// candidate) unique, and exactly one shipped pick and one tree leaf per cell.
+pub fn read_family_cv(path: &Path) -> Result<Vec<FamilyCvRow>, ReadError> {
+    let mut seen: HashMap<String, u64> = HashMap::new();
+    // Per cell: (first line, shipped picks, tree leaves).
+    let mut cells: BTreeMap<String, (u64, u32, u32)> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (line, r) in rows::<FamilyCvRow>(path)? {
+        check_candidate(path, line, r.candidate.as_ref())?;
+        if let Some(p) = r.predicted_us {
+            if !(p.is_finite() && p > 0.0) {
+                return Err(row_err(path, line, "predicted_us", format!("{p} is not a positive latency")));
+            }
+        }
+        for (col, v) in [("regret", r.regret), ("scored", r.scored)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(row_err(path, line, col, format!("{v} is not a non-negative regret")));
+            }
+        }
+        let cell = format!("{}|{}|{}|{}|{}", r.family, r.source_format, r.mode, r.n, r.k);
+        check_unique(&mut seen, format!("{cell}|{}", r.candidate), path, line, "candidate", "candidate of a cell")?;
+        let e = cells.entry(cell).or_insert((line, 0, 0));
+        e.1 += u32::from(r.shipped);
+        e.2 += u32::from(r.tree);
+        out.push(r);
+    }
+    for (cell, (line, shipped, tree)) in cells {
+        if shipped != 1 || tree != 1 {
+            return Err(row_err(
+                path,
+                line,
+                "shipped",
+                format!("cell {cell} has {shipped} shipped picks and {tree} tree leaves (one each expected)"),
+            ));
+        }
     }
     Ok(out)
 }

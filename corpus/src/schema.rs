@@ -227,6 +227,33 @@ pub struct PairRequest {
     pub limit: String,
 }
 
+/// One candidate of one development cell scored with its model family left out of the fit
+/// (`family-cv.csv.zst`, written by `fit --report`): what each cost model predicted there
+/// and what the candidate measured, so a selection rule can be replayed on the held-out
+/// predictions without fitting again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FamilyCvRow {
+    pub family: String,
+    pub source_format: SourceFormat,
+    pub codebook: Codebook,
+    pub mode: Mode,
+    pub n: usize,
+    pub k: usize,
+    pub candidate: CandidateId,
+    /// The quantized cost model's latency (us) fitted without the family; empty where no
+    /// model of the candidate answers.
+    pub predicted_us: Option<f64>,
+    /// Measured regret against the cell's fastest candidate (fraction; the cap where the
+    /// candidate was not measured or failed its check).
+    pub regret: f64,
+    /// `regret` as scored: 0 inside the cell's noise band.
+    pub scored: f64,
+    /// What ships picked here (the models' argmin, else the tree's leaf).
+    pub shipped: bool,
+    /// The fallback tree's leaf.
+    pub tree: bool,
+}
+
 /// The words of [`PairRequest::limit`]: why a cell is timed again.
 pub const PAIR_LIMITS: [&str; 3] = ["regret", "bound", "stalled"];
 

@@ -12,6 +12,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use vnni_corpus::schema::FamilyCvRow;
+
 use crate::corpus::Corpus;
 use crate::cv::{baseline_rows, choose, Folds, METHOD_COUNT};
 use crate::domains::Sample;
@@ -44,6 +46,8 @@ pub struct FamilyRegrets {
     /// `model` as measured (no noise-band ties).
     pub model_measured: Vec<f64>,
     pub baselines: [Vec<f64>; METHOD_COUNT - 1],
+    /// Every candidate with a prediction (or picked) in every cell, for `family-cv.csv.zst`.
+    pub rows: Vec<FamilyCvRow>,
 }
 
 impl FamilyRegrets {
@@ -55,6 +59,7 @@ impl FamilyRegrets {
         for (a, b) in self.baselines.iter_mut().zip(&other.baselines) {
             a.extend(b);
         }
+        self.rows.extend(other.rows.iter().cloned());
     }
 }
 
@@ -97,10 +102,39 @@ pub fn leave_one_family_out(
             r.tree.extend(s.cells.iter().map(|&i| t.corpus.cells[i].scored(c)));
             // What ships: the models' argmin, the tree's pick where they do not answer (so
             // both columns score the same cells).
+            let shipped = t.predict(&fitted, s.n, s.k);
             if fitted.models.is_some() {
-                let m = t.predict(&fitted, s.n, s.k);
-                r.model.extend(s.cells.iter().map(|&i| t.corpus.cells[i].scored(m)));
-                r.model_measured.extend(s.cells.iter().map(|&i| t.corpus.cells[i].regret[m]));
+                r.model.extend(s.cells.iter().map(|&i| t.corpus.cells[i].scored(shipped)));
+                r.model_measured.extend(s.cells.iter().map(|&i| t.corpus.cells[i].regret[shipped]));
+            }
+            let predicted = fitted.models.as_ref().map(|m| m.predict(t, s.n, s.k));
+            for &i in &s.cells {
+                let cell = &t.corpus.cells[i];
+                for (candidate, cand) in t.corpus.candidates(t.surface).iter().enumerate() {
+                    let predicted_us = predicted
+                        .as_ref()
+                        .map(|p| p[candidate])
+                        .filter(|p| p.is_finite() && *p > 0.0)
+                        .map(|p| p / vnni_policy::cost::UNITS_PER_US);
+                    let (is_shipped, is_tree) = (candidate == shipped, candidate == c);
+                    if predicted_us.is_none() && !is_shipped && !is_tree {
+                        continue;
+                    }
+                    r.rows.push(FamilyCvRow {
+                        family: family.clone(),
+                        source_format: cell.format,
+                        codebook: cell.codebook,
+                        mode: cell.mode,
+                        n: s.n as usize,
+                        k: s.k as usize,
+                        candidate: cand.id.clone(),
+                        predicted_us,
+                        regret: cell.regret[candidate],
+                        scored: cell.scored(candidate),
+                        shipped: is_shipped,
+                        tree: is_tree,
+                    });
+                }
             }
         }
         out.insert(family.clone(), r);

@@ -18,6 +18,10 @@ pub(crate) const BASELINES_LEGEND: &str = "Baselines: *best single* = the generi
      *nearest shape* = the best generic candidate of the nearest training geometry in (log2 N, log2 K); \
      *auto* = the hand heuristic `vnni_learner::baselines::auto` (wide tiles when N fills every unit twice, else the waves formula; grouped by rows per block).";
 
+/// Every held-out prediction of leave-one-family-out, beside `report.md`
+/// ([`vnni_corpus::schema::FamilyCvRow`]; `scripts/perf/family_cv.py` replays selection rules on it).
+pub const FAMILY_CV_FILE: &str = "family-cv.csv.zst";
+
 /// A regret or fraction as a percentage with two decimals.
 pub(crate) fn pct(x: f64) -> String {
     format!("{:.2}%", x * 100.0)
@@ -230,6 +234,13 @@ pub fn write_report(fit: &Fit, dir: &Path) -> Result<Vec<PathBuf>> {
     let pairs = dir.join("remeasure.csv");
     vnni_corpus::write::write_csv(&pairs, &crate::remeasure::all(&fit.domains))?;
     files.insert(0, pairs);
+    let held_out: Vec<&vnni_corpus::schema::FamilyCvRow> =
+        fit.domains.iter().flat_map(|d| d.family_heldout.values().flat_map(|r| &r.rows)).collect();
+    if !held_out.is_empty() {
+        let path = dir.join(FAMILY_CV_FILE);
+        vnni_corpus::write::write_csv(&path, &held_out)?;
+        files.insert(0, path);
+    }
     files.insert(0, path);
     Ok(files)
 }

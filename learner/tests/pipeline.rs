@@ -343,6 +343,43 @@ fn every_left_out_family_is_scored_by_the_trees_and_the_baselines_nested_or_not(
     let files = vnni_learner::report::write_report(&nested, &root.join("report")).unwrap();
     let md = std::fs::read_to_string(&files[0]).unwrap();
     assert!(md.contains("## Leave one family out") && md.contains("nested: hyperparameters chosen again"), "{md}");
+    // Every scored cell is in family-cv.csv.zst with its shipped pick, scored as the report scores it.
+    let path = files.iter().find(|p| p.ends_with(vnni_learner::report::FAMILY_CV_FILE)).unwrap();
+    let rows = vnni_corpus::read::read_family_cv(path).unwrap();
+    let shipped: Vec<f64> = rows.iter().filter(|r| r.shipped).map(|r| r.scored).collect();
+    let mut expected: Vec<f64> = Vec::new();
+    for d in &nested.domains {
+        for r in d.family_heldout.values() {
+            // CPU domains have no cost models: what ships is the tree's leaf.
+            expected.extend(if r.model.is_empty() { &r.tree } else { &r.model });
+        }
+    }
+    assert!(!shipped.is_empty());
+    assert_eq!(shipped, expected);
+    // A repeated row, or a cell without its shipped pick, is refused naming the file and row.
+    let text = String::from_utf8(zstd_decode(path)).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let bad = root.join("bad-family-cv.csv");
+    let refusal = |lines: &[String]| {
+        std::fs::write(&bad, lines.join("\n") + "\n").unwrap();
+        vnni_corpus::read::read_family_cv(&bad).unwrap_err().to_string()
+    };
+    let mut repeated: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    repeated.push(lines[1].to_string());
+    let err = refusal(&repeated);
+    assert!(err.contains("bad-family-cv.csv") && err.contains("candidate of a cell"), "{err}");
+    let mut unshipped: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let pick = unshipped.iter().position(|l| l.ends_with(",true,true")).unwrap();
+    unshipped[pick] = unshipped[pick].replace(",true,true", ",false,true");
+    let err = refusal(&unshipped);
+    assert!(err.contains("bad-family-cv.csv") && err.contains("0 shipped picks"), "{err}");
+}
+
+/// The bytes of a zstd file.
+fn zstd_decode(path: &std::path::Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut vnni_corpus::read::open(path).unwrap(), &mut out).unwrap();
+    out
 }
 
 #[test]
