@@ -51,7 +51,8 @@ pub struct FamilyRegrets {
 }
 
 impl FamilyRegrets {
-    /// Pool `other`'s cells into these.
+    /// Pool `other`'s regrets into these (the report's per-family and overall rows). The
+    /// per-candidate `rows` are not copied: `family-cv.csv.zst` is written from each domain's own.
     pub fn extend(&mut self, other: &FamilyRegrets) {
         self.tree.extend(&other.tree);
         self.model.extend(&other.model);
@@ -59,7 +60,6 @@ impl FamilyRegrets {
         for (a, b) in self.baselines.iter_mut().zip(&other.baselines) {
             a.extend(b);
         }
-        self.rows.extend(other.rows.iter().cloned());
     }
 }
 
