@@ -31,6 +31,49 @@ pub struct Context {
     /// Every domain's cost models, domain after domain (`DomainCtx::models_first`, `models_count`).
     pub models: Vec<ModelCtx>,
     pub model: ModelConstants,
+    /// The local correction of the models' predictions (`vnni_policy::correction`).
+    pub correction: CorrectionCtx,
+    /// Every domain's anchors as (log2 N, log2 K) in 1/64 octave, domain after domain
+    /// (`DomainCtx::anchors_first`, `anchors_count`).
+    pub anchors: Vec<(i64, i64)>,
+    /// Every model's residuals as (the domain's anchor index, value), model after model
+    /// (`ModelCtx::residuals_first`, `residuals_count`).
+    pub residuals: Vec<(i64, i64)>,
+    /// The most anchors of any domain (at least 1: the size of the weights' scratch array).
+    pub max_anchors: usize,
+}
+
+/// The correction rule; `present` false (and no anchors anywhere) where the policy has none.
+#[derive(Debug, Serialize)]
+pub struct CorrectionCtx {
+    pub present: bool,
+    pub strength: i64,
+    pub prior: i64,
+    pub step: i64,
+    pub weights: Vec<i64>,
+    pub one: i64,
+    pub strength_den: i64,
+    pub max_exponent: i64,
+    pub fraction_bits: u32,
+}
+
+impl CorrectionCtx {
+    fn new(rule: Option<&vnni_policy::Correction>) -> CorrectionCtx {
+        use vnni_policy::correction as c;
+        let (strength, prior, step, weights) =
+            rule.map_or((0, 1, 1, Vec::new()), |r| (r.strength, r.prior, r.step, r.weights.clone()));
+        CorrectionCtx {
+            present: rule.is_some(),
+            strength,
+            prior,
+            step,
+            weights,
+            one: c::ONE,
+            strength_den: c::STRENGTH_DEN,
+            max_exponent: c::MAX_EXPONENT,
+            fraction_bits: c::LOG_FRACTION_BITS,
+        }
+    }
 }
 
 /// The cost model's constants (`vnni_policy::cost`) and the sm_90 occupancy limits
@@ -86,6 +129,9 @@ pub struct ModelCtx {
     /// the policy sets none).
     pub from: i64,
     pub below: i64,
+    /// Its residuals in `Context::residuals`.
+    pub residuals_first: usize,
+    pub residuals_count: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -130,6 +176,9 @@ pub struct DomainCtx {
     /// The domain's models in `Context::models`.
     pub models_first: usize,
     pub models_count: usize,
+    /// The domain's anchors in `Context::anchors`.
+    pub anchors_first: usize,
+    pub anchors_count: usize,
 }
 
 /// A tree node: a leaf (candidate index) or an int64 predicate `feature <= le`.
@@ -229,14 +278,24 @@ impl Context {
                 .map_err(|_| vnni_policy::PolicyError::UnknownCandidate { id: id.into() }.into())
         };
         let mut models = Vec::new();
+        let mut anchors = Vec::new();
+        let mut residuals = Vec::new();
         let domains = policy
             .domains
             .iter()
             .map(|d| {
                 let models_first = models.len();
                 for m in &d.models {
-                    models.push(model_ctx(policy, m, &index_of)?);
+                    let residuals_first = residuals.len();
+                    residuals.extend(m.residuals.iter().map(|r| (i64::from(r.anchor), i64::from(r.value))));
+                    models.push(ModelCtx {
+                        residuals_first,
+                        residuals_count: m.residuals.len(),
+                        ..model_ctx(policy, m, &index_of)?
+                    });
                 }
+                let anchors_first = anchors.len();
+                anchors.extend(vnni_policy::correction::anchor_logs(&d.anchors));
                 Ok(DomainCtx {
                     name: match d.aspect {
                         Some(a) => format!("{} {} M bucket {} aspect bucket {a}", d.codebook, d.mode, d.m_bucket),
@@ -245,6 +304,8 @@ impl Context {
                     tree: tree_ctx(&d.tree, &index_of)?,
                     models_first,
                     models_count: d.models.len(),
+                    anchors_first,
+                    anchors_count: d.anchors.len(),
                 })
             })
             .collect::<Result<_>>()?;
@@ -306,6 +367,10 @@ impl Context {
             overlays,
             models,
             model: ModelConstants::new(),
+            correction: CorrectionCtx::new(policy.correction.as_ref()),
+            max_anchors: policy.domains.iter().map(|d| d.anchors.len()).max().unwrap_or(0).max(1),
+            anchors,
+            residuals,
         })
     }
 }
@@ -328,6 +393,8 @@ fn model_ctx(policy: &Policy, m: &CostModel, index_of: &impl Fn(&str) -> Result<
         coefs: [coef(m.waves)?, coef(m.elements)?, coef(m.partials)?, coef(m.cta_rounds)?, coef(m.chain)?],
         from: field("from_elements", m.from_elements)?,
         below: field("below_elements", m.below_elements.unwrap_or(vnni_policy::cost::MAX_ELEMENTS + 1))?,
+        residuals_first: 0,
+        residuals_count: 0,
     })
 }
 

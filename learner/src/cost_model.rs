@@ -128,6 +128,7 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
         chain: Coef::quantize(coef[5] * scale / 1e3),
         from_elements: 0,
         below_elements: None,
+        residuals: Vec::new(),
     })
 }
 
@@ -322,6 +323,7 @@ mod tests {
             chain: Coef::quantize(0.4),
             from_elements: 0,
             below_elements: None,
+            residuals: Vec::new(),
         };
         let rows: Vec<Observation> = [
             (4096, 4096),
@@ -370,6 +372,7 @@ mod tests {
             chain: Coef::quantize(0.4),
             from_elements: 0,
             below_elements: None,
+            residuals: Vec::new(),
         };
         // Small shapes follow one truth, large ones another.
         let (small, large) = (truth(3, 1e-4), truth(9, 3e-4));

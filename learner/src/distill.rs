@@ -5,7 +5,8 @@
 //! regrets, and grow the integer tree on summed regret (`regret_tree.rs`). The tree answers
 //! where the models do not (beyond their element limit, or no modelled candidate legal).
 
-use vnni_policy::{CandidateDesc, CostModel};
+use vnni_policy::cost::Corrector;
+use vnni_policy::{correction, CandidateDesc, Correction, CostModel, Residual};
 
 use crate::cost_model::{self, KernelResources, Observation};
 use crate::domains::{domain_of, DomainKey, Sample};
@@ -62,6 +63,11 @@ fn resources(t: &Trainer, codebook: vnni_kernels::Codebook) -> Vec<Option<Kernel
 pub struct Models {
     models: Vec<(usize, CandidateDesc, CostModel)>,
     units: u64,
+    /// The policy's correction rule (`vnni_policy::correction`), if it carries one; then
+    /// every model holds its residuals at `anchors`, the training keys (sorted).
+    rule: Option<Correction>,
+    anchors: Vec<[u64; 2]>,
+    anchor_logs: Vec<(i64, i64)>,
 }
 
 impl Models {
@@ -96,7 +102,21 @@ impl Models {
         }
         // By id, a candidate's regimes in the order fitted (ascending).
         models.sort_by(|a, b| a.1.id.cmp(&b.1.id));
-        (!models.is_empty()).then_some(Models { models, units })
+        if models.is_empty() {
+            return None;
+        }
+        let rule = t.skeleton.correction.clone();
+        let mut anchors: Vec<[u64; 2]> = Vec::new();
+        if rule.is_some() {
+            anchors = samples.iter().map(|s| [s.n, s.k]).collect();
+            anchors.sort();
+            anchors.dedup();
+            for (c, desc, m) in &mut models {
+                m.residuals = residuals(t, samples, &anchors, *c, desc, m, units);
+            }
+        }
+        let anchor_logs = correction::anchor_logs(&anchors);
+        Some(Models { models, units, rule, anchors, anchor_logs })
     }
 
     /// The quantized models as the policy stores them (sorted by candidate id).
@@ -104,12 +124,23 @@ impl Models {
         self.models.iter().map(|(_, _, m)| m.clone()).collect()
     }
 
-    /// Every candidate's predicted latency at (n, k), in 2^-16 us (infinite where unmodelled,
-    /// illegal or beyond the model's limit; the integer evaluation the tables run).
+    /// The anchors the models' residuals refer to (the domain's `anchors`).
+    pub fn anchors(&self) -> &[[u64; 2]] {
+        &self.anchors
+    }
+
+    fn corrector(&self, n: u64, k: u64) -> Option<Corrector<'_>> {
+        Corrector::new(self.rule.as_ref(), &self.anchor_logs, n, k)
+    }
+
+    /// Every candidate's predicted latency at (n, k), in 2^-16 us, corrected where the policy
+    /// carries a correction (infinite where unmodelled, illegal or beyond the model's limit;
+    /// the integer evaluation the tables run).
     pub fn predict(&self, t: &Trainer, n: u64, k: u64) -> Vec<f64> {
         let mut pred = vec![f64::INFINITY; t.corpus.candidates(t.surface).len()];
+        let corrector = self.corrector(n, k);
         for (c, desc, m) in &self.models {
-            if let Some(p) = m.predict(desc, n, k, self.units) {
+            if let Some(p) = vnni_policy::cost::corrected(m, Some(desc), n, k, self.units, corrector.as_ref()) {
                 pred[*c] = p as f64;
             }
         }
@@ -152,8 +183,46 @@ impl Models {
     /// (`vnni_policy::cost::argmin`, as the policy breaks them); `None` where no model answers.
     pub fn argmin(&self, n: u64, k: u64) -> Option<usize> {
         let pairs = self.models.iter().map(|(_, desc, m)| (m, Some(desc)));
-        vnni_policy::cost::argmin(pairs, n, k, self.units).map(|(i, _)| self.models[i].0)
+        let corrector = self.corrector(n, k);
+        vnni_policy::cost::argmin(pairs, n, k, self.units, corrector.as_ref()).map(|(i, _)| self.models[i].0)
     }
+}
+
+/// Model `m`'s (of corpus candidate `c`) log residuals ln(measured / predicted) at each
+/// anchor where it answers and the candidate was measured (the mean over the key's alias
+/// cells), in 2^-16, clamped to the policy's bound.
+fn residuals(
+    t: &Trainer,
+    samples: &[&Sample],
+    anchors: &[[u64; 2]],
+    c: usize,
+    desc: &CandidateDesc,
+    m: &CostModel,
+    units: u64,
+) -> Vec<Residual> {
+    let mut out = Vec::new();
+    for s in samples {
+        let Some(p) = m.predict(desc, s.n, s.k, units).filter(|&p| p > 0) else { continue };
+        let predicted_us = p as f64 / vnni_policy::cost::UNITS_PER_US;
+        let logs: Vec<f64> = s
+            .cells
+            .iter()
+            .map(|&i| &t.corpus.cells[i])
+            .filter(|cell| cell.regret[c] < REGRET_CAP)
+            .map(|cell| (cell.best_us * (1.0 + cell.regret[c]) / predicted_us).ln())
+            .collect();
+        if logs.is_empty() {
+            continue;
+        }
+        let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+        let bound = f64::from(correction::MAX_RESIDUAL);
+        let value = (mean * correction::ONE as f64).round().clamp(-bound, bound) as i32;
+        let anchor = anchors.binary_search(&[s.n, s.k]).expect("every sample is an anchor") as u32;
+        out.push(Residual { anchor, value });
+    }
+    out.sort();
+    out.dedup_by_key(|r| r.anchor);
+    out
 }
 
 /// Label the grid and the training keys of one decode domain with `models`, fitted on those

@@ -102,7 +102,23 @@ pub struct FitOptions {
     /// Leave one family out of each decode domain's fit (report rows only: the policy does not
     /// depend on it, and it is about half of a fit's work); `false` where no report is read.
     pub family_cv: bool,
+    /// How the decode domains' cost-model predictions are corrected by their residuals at
+    /// the development shapes (`vnni_policy::correction`; the policy records the rule, so
+    /// `verify` refits with it); `None`: the models' own predictions. A staged fit takes its
+    /// frozen M = 1 policy's rule instead.
+    pub correction: Option<vnni_policy::Correction>,
 }
+
+/// The correction a fit applies unless told otherwise: a Gaussian of 0.35 octave in
+/// (log2 N, log2 K), strength 1/2, prior weight 1/2 (chosen by leave one family out on the
+/// development rows of the committed corpora, docs/PERF.md).
+pub fn default_correction() -> Option<vnni_policy::Correction> {
+    let (h, lambda, prior) = DEFAULT_CORRECTION;
+    Some(vnni_policy::Correction::gaussian(h, lambda, prior))
+}
+
+/// [`default_correction`]'s bandwidth (octaves), strength and prior weight.
+pub const DEFAULT_CORRECTION: (f64, f64, f64) = (0.35, 0.5, 0.5);
 
 impl Default for FitOptions {
     fn default() -> Self {
@@ -118,6 +134,7 @@ impl Default for FitOptions {
             pairs: None,
             certify_sealed: true,
             family_cv: true,
+            correction: default_correction(),
         }
     }
 }
@@ -203,6 +220,11 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
     }
     let mut policy = domains::skeleton(&corpus);
     let frozen = frozen::check(&corpus, &policy, opts.frozen_m1.as_ref())?;
+    // Every trainer reads the rule from the skeleton; a staged fit keeps its frozen M = 1 part's.
+    policy.correction = match &opts.frozen_m1 {
+        Some(m1) => m1.correction.clone(),
+        None => opts.correction.clone(),
+    };
     policy.provenance.pairs = pairs.map(|a| vnni_policy::PairEvidence { sha256: a.sha256, cells: a.cells });
     let is_frozen = |p: &Policy, bucket: usize| frozen.is_some() && p.is_decode_bucket(bucket);
     let dev = domains::samples(&corpus, &policy, false);
@@ -243,10 +265,11 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
             passed: s.p95_regret < opts.p95_max && s.ucb_p95_regret < opts.ucb_max,
         };
         let models = fit.policy_models();
+        let anchors = fit.policy_anchors();
         let mut remeasure =
             if stats.passed { Vec::new() } else { remeasure::failing(&t, &heldout, opts.p95_max, opts.ucb_max) };
         remeasure.extend(remeasure::stalled(&t, samples));
-        Ok(DomainResult { tree: fit.tree, models, stats, heldout, model_errors, lofo, remeasure })
+        Ok(DomainResult { tree: fit.tree, models, anchors, stats, heldout, model_errors, lofo, remeasure })
     };
     let threads = opts
         .threads
@@ -284,13 +307,22 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
         }
         // A borrowed domain is of the same codebook and mode, so its models' kernel
         // resources hold here too.
-        let (tree, models, stats, heldout, borrowed_from) = match fitted.get(&key) {
-            Some(r) => (r.tree.clone(), r.models.clone(), Some(r.stats.clone()), Some(r.heldout.clone()), None),
+        let (tree, (models, anchors), stats, heldout, borrowed_from) = match fitted.get(&key) {
+            Some(r) => (
+                r.tree.clone(),
+                (r.models.clone(), r.anchors.clone()),
+                Some(r.stats.clone()),
+                Some(r.heldout.clone()),
+                None,
+            ),
             None => match borrow::nearest(&key, fitted.keys(), surface_of) {
-                Some(from) => (fitted[from].tree.clone(), fitted[from].models.clone(), None, None, Some(from.clone())),
+                Some(from) => {
+                    let r = &fitted[from];
+                    (r.tree.clone(), (r.models.clone(), r.anchors.clone()), None, None, Some(from.clone()))
+                }
                 None => (
                     borrow::best_single_leaf(&trainer(&corpus, &policy, key.bucket, &widths), &key, &dev, surface_of),
-                    Vec::new(),
+                    (Vec::new(), Vec::new()),
                     None,
                     None,
                     None,
@@ -303,6 +335,7 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
             m_bucket: key.bucket,
             aspect: key.aspect,
             models,
+            anchors,
             tree,
             stats,
         });
@@ -372,6 +405,8 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
 struct DomainResult {
     tree: Node,
     models: Vec<vnni_policy::CostModel>,
+    /// The anchors of the models' residuals (empty without a correction).
+    anchors: Vec<[u64; 2]>,
     stats: DomainStats,
     heldout: Heldout,
     /// The cost models' count and in-sample relative errors (CUDA decode domains).

@@ -77,6 +77,11 @@ impl Fitted {
     pub fn policy_models(&self) -> Vec<vnni_policy::CostModel> {
         self.models.as_ref().map(|m| m.to_policy()).unwrap_or_default()
     }
+
+    /// The anchors of the models' residuals (none without a correction).
+    pub fn policy_anchors(&self) -> Vec<[u64; 2]> {
+        self.models.as_ref().map(|m| m.anchors().to_vec()).unwrap_or_default()
+    }
 }
 
 /// A tree in training-side form: feature indices into the set, leaves unlabelled.

@@ -4,9 +4,10 @@
 
 use std::collections::BTreeSet;
 
+use crate::correction::{self, Correction};
 use crate::cost;
 use crate::eval::MAX_DIM;
-use crate::ir::{CostModel, Feature, KbFormula, Node, Policy, Surface, SCHEMA};
+use crate::ir::{CostModel, Domain, Feature, KbFormula, Node, Policy, Surface, SCHEMA};
 use crate::PolicyError;
 
 fn bad(what: String) -> PolicyError {
@@ -159,11 +160,60 @@ impl Policy {
             let surface = self.m_buckets[d.m_bucket].surface;
             self.check_tree(&d.tree, &name, surface, "root")?;
             self.check_models(&d.models, &name, surface)?;
+            self.check_correction(d, &name)?;
         }
         if let Some((cb, mode, bi, a)) = expected.difference(&seen).next() {
             return Err(bad(format!(
                 "domain {cb} {mode} bucket {bi} aspect {a:?} is missing: its queries reach no tree"
             )));
+        }
+        Ok(())
+    }
+
+    /// The correction (`correction.rs`): the rule inside the bounds that file proves
+    /// overflow-free; a domain's anchors sorted, distinct, legal dimensions, at most
+    /// `MAX_ANCHORS`, only beside models and a rule; residuals by ascending anchor, each
+    /// naming one, inside +-`MAX_RESIDUAL`.
+    fn check_correction(&self, d: &Domain, domain: &str) -> Result<(), PolicyError> {
+        let residuals = d.models.iter().any(|m| !m.residuals.is_empty());
+        if (residuals || !d.anchors.is_empty()) && (self.correction.is_none() || d.models.is_empty()) {
+            return Err(bad(format!("{domain}: anchors or residuals without cost models and a correction rule")));
+        }
+        if let Some(Correction { strength, prior, step, weights }) = &self.correction {
+            let weights_ok =
+                weights.len() <= correction::MAX_WEIGHTS && weights.iter().all(|w| (0..=correction::ONE).contains(w));
+            if !(0..=correction::STRENGTH_DEN).contains(strength)
+                || !(1..=1 << 20).contains(prior)
+                || !(1..=1 << 20).contains(step)
+                || !weights_ok
+            {
+                return Err(bad(format!(
+                    "the correction rule is out of range (strength {strength} in 0..=256, prior {prior} and step                      {step} in 1..=2^20, {} weights (<= {}) each in 0..=65536)",
+                    weights.len(),
+                    correction::MAX_WEIGHTS
+                )));
+            }
+        }
+        if d.anchors.len() > correction::MAX_ANCHORS {
+            return Err(bad(format!("{domain}: {} anchors (at most {})", d.anchors.len(), correction::MAX_ANCHORS)));
+        }
+        if let Some(w) = d.anchors.windows(2).find(|w| w[0] >= w[1]) {
+            return Err(bad(format!("{domain}: anchors {:?} and {:?} are not sorted and distinct", w[0], w[1])));
+        }
+        if let Some(a) = d.anchors.iter().find(|a| a.iter().any(|&v| v == 0 || v > MAX_DIM)) {
+            return Err(bad(format!("{domain}: anchor {a:?} is not a legal shape")));
+        }
+        for m in &d.models {
+            let sorted = m.residuals.windows(2).all(|w| w[0].anchor < w[1].anchor);
+            let named = m.residuals.iter().all(|r| (r.anchor as usize) < d.anchors.len());
+            let small = m.residuals.iter().all(|r| r.value.abs() <= correction::MAX_RESIDUAL);
+            if !(sorted && named && small) {
+                return Err(bad(format!(
+                    "{domain}: model of {}: residuals not by ascending anchor, naming no anchor, or beyond +-{}",
+                    m.candidate,
+                    correction::MAX_RESIDUAL
+                )));
+            }
         }
         Ok(())
     }

@@ -39,6 +39,7 @@
 use serde::{Deserialize, Serialize};
 use vnni_kernels::occupancy::blocks_per_sm;
 
+use crate::correction::{self, Correction, Residual};
 use crate::ir::{CandidateDesc, KbFormula};
 
 /// The per-thread rate is `rate / RATE_DEN` of 1/1024 of an SM's bandwidth.
@@ -132,6 +133,10 @@ pub struct CostModel {
     pub from_elements: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub below_elements: Option<u64>,
+    /// Its log residuals at the domain's anchors (`correction.rs`), by anchor; empty where the
+    /// policy carries no correction.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub residuals: Vec<Residual>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -288,19 +293,59 @@ impl CostModel {
     }
 }
 
-/// The position of the (model, its candidate) pair whose prediction is least and positive
-/// (the first on ties), with the prediction; `None` where no model answers (a pair without a
-/// candidate answers nothing). The one tie-break the evaluator, the tables and the learner share.
+/// A query's anchor weights under a policy's correction rule (`correction.rs`); `None` where
+/// the policy or the domain carries none (predictions stay as the models give them).
+pub struct Corrector<'a> {
+    rule: &'a Correction,
+    weights: Vec<i64>,
+}
+
+impl<'a> Corrector<'a> {
+    /// For a query at N x K against anchors given as [`correction::log2_fixed`] pairs.
+    pub fn new(rule: Option<&'a Correction>, anchors: &[(i64, i64)], n: u64, k: u64) -> Option<Corrector<'a>> {
+        let rule = rule.filter(|_| !anchors.is_empty())?;
+        let at = (correction::log2_fixed(n), correction::log2_fixed(k));
+        Some(Corrector { rule, weights: rule.anchor_weights(anchors, at) })
+    }
+
+    /// Prediction `t` of a model with `residuals`, corrected.
+    pub fn apply(&self, t: u64, residuals: &[Residual]) -> u64 {
+        if residuals.is_empty() {
+            return t;
+        }
+        correction::scale(t, self.rule.factor(&self.weights, residuals))
+    }
+}
+
+/// A model's prediction at N x K, corrected where `corrector` is given; `None` where the
+/// model does not answer or predicts 0 (a pair without a candidate answers nothing).
+pub fn corrected(
+    m: &CostModel,
+    c: Option<&CandidateDesc>,
+    n: u64,
+    k: u64,
+    units: u64,
+    corrector: Option<&Corrector>,
+) -> Option<u64> {
+    let t = c.and_then(|c| m.predict(c, n, k, units)).filter(|&t| t > 0)?;
+    Some(corrector.map_or(t, |x| x.apply(t, &m.residuals)))
+}
+
+/// The position of the (model, its candidate) pair whose prediction (corrected, where
+/// `corrector` is given) is least among those answering with a positive one (the first on
+/// ties), with that prediction; `None` where no model answers. The one tie-break the
+/// evaluator, the tables and the learner share.
 pub fn argmin<'a>(
     pairs: impl IntoIterator<Item = (&'a CostModel, Option<&'a CandidateDesc>)>,
     n: u64,
     k: u64,
     units: u64,
+    corrector: Option<&Corrector>,
 ) -> Option<(usize, u64)> {
     let mut best: Option<(usize, u64)> = None;
     for (i, (m, c)) in pairs.into_iter().enumerate() {
-        let Some(t) = c.and_then(|c| m.predict(c, n, k, units)) else { continue };
-        if t > 0 && best.is_none_or(|(_, b)| t < b) {
+        let Some(t) = corrected(m, c, n, k, units, corrector) else { continue };
+        if best.is_none_or(|(_, b)| t < b) {
             best = Some((i, t));
         }
     }
@@ -357,6 +402,7 @@ mod tests {
             chain: Coef::default(),
             from_elements: 0,
             below_elements: None,
+            residuals: Vec::new(),
         };
         let a = model(&one.id).basis(&one, 16_384, 4096, 132).unwrap();
         let b = model(&two.id).basis(&two, 16_384, 4096, 132).unwrap();
@@ -364,7 +410,7 @@ mod tests {
         assert!(b.waves > a.waves);
         let models = [model(&two.id), model(&one.id)];
         let pairs = models.iter().zip([Some(&two), Some(&one)]);
-        assert_eq!(argmin(pairs, 16_384, 4096, 132).map(|x| x.0), Some(1));
+        assert_eq!(argmin(pairs, 16_384, 4096, 132, None).map(|x| x.0), Some(1));
     }
 
     #[test]
@@ -405,6 +451,7 @@ mod tests {
                         chain: top,
                         from_elements: 0,
                         below_elements: None,
+                        residuals: Vec::new(),
                     };
                     if let Some(b) = m.basis(&d, n, k, units) {
                         let t = max(&m, &b).unwrap_or_else(|| panic!("{} {n}x{k} units {units} overflows", d.id));
@@ -425,6 +472,7 @@ mod tests {
                 chain: top,
                 from_elements: 0,
                 below_elements: None,
+                residuals: Vec::new(),
             }
             .basis(&d, (1 << 18) + 1, 1 << 18, 132)
             .is_none());

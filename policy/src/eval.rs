@@ -125,23 +125,35 @@ impl Policy {
         }
     }
 
-    /// The index (into the domain's models) and prediction of the least predicted candidate of
-    /// domain `domain` at N x K; `None` where no model answers (then the tree does).
-    pub fn model_pick(&self, domain: usize, n: u64, k: u64) -> Option<(usize, u64)> {
-        let models = &self.domains[domain].models;
-        crate::cost::argmin(models.iter().map(|m| (m, self.candidate(&m.candidate))), n, k, self.units)
+    /// The corrector of domain `domain` at N x K (`correction.rs`); `None` where the policy or
+    /// the domain carries no correction.
+    fn corrector(&self, domain: usize, n: u64, k: u64) -> Option<crate::cost::Corrector<'_>> {
+        let anchors = crate::correction::anchor_logs(&self.domains[domain].anchors);
+        crate::cost::Corrector::new(self.correction.as_ref(), &anchors, n, k)
     }
 
-    /// Every prediction of domain `domain`'s models at N x K (2^-16 us), least first (ties in
-    /// model order, as `model_pick` breaks them).
+    /// The index (into the domain's models) and prediction of the least predicted candidate of
+    /// domain `domain` at N x K (predictions corrected where the policy carries a correction);
+    /// `None` where no model answers (then the tree does).
+    pub fn model_pick(&self, domain: usize, n: u64, k: u64) -> Option<(usize, u64)> {
+        let models = &self.domains[domain].models;
+        let corrector = self.corrector(domain, n, k);
+        let pairs = models.iter().map(|m| (m, self.candidate(&m.candidate)));
+        crate::cost::argmin(pairs, n, k, self.units, corrector.as_ref())
+    }
+
+    /// Every prediction of domain `domain`'s models at N x K (2^-16 us, corrected as
+    /// `model_pick` does), least first (ties in model order, as `model_pick` breaks them).
     pub fn model_predictions(&self, domain: usize, n: u64, k: u64) -> Vec<(&str, u64)> {
+        let corrector = self.corrector(domain, n, k);
         let mut v: Vec<(usize, &str, u64)> = self.domains[domain]
             .models
             .iter()
             .enumerate()
             .filter_map(|(i, m)| {
-                let t = m.predict(self.candidate(&m.candidate)?, n, k, self.units)?;
-                (t > 0).then_some((i, m.candidate.as_str(), t))
+                let c = self.candidate(&m.candidate);
+                let t = crate::cost::corrected(m, c, n, k, self.units, corrector.as_ref())?;
+                Some((i, m.candidate.as_str(), t))
             })
             .collect();
         v.sort_by_key(|&(i, _, t)| (t, i));

@@ -26,6 +26,7 @@ fn models(candidates: &[CandidateDesc]) -> Vec<CostModel> {
         chain: Coef { mantissa: (20_000 + 7 * i) * eighths / 8, shift: 14 },
         from_elements: 0,
         below_elements: None,
+        residuals: Vec::new(),
     };
     let mut out = Vec::new();
     for (i, c) in generic.enumerate() {
@@ -37,8 +38,20 @@ fn models(candidates: &[CandidateDesc]) -> Vec<CostModel> {
             out.push(model(i, c, 8));
         }
     }
+    // Residuals of up to +-40% at some anchors (every model a different subset), so that the
+    // correction moves the argmin near them.
+    for (i, m) in out.iter_mut().enumerate() {
+        m.residuals = (0..EXAMPLE_ANCHORS.len())
+            .filter(|a| (i + a) % 3 != 0)
+            .map(|a| Residual { anchor: a as u32, value: ((i * 7919 + a * 104_729) % 52_429) as i32 - 26_214 })
+            .collect();
+    }
     out
 }
+
+/// The development shapes of the example's modelled domains (N, K; aspect 1/4 ..< 4).
+pub const EXAMPLE_ANCHORS: [[u64; 2]; 6] =
+    [[2048, 4096], [4096, 4096], [4096, 14_336], [5120, 5120], [8192, 3072], [14_336, 4096]];
 
 /// Where the example's two-regime candidates change model (N * K).
 pub const EXAMPLE_REGIME: u64 = 1 << 24;
@@ -91,12 +104,14 @@ pub fn example_policy(backend: Backend) -> Policy {
                     };
                     let models =
                         if aspect == Some(1) && backend == Backend::Cuda { models(&candidates) } else { vec![] };
+                    let anchors = if models.is_empty() { vec![] } else { EXAMPLE_ANCHORS.to_vec() };
                     domains.push(Domain {
                         codebook: cb.name().into(),
                         mode: mode.clone(),
                         m_bucket: bi,
                         aspect,
                         models,
+                        anchors,
                         tree,
                         stats: None,
                     });
@@ -140,12 +155,14 @@ pub fn example_policy(backend: Backend) -> Policy {
             m1_only: false,
             pairs: None,
             programmatic: false,
+            development_only: false,
         },
         units: 132,
         codebooks,
         modes,
         m_buckets,
         aspect_edges,
+        correction: (backend == Backend::Cuda).then(|| Correction::gaussian(0.35, 0.5, 0.5)),
         candidates,
         domains,
         overlays,

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::correction::{Correction, Residual};
 pub use crate::cost::{Coef, CostModel};
 
 pub const SCHEMA: &str = "vnni-policy-v2";
@@ -131,6 +132,10 @@ pub struct Domain {
     /// (`cost.rs`). Empty: the tree answers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<CostModel>,
+    /// The development shapes (N, K) its models' residuals were measured at, sorted
+    /// (`correction.rs`); empty where the policy carries no correction.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anchors: Vec<[u64; 2]>,
     /// Where the models do not answer (or there are none).
     pub tree: Node,
     /// `None` where the corpus had no rows for the domain (a tree borrowed from a neighbour).
@@ -243,6 +248,11 @@ pub struct Provenance {
     /// false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub programmatic: bool,
+    /// Fitted on the development rows alone (`fit --development-only --development-policy`):
+    /// its sealed rows were never looked at, so it is for experiments and scoring on fresh
+    /// shapes, never installed (absent from the JSON when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub development_only: bool,
 }
 
 /// The pair samples a fit applied: the sha256 of the file and the cells it changed.
@@ -282,6 +292,10 @@ pub struct Policy {
     pub m_buckets: Vec<MBucket>,
     /// Ascending; aspect bucket = number of edges with N/K >= edge.
     pub aspect_edges: Vec<Ratio>,
+    /// How the cost models' residuals at their anchors correct a prediction (`correction.rs`);
+    /// absent: predictions are the models' own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correction: Option<Correction>,
     /// Sorted by id; every id a tree or overlay names.
     pub candidates: Vec<CandidateDesc>,
     /// Sorted by (codebook, mode, m_bucket, aspect).
@@ -306,6 +320,11 @@ impl Policy {
     /// Why the policy may not be installed (a staged policy's M = 1 part edited after the
     /// staged fit, its gates failed, or its sealed certification), if so.
     pub fn not_installable(&self) -> Option<String> {
+        if self.provenance.development_only {
+            return Some(
+                "it was fitted on the development rows alone (fit --development-only): its sealed rows were never certified".into(),
+            );
+        }
         if self.provenance.m1_only {
             return Some(
                 "it was fitted on the M = 1 stage of a staged refresh: its batched buckets were never timed (install the policy fitted on the staged corpus)".into(),
@@ -360,6 +379,8 @@ impl Policy {
             mode: &'a str,
             aspect: Option<usize>,
             models: &'a [CostModel],
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            anchors: &'a [[u64; 2]],
             tree: &'a Node,
         }
         #[derive(Serialize)]
@@ -368,6 +389,8 @@ impl Policy {
             codebooks: &'a [String],
             modes: &'a [String],
             aspect_edges: &'a [Ratio],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            correction: Option<&'a Correction>,
             candidates: Vec<&'a CandidateDesc>,
             domains: Vec<M1Domain<'a>>,
             overlays: Vec<(&'a str, &'a str, u64, u64, &'a str)>,
@@ -377,6 +400,7 @@ impl Policy {
             codebooks: &self.codebooks,
             modes: &self.modes,
             aspect_edges: &self.aspect_edges,
+            correction: self.correction.as_ref(),
             candidates: self.candidates.iter().filter(|c| c.surface == Surface::Decode).collect(),
             domains: self
                 .domains
@@ -387,6 +411,7 @@ impl Policy {
                     mode: &d.mode,
                     aspect: d.aspect,
                     models: &d.models,
+                    anchors: &d.anchors,
                     tree: &d.tree,
                 })
                 .collect(),

@@ -5,11 +5,13 @@
 //! - [`ir`]: the types and their canonical bytes and digest.
 //! - [`eval`]: integer features, bpp formulas, `select` (overlay, then the domain's cost
 //!   models, then its tree; grouped rows inherit the decode selection's bpp).
-//! - [`cost`]: the integer cost model of CUDA decode domains.
+//! - [`cost`]: the integer cost model of CUDA decode domains; [`correction`] the local
+//!   correction of its predictions by residuals at development shapes.
 //! - [`check`]: totality and structure.
 //! - [`example`]: a small total policy for tests of every consumer.
 
 pub mod check;
+pub mod correction;
 pub mod cost;
 pub mod eval;
 pub mod example;

@@ -225,3 +225,66 @@ fn the_m1_digest_follows_m1_selection_only() {
     let why = staged.not_installable().expect("an edited M = 1 part is refused");
     assert!(why.contains("M = 1 part changed"), "{why}");
 }
+
+#[test]
+fn broken_corrections_are_rejected() {
+    let base = example_policy(Backend::Cuda);
+    let d = base.domains.iter().position(|d| !d.anchors.is_empty()).unwrap();
+    let mut p = base.clone();
+    p.correction = None;
+    assert!(rejected(&p).contains("without cost models and a correction rule"), "{}", rejected(&p));
+    let mut p = base.clone();
+    p.correction.as_mut().unwrap().strength = 257;
+    assert!(rejected(&p).contains("out of range"));
+    let mut p = base.clone();
+    p.correction.as_mut().unwrap().weights[0] = correction::ONE + 1;
+    assert!(rejected(&p).contains("out of range"));
+    let mut p = base.clone();
+    p.domains[d].anchors.swap(0, 1);
+    assert!(rejected(&p).contains("not sorted and distinct"));
+    let mut p = base.clone();
+    p.domains[d].anchors[0] = [0, 4096];
+    assert!(rejected(&p).contains("not a legal shape"));
+    let mut p = base.clone();
+    let m = p.domains[d].models.iter().position(|m| !m.residuals.is_empty()).unwrap();
+    p.domains[d].models[m].residuals[0].anchor = 99;
+    assert!(rejected(&p).contains("naming no anchor"));
+    let mut p = base.clone();
+    p.domains[d].models[m].residuals[0].value = correction::MAX_RESIDUAL + 1;
+    assert!(rejected(&p).contains("beyond"));
+}
+
+#[test]
+fn the_correction_moves_the_pick_near_anchors_only() {
+    // Without the rule the models' own argmin answers; with it, some shape on or near an
+    // anchor gets another candidate, and a shape far from every anchor never does.
+    let with = example_policy(Backend::Cuda);
+    let mut without = with.clone();
+    without.correction = None;
+    for d in &mut without.domains {
+        d.anchors.clear();
+        for m in &mut d.models {
+            m.residuals.clear();
+        }
+    }
+    without.check().unwrap();
+    let d = with.domains.iter().position(|d| !d.anchors.is_empty()).unwrap();
+    let near = with.domains[d]
+        .anchors
+        .iter()
+        .any(|&[n, k]| with.model_pick(d, n, k).map(|x| x.0) != without.model_pick(d, n, k).map(|x| x.0));
+    assert!(near, "the correction changes no pick on the anchors");
+    for (n, k) in [(65_536u64, 65_536u64), (256, 256), (100_000, 50_000)] {
+        assert_eq!(with.model_pick(d, n, k).map(|x| x.0), without.model_pick(d, n, k).map(|x| x.0), "{n}x{k}");
+    }
+}
+
+#[test]
+fn a_development_only_policy_is_never_installable() {
+    let mut p = example_policy(Backend::Cuda);
+    p.gates.passed = true;
+    assert_eq!(p.not_installable(), None);
+    p.provenance.development_only = true;
+    assert!(p.not_installable().unwrap().contains("development rows alone"));
+    assert_eq!(Policy::from_bytes(&p.to_bytes()).unwrap(), p);
+}

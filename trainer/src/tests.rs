@@ -201,6 +201,8 @@ fn every_subcommand() -> Vec<Command> {
             frozen_m1: Some(p("m1.json")),
             pairs: Some(p("pairs.samples.csv")),
             development_only: true,
+            development_policy: Some(p("dev.json")),
+            correction: fit::CorrectionSpec(Some((0.5, 1.0, 0.25))),
         }),
         Command::Remeasure(remeasure::Args {
             corpus: p("c"),

@@ -38,6 +38,7 @@ pub fn queries(policy: &Policy, points: &InventoryPoints) -> (Vec<Query>, SplitC
     overlay_queries(policy, &mut out);
     corner_queries(policy, &mut out);
     model_limit_queries(policy, &mut out);
+    anchor_queries(policy, &mut out);
     (out, coverage)
 }
 
@@ -314,6 +315,38 @@ fn overlay_queries(policy: &Policy, out: &mut Vec<Query>) {
         for m in ms {
             for mode in 0..policy.modes.len() as i32 {
                 out.extend(shapes.iter().map(|&(n, k)| Query { codebook: cb as i32, mode, m, n, k }));
+            }
+        }
+    }
+}
+
+/// Every anchor of the correction and shapes around it inside the weights' reach (N and K
+/// scaled by 2^(j/8), |j| <= 6, and off by one column or one K-block), at M = 1 in its
+/// domain's codebook and mode: where the correction moves predictions.
+fn anchor_queries(policy: &Policy, out: &mut Vec<Query>) {
+    for d in policy.domains.iter().filter(|d| !d.anchors.is_empty()) {
+        let (Some(cb), Some(mode)) = (index(&policy.codebooks, &d.codebook), index(&policy.modes, &d.mode)) else {
+            continue;
+        };
+        for &[n, k] in &d.anchors {
+            // 2^(j/8) in thousandths (integers: the same queries everywhere).
+            const STEPS: [u64; 7] = [1000, 1091, 1189, 1297, 1414, 1542, 1682];
+            let scaled = |x: u64, j: i32| {
+                let s = STEPS[j.unsigned_abs() as usize];
+                if j >= 0 {
+                    x * s / 1000
+                } else {
+                    x * 1000 / s
+                }
+            };
+            let mut shapes = vec![(n + 1, k), (n.saturating_sub(1), k), (n, k + 32), (n, k.saturating_sub(32))];
+            for j in -6..=6 {
+                shapes.push((scaled(n, j), k));
+                shapes.push((n, scaled(k, j) / 32 * 32));
+                shapes.push((scaled(n, j), scaled(k, -j) / 32 * 32));
+            }
+            for (n, k) in shapes.into_iter().filter(|&(n, k)| legal_n(n) && legal_k(k)) {
+                out.push(Query { codebook: cb as i32, mode: mode as i32, m: 1, n, k });
             }
         }
     }

@@ -58,6 +58,63 @@ pub struct Args {
     /// (nothing of it can be installed); --out is ignored.
     #[arg(long)]
     pub development_only: bool,
+    /// With --development-only: write the policy here anyway, marked as fitted on the
+    /// development rows alone (never installable), to score it on fresh shapes.
+    #[arg(long, requires = "development_only")]
+    pub development_policy: Option<PathBuf>,
+    /// How the cost models' predictions are corrected by their residuals at the development
+    /// shapes: `off`, or `h=OCTAVES,lambda=STRENGTH,prior=WEIGHT` (a Gaussian in log2 N,
+    /// log2 K); the policy records the rule.
+    #[arg(long, default_value_t = CorrectionSpec::default(), value_parser = CorrectionSpec::parse)]
+    pub correction: CorrectionSpec,
+}
+
+/// `--correction`: `off` or a Gaussian's bandwidth, strength and prior weight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CorrectionSpec(pub Option<(f64, f64, f64)>);
+
+impl Default for CorrectionSpec {
+    /// The learner's default rule (`vnni_learner::default_correction`).
+    fn default() -> Self {
+        CorrectionSpec(Some(vnni_learner::DEFAULT_CORRECTION))
+    }
+}
+
+impl CorrectionSpec {
+    pub fn parse(s: &str) -> Result<CorrectionSpec, String> {
+        if s == "off" {
+            return Ok(CorrectionSpec(None));
+        }
+        let mut v = [None; 3];
+        for part in s.split(',') {
+            let (key, value) = part.split_once('=').ok_or_else(|| format!("{part:?} is not key=value"))?;
+            let i = ["h", "lambda", "prior"]
+                .iter()
+                .position(|k| *k == key.trim())
+                .ok_or_else(|| format!("unknown key {key:?} (h, lambda, prior)"))?;
+            let x: f64 = value.trim().parse().map_err(|_| format!("{value:?} is not a number"))?;
+            v[i] = Some(x);
+        }
+        match v {
+            [Some(h), Some(l), Some(p)] if h > 0.0 && h <= 4.0 && (0.0..=1.0).contains(&l) && p > 0.0 && p <= 16.0 => {
+                Ok(CorrectionSpec(Some((h, l, p))))
+            }
+            _ => Err(format!("{s:?}: give off or h=(0, 4],lambda=[0, 1],prior=(0, 16], all three")),
+        }
+    }
+
+    pub fn rule(self) -> Option<vnni_policy::Correction> {
+        self.0.map(|(h, l, p)| vnni_policy::Correction::gaussian(h, l, p))
+    }
+}
+
+impl std::fmt::Display for CorrectionSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            None => write!(f, "off"),
+            Some((h, l, p)) => write!(f, "h={h},lambda={l},prior={p}"),
+        }
+    }
 }
 
 /// The repository's sealed ledger.
@@ -107,6 +164,8 @@ impl ToArgv for Args {
             .opt_path("frozen-m1", self.frozen_m1.as_deref())
             .opt_path("pairs", self.pairs.as_deref())
             .flag("development-only", self.development_only)
+            .opt_path("development-policy", self.development_policy.as_deref())
+            .val("correction", self.correction)
             .done()
     }
 }
@@ -134,12 +193,17 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         frozen_m1: a.frozen_m1.as_deref().map(super::load_policy).transpose()?,
         pairs: a.pairs.clone(),
         family_cv: a.report.is_some(),
+        correction: a.correction.rule(),
         ..Default::default()
     };
-    let f = fit(&a.corpus, &opts)?;
+    let mut f = fit(&a.corpus, &opts)?;
     if !a.development_only {
         vnni_corpus::write_bytes(&a.out, &f.policy.to_bytes())
             .with_context(|| format!("writing {}", a.out.display()))?;
+    }
+    if let Some(path) = &a.development_policy {
+        f.policy.provenance.development_only = true;
+        vnni_corpus::write_bytes(path, &f.policy.to_bytes()).with_context(|| format!("writing {}", path.display()))?;
     }
     let g = &f.policy.gates;
     let worst = f
@@ -168,7 +232,7 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
     }
     match &g.sealed {
         None if a.development_only => {
-            println!("development only: sealed rows not looked at, no ledger entry, no policy written")
+            println!("development only: sealed rows not looked at, no ledger entry, nothing written to --out")
         }
         Some(s) => {
             println!(
@@ -197,7 +261,9 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         }
         None => println!("sealed certification: no sealed rows, not run"),
     }
-    if a.development_only {
+    if let Some(path) = a.development_policy.as_ref().filter(|_| a.development_only) {
+        println!("development policy {} (sha256 {}; never installable)", path.display(), f.policy.digest());
+    } else if a.development_only {
         println!("policy sha256 {} (not written)", f.policy.digest());
     } else if g.sealed.is_some() {
         println!("policy {} (sha256 {}), sealed ledger {}", a.out.display(), f.policy.digest(), ledger.display());

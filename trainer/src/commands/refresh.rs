@@ -402,6 +402,8 @@ fn fit_args(corpus: &Path, policy: &Path, report: PathBuf, frozen_m1: Option<Pat
         frozen_m1,
         pairs: None,
         development_only: false,
+        development_policy: None,
+        correction: fit::CorrectionSpec::default(),
     }
 }
 

@@ -203,6 +203,10 @@ fn refit(tables: &Path, corpora: &BTreeMap<String, PathBuf>) -> Result<()> {
         ledger: None,
         // The policy does not depend on the report's leave-one-family-out rows.
         family_cv: false,
+        // The correction rule it was fitted with (none in policies from before the rule).
+        correction: policy.correction.clone(),
+        // A development-only policy never looked at its sealed rows.
+        certify_sealed: !policy.provenance.development_only,
         ..Default::default()
     };
     // Pair evidence a fit applied lives beside its tables: `pairs.samples.csv` (and
@@ -235,7 +239,8 @@ fn refit(tables: &Path, corpora: &BTreeMap<String, PathBuf>) -> Result<()> {
         None => None,
     };
     let opts = FitOptions { frozen_m1, ..opts };
-    let refit = fit(corpus, &opts)?;
+    let mut refit = fit(corpus, &opts)?;
+    refit.policy.provenance.development_only = policy.provenance.development_only;
     if refit.policy.to_bytes() != committed {
         bail!("refitting {} gives another policy (sha256 {} vs committed {}): the learner or the corpus changed; refit and commit", corpus.display(), refit.policy.digest(), policy.digest());
     }
