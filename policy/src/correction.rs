@@ -123,7 +123,7 @@ impl Correction {
 /// `t * factor / 2^16`, split so that t < 2^62 and factor < 2^17 never overflow.
 pub fn scale(t: u64, factor: i64) -> u64 {
     let f = factor as u64;
-    (t >> 16) * f + ((t & 0xffff) * f >> 16)
+    (t >> 16) * f + (((t & 0xffff) * f) >> 16)
 }
 
 /// log2(x) in 1/64 octave, x >= 1 (0 for 0): the integer part from the highest set bit, six

@@ -75,6 +75,20 @@ fn describe(label: &str, d: &Decision, policy: &Policy, (n, k): (u64, u64)) {
         Via::Model => {
             let predictions = policy.model_predictions(d.domain, n, k);
             println!("{:<11} least predicted latency of the domain's {} cost models:", "", dom.models.len());
+            if policy.correction.is_some() && !dom.anchors.is_empty() {
+                use vnni_policy::correction::{anchor_logs, log2_fixed, LOG_FRACTION_BITS};
+                let (qn, qk) = (log2_fixed(n), log2_fixed(k));
+                let nearest = anchor_logs(&dom.anchors)
+                    .iter()
+                    .map(|&(an, ak)| (((qn - an).pow(2) + (qk - ak).pow(2)) as f64).sqrt())
+                    .fold(f64::INFINITY, f64::min)
+                    / f64::from(1u32 << LOG_FRACTION_BITS);
+                println!(
+                    "{:<11} (corrected by their residuals at the domain's {} development shapes; the nearest {nearest:.2} octave away)",
+                    "",
+                    dom.anchors.len()
+                );
+            }
             for (id, t) in predictions.iter().take(3) {
                 let us = *t as f64 / vnni_policy::cost::UNITS_PER_US;
                 println!("{:<11}   {us:>9.3} us  {id}", "");
