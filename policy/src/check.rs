@@ -188,7 +188,7 @@ impl Policy {
                 || !weights_ok
             {
                 return Err(bad(format!(
-                    "the correction rule is out of range (strength {strength} in 0..=256, prior {prior} and step                      {step} in 1..=2^20, {} weights (<= {}) each in 0..=65536)",
+                    "the correction rule is out of range (strength {strength} in 0..=256, prior {prior} and step {step} in 1..=2^20, {} weights (<= {}) each in 0..=65536)",
                     weights.len(),
                     correction::MAX_WEIGHTS
                 )));
@@ -206,7 +206,8 @@ impl Policy {
         for m in &d.models {
             let sorted = m.residuals.windows(2).all(|w| w[0].anchor < w[1].anchor);
             let named = m.residuals.iter().all(|r| (r.anchor as usize) < d.anchors.len());
-            let small = m.residuals.iter().all(|r| r.value.abs() <= correction::MAX_RESIDUAL);
+            let small =
+                m.residuals.iter().all(|r| (-correction::MAX_RESIDUAL..=correction::MAX_RESIDUAL).contains(&r.value));
             if !(sorted && named && small) {
                 return Err(bad(format!(
                     "{domain}: model of {}: residuals not by ascending anchor, naming no anchor, or beyond +-{}",

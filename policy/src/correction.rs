@@ -20,17 +20,18 @@
 //! table (`weights[d^2 / step]`, 0 past its end); residuals r in 2^-16 of ln, |r| <= 2^15;
 //! c in 2^-16; exp(c) ~ 1 + c + c^2/2 + c^3/6 + c^4/24 (under 0.06% off at |c| = 1/2, and
 //! monotone there). Every division truncates toward zero (as `/` does in C++ and Rust). Bounds,
-//! with at most [`MAX_ANCHORS`] anchors a domain, |r| <= 2^15, w <= 2^16, strength <= 256:
-//! |sum w r| <= 2^16 * 2^16 * 2^15 = 2^47 and times strength < 2^55; (sum w + prior) * 256 <
-//! 2^41; the factor E = 2^16 exp(c) lies in 39,700 ..= 108,100 (< 2^17), and a prediction
+//! with at most [`MAX_ANCHORS`] = 2^12 anchors a domain, |r| <= 2^15, w <= 2^16, strength <=
+//! 256: |sum w r| <= 2^12 * 2^16 * 2^15 = 2^43 and times strength <= 2^51; (sum w + prior) * 256
+//! < 2^37; the factor E = 2^16 exp(c) lies in 39,700 ..= 108,100 (< 2^17), and a prediction
 //! t < 2^62 is multiplied as (t / 2^16) * E + (t % 2^16) * E / 2^16 < 2^46 * 2^17 = 2^63.
 
 use serde::{Deserialize, Serialize};
 
 /// Fraction bits of [`log2_fixed`]: 1/64 octave.
 pub const LOG_FRACTION_BITS: u32 = 6;
-/// Anchors a domain may carry.
-pub const MAX_ANCHORS: usize = 1 << 16;
+/// Anchors a domain may carry (the generated tables keep one weight per anchor of a domain on
+/// the stack: 32 KiB at most).
+pub const MAX_ANCHORS: usize = 1 << 12;
 /// A residual's largest magnitude (2^-16 of ln): ln 1.65.
 pub const MAX_RESIDUAL: i32 = 1 << 15;
 /// The correction exponent's largest magnitude (2^-16): 1/2.
@@ -71,7 +72,8 @@ impl Correction {
     pub fn gaussian(h: f64, lambda: f64, prior: f64) -> Correction {
         let unit = (1u64 << LOG_FRACTION_BITS) as f64;
         let h2 = (h * unit) * (h * unit);
-        let step = 16i64;
+        // Fine enough for narrow Gaussians, and wide ones still fade out inside the table.
+        let step = 16i64.max((9.5 * h2 / MAX_WEIGHTS as f64).ceil() as i64);
         let mut weights = Vec::new();
         loop {
             let d2 = (weights.len() as f64 + 0.5) * step as f64;
@@ -120,10 +122,11 @@ impl Correction {
     }
 }
 
-/// `t * factor / 2^16`, split so that t < 2^62 and factor < 2^17 never overflow.
+/// `t * factor / 2^16`, split so that t < 2^62 and factor < 2^17 never overflow, and at
+/// least 1 (a corrected prediction stays positive, as the learner's scoring assumes).
 pub fn scale(t: u64, factor: i64) -> u64 {
     let f = factor as u64;
-    (t >> 16) * f + (((t & 0xffff) * f) >> 16)
+    ((t >> 16) * f + (((t & 0xffff) * f) >> 16)).max(1)
 }
 
 /// log2(x) in 1/64 octave, x >= 1 (0 for 0): the integer part from the highest set bit, six

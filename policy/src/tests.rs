@@ -252,6 +252,10 @@ fn broken_corrections_are_rejected() {
     let mut p = base.clone();
     p.domains[d].models[m].residuals[0].value = correction::MAX_RESIDUAL + 1;
     assert!(rejected(&p).contains("beyond"));
+    // i32::MIN has no positive twin: its magnitude must not wrap past the bound.
+    let mut p = base.clone();
+    p.domains[d].models[m].residuals[0].value = i32::MIN;
+    assert!(rejected(&p).contains("beyond"));
 }
 
 #[test]

@@ -96,10 +96,12 @@ impl CorrectionSpec {
             v[i] = Some(x);
         }
         match v {
-            [Some(h), Some(l), Some(p)] if h > 0.0 && h <= 4.0 && (0.0..=1.0).contains(&l) && p > 0.0 && p <= 16.0 => {
+            [Some(h), Some(l), Some(p)]
+                if h > 0.0 && h <= 4.0 && (0.0..=1.0).contains(&l) && (1.0 / 65536.0..=16.0).contains(&p) =>
+            {
                 Ok(CorrectionSpec(Some((h, l, p))))
             }
-            _ => Err(format!("{s:?}: give off or h=(0, 4],lambda=[0, 1],prior=(0, 16], all three")),
+            _ => Err(format!("{s:?}: give off or h=(0, 4],lambda=[0, 1],prior=[2^-16, 16], all three")),
         }
     }
 
