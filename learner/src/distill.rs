@@ -111,12 +111,13 @@ impl Models {
             anchors = samples.iter().map(|s| [s.n, s.k]).collect();
             anchors.sort();
             anchors.dedup();
-            // More development shapes than a table may carry: this domain goes uncorrected.
-            if anchors.len() > correction::MAX_ANCHORS {
+            if anchors.len() <= correction::MAX_ANCHORS {
+                for (c, desc, m) in &mut models {
+                    m.residuals = residuals(t, samples, &anchors, *c, desc, m, units);
+                }
+            } else {
+                // More development shapes than a table may carry: this domain goes uncorrected.
                 anchors.clear();
-            }
-            for (c, desc, m) in models.iter_mut().filter(|_| !anchors.is_empty()) {
-                m.residuals = residuals(t, samples, &anchors, *c, desc, m, units);
             }
         }
         let anchor_logs = correction::anchor_logs(&anchors);

@@ -26,6 +26,7 @@ impl Policy {
             return Err(bad(format!("units (SMs or threads) {} is not in 1..=2^31-1", self.units)));
         }
         self.check_buckets()?;
+        self.check_correction_rule()?;
         for w in self.aspect_edges.windows(2) {
             if w[0].num as u128 * w[1].den as u128 >= w[1].num as u128 * w[0].den as u128 {
                 return Err(bad(format!("aspect edges are not strictly ascending at {}/{}", w[1].num, w[1].den)));
@@ -170,15 +171,8 @@ impl Policy {
         Ok(())
     }
 
-    /// The correction (`correction.rs`): the rule inside the bounds that file proves
-    /// overflow-free; a domain's anchors sorted, distinct, legal dimensions, at most
-    /// `MAX_ANCHORS`, only beside models and a rule; residuals by ascending anchor, each
-    /// naming one, inside +-`MAX_RESIDUAL`.
-    fn check_correction(&self, d: &Domain, domain: &str) -> Result<(), PolicyError> {
-        let residuals = d.models.iter().any(|m| !m.residuals.is_empty());
-        if (residuals || !d.anchors.is_empty()) && (self.correction.is_none() || d.models.is_empty()) {
-            return Err(bad(format!("{domain}: anchors or residuals without cost models and a correction rule")));
-        }
+    /// The policy's correction rule, once: inside the bounds `correction.rs` proves overflow-free.
+    fn check_correction_rule(&self) -> Result<(), PolicyError> {
         if let Some(Correction { strength, prior, step, weights }) = &self.correction {
             let weights_ok =
                 weights.len() <= correction::MAX_WEIGHTS && weights.iter().all(|w| (0..=correction::ONE).contains(w));
@@ -193,6 +187,17 @@ impl Policy {
                     correction::MAX_WEIGHTS
                 )));
             }
+        }
+        Ok(())
+    }
+
+    /// A domain's correction data (`correction.rs`): anchors sorted, distinct, legal
+    /// dimensions, at most `MAX_ANCHORS`, only beside models and a rule; residuals by
+    /// ascending anchor, each naming one, inside +-`MAX_RESIDUAL`.
+    fn check_correction(&self, d: &Domain, domain: &str) -> Result<(), PolicyError> {
+        let residuals = d.models.iter().any(|m| !m.residuals.is_empty());
+        if (residuals || !d.anchors.is_empty()) && (self.correction.is_none() || d.models.is_empty()) {
+            return Err(bad(format!("{domain}: anchors or residuals without cost models and a correction rule")));
         }
         if d.anchors.len() > correction::MAX_ANCHORS {
             return Err(bad(format!("{domain}: {} anchors (at most {})", d.anchors.len(), correction::MAX_ANCHORS)));

@@ -95,9 +95,8 @@ impl Correction {
     pub fn anchor_weights(&self, anchors: &[(i64, i64)], at: (i64, i64)) -> Vec<i64> {
         anchors
             .iter()
-            .map(|&(an, ak)| {
-                let (dn, dk) = (at.0 - an, at.1 - ak);
-                let i = (dn * dn + dk * dk) / self.step;
+            .map(|&anchor| {
+                let i = squared_distance(at, anchor) / self.step;
                 usize::try_from(i).ok().and_then(|i| self.weights.get(i)).copied().unwrap_or(0)
             })
             .collect()
@@ -120,6 +119,12 @@ impl Correction {
         let c4 = c3 * c / ONE;
         ONE + c + c2 / 2 + c3 / 6 + c4 / 24
     }
+}
+
+/// The squared distance of two [`log2_fixed`] pairs, in (1/64 octave)^2.
+pub fn squared_distance(a: (i64, i64), b: (i64, i64)) -> i64 {
+    let (dn, dk) = (a.0 - b.0, a.1 - b.1);
+    dn * dn + dk * dk
 }
 
 /// `t * factor / 2^16`, split so that t < 2^62 and factor < 2^17 never overflow, and at

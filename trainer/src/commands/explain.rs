@@ -76,13 +76,10 @@ fn describe(label: &str, d: &Decision, policy: &Policy, (n, k): (u64, u64)) {
             let predictions = policy.model_predictions(d.domain, n, k);
             println!("{:<11} least predicted latency of the domain's {} cost models:", "", dom.models.len());
             if policy.correction.is_some() && !dom.anchors.is_empty() {
-                use vnni_policy::correction::{anchor_logs, log2_fixed, LOG_FRACTION_BITS};
-                let (qn, qk) = (log2_fixed(n), log2_fixed(k));
-                let nearest = anchor_logs(&dom.anchors)
-                    .iter()
-                    .map(|&(an, ak)| (((qn - an).pow(2) + (qk - ak).pow(2)) as f64).sqrt())
-                    .fold(f64::INFINITY, f64::min)
-                    / f64::from(1u32 << LOG_FRACTION_BITS);
+                use vnni_policy::correction::{anchor_logs, log2_fixed, squared_distance, LOG_FRACTION_BITS};
+                let at = (log2_fixed(n), log2_fixed(k));
+                let nearest = anchor_logs(&dom.anchors).into_iter().map(|a| squared_distance(at, a)).min().unwrap_or(0);
+                let nearest = (nearest as f64).sqrt() / f64::from(1u32 << LOG_FRACTION_BITS);
                 println!(
                     "{:<11} (corrected by their residuals at the domain's {} development shapes; the nearest {nearest:.2} octave away)",
                     "",
