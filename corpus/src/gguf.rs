@@ -28,14 +28,64 @@ pub struct TensorInfo {
 }
 
 impl TensorInfo {
-    /// (N, K, format) for a 2-D weight in a milestone-1 format.
+    /// (N, K, format) for a weight in a supported format: a 2-D matrix, or a 3-D stack of
+    /// expert matrices (`dims[2]` experts of N x K each, as MoE GGUFs store `ffn_*_exps`),
+    /// which every expert runs as its own N x K product.
     pub fn weight(&self) -> Option<(usize, usize, SourceFormat)> {
         let f = SourceFormat::from_ggml_type(self.ggml_type)?;
         match self.dims.as_slice() {
-            [k, n] => Some((*n as usize, *k as usize, f)),
+            [k, n] | [k, n, _] => Some((*n as usize, *k as usize, f)),
             _ => None,
         }
     }
+
+    /// The ggml type's name when this is a matrix (2-D or more) in a type no codec here reads:
+    /// import names it and skips it, never reading its bytes as another format.
+    pub fn unsupported_type(&self) -> Option<String> {
+        (self.dims.len() >= 2 && SourceFormat::from_ggml_type(self.ggml_type).is_none())
+            .then(|| ggml_type_name(self.ggml_type))
+    }
+}
+
+/// A ggml type id's name (gguf-py's spelling) for messages; an id not listed prints as
+/// `type N`.
+pub fn ggml_type_name(id: u32) -> String {
+    const NAMES: [(u32, &str); 33] = [
+        (0, "F32"),
+        (1, "F16"),
+        (2, "Q4_0"),
+        (3, "Q4_1"),
+        (6, "Q5_0"),
+        (7, "Q5_1"),
+        (8, "Q8_0"),
+        (9, "Q8_1"),
+        (10, "Q2_K"),
+        (11, "Q3_K"),
+        (12, "Q4_K"),
+        (13, "Q5_K"),
+        (14, "Q6_K"),
+        (15, "Q8_K"),
+        (16, "IQ2_XXS"),
+        (17, "IQ2_XS"),
+        (18, "IQ3_XXS"),
+        (19, "IQ1_S"),
+        (20, "IQ4_NL"),
+        (21, "IQ3_S"),
+        (22, "IQ2_S"),
+        (23, "IQ4_XS"),
+        (24, "I8"),
+        (25, "I16"),
+        (26, "I32"),
+        (27, "I64"),
+        (28, "F64"),
+        (29, "IQ1_M"),
+        (30, "BF16"),
+        (34, "TQ1_0"),
+        (35, "TQ2_0"),
+        (39, "MXFP4"),
+        (40, "NVFP4"),
+    ];
+    NAMES.iter().find(|(i, _)| *i == id).map_or_else(|| format!("type {id}"), |(_, n)| (*n).to_string())
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,6 +276,15 @@ mod tests {
         let e = super::read(&p).unwrap_err().to_string();
         assert!(e.contains("nested deeper"), "{e}");
         let _ = std::fs::remove_file(p);
+    }
+
+    #[test]
+    fn type_names_follow_gguf_py_and_every_supported_format_is_listed() {
+        for f in vnni_kernels::SourceFormat::ALL {
+            assert_eq!(super::ggml_type_name(f.info().ggml_type), f.name());
+        }
+        assert_eq!(super::ggml_type_name(11), "Q3_K");
+        assert_eq!(super::ggml_type_name(99), "type 99");
     }
 
     #[test]

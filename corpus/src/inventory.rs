@@ -451,8 +451,18 @@ impl InventoryPlan {
 
 /// Inventory shapes for the 2-D weights of a GGUF model in milestone-1 formats, one per
 /// (role, N, K) with every format seen, as TOML text for `corpus/inventory/`.
-pub fn import_toml(model: &crate::gguf::GgufModel, family: &str, source: &str) -> Result<(String, usize), String> {
+/// What `import_toml` made of a model: the inventory TOML, its shape count, and the matrices
+/// it skipped because their type is not supported yet (type name -> tensor names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Imported {
+    pub toml: String,
+    pub shapes: usize,
+    pub skipped: BTreeMap<String, Vec<String>>,
+}
+
+pub fn import_toml(model: &crate::gguf::GgufModel, family: &str, source: &str) -> Result<Imported, String> {
     let mut by_role: BTreeMap<(String, usize, usize), BTreeSet<SourceFormat>> = BTreeMap::new();
+    let mut skipped: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for t in &model.tensors {
         if let Some((n, k, f)) = t.weight() {
             check_dims(n as i64, k as i64).map_err(|e| format!("tensor {:?}: {e}", t.name))?;
@@ -460,13 +470,13 @@ pub fn import_toml(model: &crate::gguf::GgufModel, family: &str, source: &str) -
                 return Err(format!("tensor {:?}: K = {k} is not a multiple of the {f} block", t.name));
             }
             by_role.entry((crate::gguf::role(&t.name), n, k)).or_default().insert(f);
+        } else if let Some(type_name) = t.unsupported_type() {
+            skipped.entry(type_name).or_default().push(t.name.clone());
         }
     }
     if by_role.is_empty() {
-        return Err(
-            "no 2-D weight in a supported format (Q4_0, IQ4_NL, IQ4_XS, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0)"
-                .into(),
-        );
+        let known: Vec<&str> = SourceFormat::ALL.iter().map(|f| f.name()).collect();
+        return Err(format!("no weight matrix in a supported format ({})", known.join(", ")));
     }
     let family = family.replace(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'), "-");
     let mut out = format!("# Imported from {source} by `vnni-dispatch inventory import`.\n\n");
@@ -482,5 +492,5 @@ pub fn import_toml(model: &crate::gguf::GgufModel, family: &str, source: &str) -
             fs.join(", ")
         ));
     }
-    Ok((out, by_role.len()))
+    Ok(Imported { toml: out, shapes: by_role.len(), skipped })
 }

@@ -77,7 +77,7 @@ fn profiles_resolve_to_stable_digests() {
     }
     let smoke = a.resolve("family-smoke").unwrap();
     let formats: std::collections::BTreeSet<_> = smoke.shapes.iter().flat_map(|s| s.formats.iter().copied()).collect();
-    assert_eq!(formats.len(), 10, "family-smoke covers every source format");
+    assert_eq!(formats.len(), SourceFormat::ALL.len(), "family-smoke covers every source format");
     // `core`: every production shape (development, exact overlays), development grid points
     // where the policy would otherwise extrapolate, and sealed rows (grid points and whole
     // families) for the one sealed certification.

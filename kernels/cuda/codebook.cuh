@@ -8,7 +8,7 @@ namespace vnni {
 typedef unsigned char u8;
 typedef unsigned int u32;
 
-enum CodebookId { CB_S4 = 0, CB_NL4 = 1, CB_U4 = 2, CB_S5 = 3, CB_U5 = 4, CB_S6D = 5, CB_S8 = 6 };
+enum CodebookId { CB_S4 = 0, CB_NL4 = 1, CB_U4 = 2, CB_S5 = 3, CB_U5 = 4, CB_S6D = 5, CB_S8 = 6, CB_E2M1 = 7 };
 
 template <int CB> struct Codebook;
 template <> struct Codebook<CB_S4>  { static const int PB = 16; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
@@ -18,6 +18,25 @@ template <> struct Codebook<CB_S5>  { static const int PB = 20; static const int
 template <> struct Codebook<CB_U5>  { static const int PB = 20; static const int RULE = RULE_ASYMMETRIC; static const bool SECOND = true; };
 template <> struct Codebook<CB_S6D> { static const int PB = 24; static const int RULE = RULE_DUAL; static const bool SECOND = true; };
 template <> struct Codebook<CB_S8>  { static const int PB = 32; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
+template <> struct Codebook<CB_E2M1> { static const int PB = 16; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
+
+// The 16-entry table codebooks (nl4, e2m1): decoded straight from payload words in the
+// interleaved element order (4i, 4i+16, 4i+1, 4i+17, ...), the other operand permuted to match.
+template <int CB> struct Table { static const bool VALUE = CB == CB_NL4 || CB == CB_E2M1; };
+
+// f16 bits to f32 (exact); PTX directly, so the module needs no cuda_fp16.h.
+__device__ __forceinline__ float h2f(unsigned short bits) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
+  return f;
+}
+
+// A scale plane entry as f32 (exact): bf16 bits for e2m1 (MXFP4's power-of-two scales reach
+// 2^-128 .. 2^127, beyond f16), f16 bits otherwise. Subnormals stay: no -ftz.
+template <int CB>
+__device__ __forceinline__ float scale_of(unsigned short bits) {
+  return CB == CB_E2M1 ? __uint_as_float((u32)bits << 16) : h2f(bits);
+}
 
 // Raw payload of one block, as 32-bit words (PB / 4 of them used).
 struct Raw { u32 q[8]; };
@@ -66,6 +85,10 @@ __device__ __forceinline__ u32 spread_bits45(u32 h) {
 #define VNNI_IQ4_T2P 0x271A0E02u
 #define VNNI_IQ4_T3P 0x725A4636u
 
+// The e2m1 (MXFP4) table doubled, entries 0..7 (0, 1, 2, 3, 4, 6, 8, 12); 8..15 are their negatives.
+#define VNNI_E2M1_T0 0x03020100u
+#define VNNI_E2M1_T1 0x0C080604u
+
 // PTX prmt in its default mode: a selector nibble with bit 3 set replicates the sign of the
 // selected byte (the nl4 dot relies on it; __byte_perm does not promise that).
 __device__ __forceinline__ u32 prmt(u32 a, u32 b, u32 s) {
@@ -93,10 +116,29 @@ __device__ __forceinline__ u32 iq4_word(u32 q) {
   return __vadd4(prmt(VNNI_IQ4_T0, VNNI_IQ4_T1, q), prmt(VNNI_IQ4_T2P, VNNI_IQ4_T3P, q ^ 0x88888888u));
 }
 
+// e2m1 decode in the interleaved order of iq4_word. With nibble n as selector, prmt(T0, T1, n)
+// is T[n] for n < 8 and 0 (the sign of a non-negative entry) for n >= 8; with n ^ 8 it is 0
+// for n < 8 and T[n & 7] for n >= 8. The first minus the second is the signed value.
+__device__ __forceinline__ u32 e2m1_word(u32 q) {
+  return __vsub4(prmt(VNNI_E2M1_T0, VNNI_E2M1_T1, q), prmt(VNNI_E2M1_T0, VNNI_E2M1_T1, q ^ 0x88888888u));
+}
+
+// A table codebook's payload word decoded in the interleaved order (elements 4i, 4i+16,
+// 4i+1, 4i+17 from the low half of q).
+template <int CB>
+__device__ __forceinline__ u32 table_word(u32 q) {
+  return CB == CB_E2M1 ? e2m1_word(q) : iq4_word(q);
+}
+
+// Four nibbles held one per byte as one 16-bit prmt selector, element order preserved.
+__device__ __forceinline__ u32 nibble_selector(u32 x) {
+  return (x & 0xFu) | ((x >> 4) & 0xF0u) | ((x >> 8) & 0xF00u) | ((x >> 12) & 0xF000u);
+}
+
 // IQ4 lookup of four nibbles held one per byte (values 0..15), element order preserved.
 __device__ __forceinline__ u32 iq4_lookup(u32 x) {
   u32 out0, out1;
-  iq4_lookup8((x & 0xFu) | ((x >> 4) & 0xF0u) | ((x >> 8) & 0xF00u) | ((x >> 12) & 0xF000u), out0, out1);
+  iq4_lookup8(nibble_selector(x), out0, out1);
   return out0;
 }
 
@@ -123,6 +165,7 @@ __device__ __forceinline__ void decode(const Raw& r, int (&w)[8]) {
     if (CB == CB_S5) { lo = __vsub4(lo, 0x10101010u); hi = __vsub4(hi, 0x10101010u); }
     if (CB == CB_S6D) { lo = __vsub4(lo, 0x20202020u); hi = __vsub4(hi, 0x20202020u); }
     if (CB == CB_NL4) { lo = iq4_lookup(lo); hi = iq4_lookup(hi); }
+    if (CB == CB_E2M1) { lo = e2m1_word(nibble_selector(lo)); hi = e2m1_word(nibble_selector(hi)); }
     w[i] = (int)lo;
     w[4 + i] = (int)hi;
   }
@@ -144,10 +187,10 @@ __device__ __forceinline__ ActBlock load_act(const signed char* __restrict__ q, 
 }
 
 // Put an activation block in the element order block_dots<CB> expects (once per block,
-// shared by every column a thread owns). Only nl4 reorders: (j, j+16, j+1, j+17, ...).
+// shared by every column a thread owns). Only the table codebooks reorder: (j, j+16, j+1, j+17, ...).
 template <int CB>
 __device__ __forceinline__ void prepare_act(ActBlock& x) {
-  if (CB == CB_NL4) {
+  if (Table<CB>::VALUE) {
     int a[8];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -180,6 +223,21 @@ __device__ __forceinline__ int2 block_dots(const Raw& raw, const ActBlock& x) {
       lo = __dp4a((int)prmt(VNNI_IQ4_T2P, VNNI_IQ4_T3P, f >> 16), x.a[2 * i + 1], lo);
     }
     return make_int2(lo, 0);
+  }
+  if (CB == CB_E2M1) {
+    // Single-scale too, in the same interleaved order: the positive entries through the
+    // first lookup, the magnitudes of the negative ones through the second (see e2m1_word),
+    // each dotted on its own and subtracted: exact, and no bytewise subtraction per word.
+    int neg = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const u32 q = raw.q[i], f = q ^ 0x88888888u;
+      lo = __dp4a((int)prmt(VNNI_E2M1_T0, VNNI_E2M1_T1, q), x.a[2 * i], lo);
+      neg = __dp4a((int)prmt(VNNI_E2M1_T0, VNNI_E2M1_T1, f), x.a[2 * i], neg);
+      lo = __dp4a((int)prmt(VNNI_E2M1_T0, VNNI_E2M1_T1, q >> 16), x.a[2 * i + 1], lo);
+      neg = __dp4a((int)prmt(VNNI_E2M1_T0, VNNI_E2M1_T1, f >> 16), x.a[2 * i + 1], neg);
+    }
+    return make_int2(lo - neg, 0);
   }
   int w[8];
   decode<CB>(raw, w);

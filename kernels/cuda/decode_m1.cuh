@@ -9,7 +9,7 @@ namespace vnni {
 
 struct DecodeArgs {
   const u8* payload;        // [KBLK][N][PB]
-  const unsigned short* scale;   // f16 bits [KBLK][N]
+  const unsigned short* scale;   // f16 bits [KBLK][N] (bf16 for e2m1: scale_of)
   const unsigned short* second;  // f16 bits [KBLK][N] or null
   const signed char* aq;    // [M][K]
   const float* ad;          // [M][KBLK]
@@ -19,13 +19,6 @@ struct DecodeArgs {
   int m;                    // activation rows (grouped kernels; 1 for decode)
   int prefetch_rows;        // decode: block rows of each partition asked of L2 before the wait (registry::prefetch_rows)
 };
-
-// f16 bits to f32 (exact); PTX directly, so the module needs no cuda_fp16.h.
-__device__ __forceinline__ float h2f(unsigned short bits) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
-  return f;
-}
 
 // Block rows [b0, b0 + rows) of partitions 0..parts-1 (partition q starts at b0 + q * bpp,
 // rows past its end or past kblk skipped) over columns [c0, c0 + cols): payload, scales and
@@ -61,8 +54,9 @@ __device__ __forceinline__ void prefetch_first(const DecodeArgs& a, int b0, int 
 // Blocks whose loads are in flight at once per thread: about 128 payload bytes, enough to
 // cover HBM latency at the occupancy these kernels reach, and short serial chains for
 // narrow shapes.
-// nl4 keeps 6 blocks: its lookup needs the registers that 8 would take (ptxas spills at 64).
-template <int CB> struct Depth { static const int VALUE = CB == CB_NL4 ? 6 : 128 / Codebook<CB>::PB; };
+// The table codebooks keep 6 blocks: their lookups need the registers that 8 would take
+// (ptxas spills nl4 at 64).
+template <int CB> struct Depth { static const int VALUE = Table<CB>::VALUE ? 6 : 128 / Codebook<CB>::PB; };
 
 // Fold blocks [b0, b1) of CPT columns, each from +0.0f in ascending block order. Loads of
 // D blocks x CPT columns are issued before any of them is used; the fold stays serial.
@@ -87,7 +81,7 @@ __device__ __forceinline__ void fold_columns(const DecodeArgs& a, const int (&co
       for (int j = 0; j < CPT; ++j) {
         const size_t blk = (size_t)(b + u) * a.n + n[j];
         raw[u][j] = load_raw<CB>(a.payload, blk);
-        s[u][j] = h2f(__ldg(a.scale + blk));
+        s[u][j] = scale_of<CB>(__ldg(a.scale + blk));
         s2[u][j] = Codebook<CB>::SECOND ? h2f(__ldg(a.second + blk)) : 0.0f;
       }
     }
@@ -113,7 +107,7 @@ __device__ __forceinline__ void fold_columns(const DecodeArgs& a, const int (&co
       for (int j = 0; j < CPT; ++j) {
         const size_t blk = (size_t)bu * a.n + n[j];
         raw[u][j] = load_raw<CB>(a.payload, blk);
-        s[u][j] = h2f(__ldg(a.scale + blk));
+        s[u][j] = scale_of<CB>(__ldg(a.scale + blk));
         s2[u][j] = Codebook<CB>::SECOND ? h2f(__ldg(a.second + blk)) : 0.0f;
       }
     }

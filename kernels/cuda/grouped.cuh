@@ -35,7 +35,7 @@ __device__ __forceinline__ void grouped_rows(const DecodeArgs& a) {
       const size_t off = (size_t)min(r0 + r, a.m - 1) * a.kblk + min(bc + u, b1 - 1);
       const int4* src = reinterpret_cast<const int4*>(a.aq + off * 32);
       int4 v0 = __ldg(src), v1 = __ldg(src + 1);
-      if (CB == CB_NL4) {  // the interleaved element order of decode_nl4 (prepare_act's)
+      if (Table<CB>::VALUE) {  // the interleaved element order of table_word (prepare_act's)
         const int4 p0 = make_int4(prmt(v0.x, v1.x, 0x5140), prmt(v0.x, v1.x, 0x7362), prmt(v0.y, v1.y, 0x5140),
                                   prmt(v0.y, v1.y, 0x7362));
         const int4 p1 = make_int4(prmt(v0.z, v1.z, 0x5140), prmt(v0.z, v1.z, 0x7362), prmt(v0.w, v1.w, 0x5140),
@@ -58,7 +58,7 @@ __device__ __forceinline__ void grouped_rows(const DecodeArgs& a) {
       for (int u = 0; u < D; ++u) {
         const size_t blk = (size_t)min(b + u, bn - 1) * a.n + n;
         raw[u] = load_raw<CB>(a.payload, blk);
-        s[u] = h2f(__ldg(a.scale + blk));
+        s[u] = scale_of<CB>(__ldg(a.scale + blk));
         s2[u] = Codebook<CB>::SECOND ? h2f(__ldg(a.second + blk)) : 0.0f;
       }
 #pragma unroll
@@ -66,11 +66,11 @@ __device__ __forceinline__ void grouped_rows(const DecodeArgs& a) {
         if (b + u < bn) {
           const int su = b + u - bc;
           int w[8];
-          if (CB == CB_NL4) {
+          if (Table<CB>::VALUE) {
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-              w[2 * i] = (int)iq4_word(raw[u].q[i]);
-              w[2 * i + 1] = (int)iq4_word(raw[u].q[i] >> 16);
+              w[2 * i] = (int)table_word<CB>(raw[u].q[i]);
+              w[2 * i + 1] = (int)table_word<CB>(raw[u].q[i] >> 16);
             }
           } else {
             decode<CB>(raw[u], w);
@@ -118,9 +118,9 @@ __device__ __forceinline__ void decode_pair(const u8* __restrict__ p, int t, u32
     return;
   }
   const u32 q = payload_word<SHARED>(p, t);
-  if (CB == CB_NL4) {  // interleaved order: the caller permutes the other operand to match
-    lo = iq4_word(q);
-    hi = iq4_word(q >> 16);
+  if (Table<CB>::VALUE) {  // interleaved order: the caller permutes the other operand to match
+    lo = table_word<CB>(q);
+    hi = table_word<CB>(q >> 16);
     return;
   }
   lo = q & 0x0F0F0F0Fu;
@@ -183,7 +183,7 @@ __device__ __forceinline__ void grouped_mma16(const DecodeArgs& a) {
       for (int c = 0; c < 2; ++c) {
         const size_t blk = (size_t)bu * a.n + ncol[c];
         decode_pair<CB, false>(a.payload + blk * PB, t, wlo[u][c], whi[u][c]);
-        s[u][c] = h2f(__ldg(a.scale + blk));
+        s[u][c] = scale_of<CB>(__ldg(a.scale + blk));
         s2[u][c] = Codebook<CB>::SECOND ? h2f(__ldg(a.second + blk)) : 0.0f;
       }
     }
@@ -197,7 +197,7 @@ __device__ __forceinline__ void grouped_mma16(const DecodeArgs& a) {
           if (rbase >= a.m) break;  // uniform across the warp
           const u32* q = reinterpret_cast<const u32*>(a.aq + ((size_t)min(rbase + g, a.m - 1) * a.kblk + bb) * 32);
           u32 bf0 = __ldg(q + t), bf1 = __ldg(q + 4 + t);
-          if (CB == CB_NL4) {  // match decode_pair's interleaved order (elements 4t, 4t+16, ...)
+          if (Table<CB>::VALUE) {  // match decode_pair's interleaved order (elements 4t, 4t+16, ...)
             const u32 x0 = bf0;
             bf0 = prmt(x0, bf1, 0x5140);
             bf1 = prmt(x0, bf1, 0x7362);

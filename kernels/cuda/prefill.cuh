@@ -73,7 +73,7 @@ struct PrefillStage {
   static const int D = A + BM * AROW;                            // f32 [KSTEP][BM]
   static const int SUM = D + KSTEP * BM * 4;                     // i32 [KSTEP][BM] (asymmetric)
   static const int W = SUM + (ASYM ? KSTEP * BM * 4 : 0);        // u8 [KSTEP][BN][PB]
-  static const int S = W + KSTEP * BN * PB;                      // f16 [KSTEP][BN]
+  static const int S = W + KSTEP * BN * PB;                      // f16 (e2m1: bf16) [KSTEP][BN]
   static const int S2 = S + KSTEP * BN * 2;                      // f16 [KSTEP][BN] (second)
   static const int BYTES = S2 + (SECOND ? KSTEP * BN * 2 : 0);
 };
@@ -218,7 +218,7 @@ __device__ __forceinline__ void prefill_tile(const DecodeArgs& a, int kpart) {
       const int* ssum = reinterpret_cast<const int*>(base + L::SUM);
 #pragma unroll 1
       for (int i = threadIdx.x; i < KSTEP * BN; i += THREADS) {
-        reinterpret_cast<float*>(prep + P::S)[i] = h2f(ss[i]);
+        reinterpret_cast<float*>(prep + P::S)[i] = scale_of<CB>(ss[i]);
         if (L::SECOND) reinterpret_cast<float*>(prep + P::S2)[i] = h2f(ss2[i]);
       }
       if (L::ASYM) {
@@ -239,7 +239,7 @@ __device__ __forceinline__ void prefill_tile(const DecodeArgs& a, int kpart) {
         const int row = wm * TM + mf * 16 + g;
         ldmatrix_x4(af[mf], base + L::A + (wm * TM + mf * 16 + lane % 8 + 8 * (lane / 8 % 2)) * L::AROW + j * 32 +
                                 16 * (lane / 16));
-        if (CB == CB_NL4) {  // decode_pair's interleaved element order (4t, 4t+16, 4t+1, 4t+17, ...)
+        if (Table<CB>::VALUE) {  // decode_pair's interleaved element order (4t, 4t+16, 4t+1, 4t+17, ...)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const u32 x0 = af[mf][h], x1 = af[mf][2 + h];

@@ -5,17 +5,57 @@
 //! `payload: u8 [KBLK][N][PB]`, `scale: f16 [KBLK][N]`, `second: f16 [KBLK][N]`.
 //! Payload conventions per 32-value block (byte j holds element j in its low nibble
 //! and element j + 16 in its high nibble wherever nibbles are used):
-//! - `s4`, `nl4`, `u4`: 16 nibble bytes.
+//! - `s4`, `nl4`, `u4`, `e2m1`: 16 nibble bytes.
 //! - `s5`, `u5`: 16 nibble bytes, then a little-endian u32 whose bit i is bit 4 of element i.
 //! - `s6d`: 16 nibble bytes (bits 0..3), then 8 bytes where byte 16 + i holds bits 4..5 of
 //!   elements 4i .. 4i+3 at shifts 0, 2, 4, 6.
 //! - `s8`: 32 two's-complement bytes.
+//!
+//! Every scale plane holds f16 bits except `e2m1`'s, which holds bf16 bits: an MXFP4 block
+//! scale is a power of two from 2^-128 to 2^127 (E8M0, halved), beyond f16's range but exact
+//! in bf16 (its 8-bit exponent, with subnormals down to 2^-133). See [`ScaleFormat`].
 
 use crate::contract::ScaleRule;
 use crate::vocab::Vocabulary;
 
 /// The IQ4 non-linear value table (IQ4_NL, IQ4_XS).
 pub const IQ4_TABLE: [i8; 16] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+
+/// The MXFP4 (E2M1) values, doubled so that they are integers: entries 0..7 are
+/// 0, 0.5, 1, 1.5, 2, 3, 4, 6 times two, entries 8..15 their negatives.
+pub const E2M1_TABLE: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+
+/// How a codebook's scale plane stores each block scale in 16 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScaleFormat {
+    /// IEEE binary16; a source scale is rounded to it (nearest even) when repacked.
+    F16,
+    /// bfloat16 (the upper half of an f32); a source scale must be exact in it.
+    Bf16,
+}
+
+impl ScaleFormat {
+    /// The stored scale as f32 (exact in both formats).
+    #[inline(always)]
+    pub fn widen(self, bits: u16) -> f32 {
+        match self {
+            ScaleFormat::F16 => half::f16::from_bits(bits).to_f32(),
+            ScaleFormat::Bf16 => f32::from_bits(u32::from(bits) << 16),
+        }
+    }
+
+    /// The bits that store `value`: f16 rounds to nearest even, bf16 takes only exact values.
+    /// `None` when the result would not be finite or (bf16) not exact.
+    pub fn narrow(self, value: f32) -> Option<u16> {
+        match self {
+            ScaleFormat::F16 => Some(half::f16::from_f32(value)).filter(|h| h.is_finite()).map(|h| h.to_bits()),
+            ScaleFormat::Bf16 => {
+                let bits = value.to_bits();
+                (value.is_finite() && bits & 0xFFFF == 0).then_some((bits >> 16) as u16)
+            }
+        }
+    }
+}
 
 /// Serialized, parsed and shown as its name (`s4`, `nl4`, ...): see [`Vocabulary`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -27,11 +67,20 @@ pub enum Codebook {
     U5,
     S6d,
     S8,
+    E2m1,
 }
 
 impl Codebook {
-    pub const ALL: [Codebook; 7] =
-        [Codebook::S4, Codebook::Nl4, Codebook::U4, Codebook::S5, Codebook::U5, Codebook::S6d, Codebook::S8];
+    pub const ALL: [Codebook; 8] = [
+        Codebook::S4,
+        Codebook::Nl4,
+        Codebook::U4,
+        Codebook::S5,
+        Codebook::U5,
+        Codebook::S6d,
+        Codebook::S8,
+        Codebook::E2m1,
+    ];
 
     pub const fn name(self) -> &'static str {
         match self {
@@ -42,13 +91,14 @@ impl Codebook {
             Codebook::U5 => "u5",
             Codebook::S6d => "s6d",
             Codebook::S8 => "s8",
+            Codebook::E2m1 => "e2m1",
         }
     }
 
     /// Payload bytes per 32 values (`PB`).
     pub const fn payload_bytes(self) -> usize {
         match self {
-            Codebook::S4 | Codebook::Nl4 | Codebook::U4 => 16,
+            Codebook::S4 | Codebook::Nl4 | Codebook::U4 | Codebook::E2m1 => 16,
             Codebook::S5 | Codebook::U5 => 20,
             Codebook::S6d => 24,
             Codebook::S8 => 32,
@@ -64,12 +114,20 @@ impl Codebook {
         }
     }
 
+    /// How the scale plane stores a block scale.
+    pub const fn scale_format(self) -> ScaleFormat {
+        match self {
+            Codebook::E2m1 => ScaleFormat::Bf16,
+            _ => ScaleFormat::F16,
+        }
+    }
+
     /// Whether the packed matrix carries the `second` f16 plane (min or second scale).
     pub const fn has_second(self) -> bool {
         !matches!(self.scale_rule(), ScaleRule::Single)
     }
 
-    /// Bytes one packed block of 32 values streams: payload, the f16 scale and, where the
+    /// Bytes one packed block of 32 values streams: payload, the 16-bit scale and, where the
     /// codebook has one, the second f16 plane.
     pub const fn block_bytes(self) -> usize {
         self.payload_bytes() + 2 + if self.has_second() { 2 } else { 0 }
@@ -86,6 +144,7 @@ impl Codebook {
             Codebook::U5 => decode_u5(payload),
             Codebook::S6d => decode_s6d(payload),
             Codebook::S8 => decode_s8(payload),
+            Codebook::E2m1 => decode_e2m1(payload),
         }
     }
 }
@@ -113,6 +172,11 @@ pub fn decode_s4(p: &[u8]) -> [i8; 32] {
 #[inline]
 pub fn decode_nl4(p: &[u8]) -> [i8; 32] {
     nibbles(p, |x| IQ4_TABLE[x as usize])
+}
+
+#[inline]
+pub fn decode_e2m1(p: &[u8]) -> [i8; 32] {
+    nibbles(p, |x| E2M1_TABLE[x as usize])
 }
 
 #[inline]

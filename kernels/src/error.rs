@@ -49,6 +49,6 @@ pub enum RepackError {
     BadLength { format: SourceFormat, expected: usize, got: usize },
     #[error("{format} matrix: row {row}, source block {block}: the f16 field at byte {offset} is not finite")]
     NonFiniteScale { format: SourceFormat, row: usize, block: usize, offset: usize },
-    #[error("{format} matrix: row {row}, source block {block}, sub-block {sub}: scale {value} does not fit in f16")]
+    #[error("{format} matrix: row {row}, source block {block}, sub-block {sub}: scale {value} does not fit its codebook's scale plane (f16; bf16, exactly, for e2m1)")]
     ScaleOverflow { format: SourceFormat, row: usize, block: usize, sub: usize, value: f32 },
 }

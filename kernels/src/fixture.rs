@@ -6,6 +6,7 @@
 use half::f16;
 use rayon::prelude::*;
 
+use crate::codebook::ScaleFormat;
 use crate::codec::with_block;
 use crate::packed::{check_shape, PackedMatrix};
 use crate::{Codebook, ShapeError, SourceFormat};
@@ -58,7 +59,8 @@ fn fill_f16(seed: u64, lo_exponent: u16, out: &mut [f16]) {
 }
 
 /// A structurally valid packed matrix of `codebook` with shape N x K.
-/// Scales lie in [2^-10, 2^-6) in magnitude, mins in [2^-8, 2^-4).
+/// Scales lie in [2^-10, 2^-6) in magnitude (e2m1: the powers of two 2^-10 .. 2^-7), mins
+/// in [2^-8, 2^-4).
 pub fn packed_matrix(codebook: Codebook, n: usize, k: usize, seed: u64) -> Result<PackedMatrix, ShapeError> {
     let kblk = check_shape(n, k, 32, "packed fixture")?;
     let blocks = kblk * n;
@@ -70,6 +72,15 @@ pub fn packed_matrix(codebook: Codebook, n: usize, k: usize, seed: u64) -> Resul
     }
     let mut scale = vec![f16::ZERO; blocks];
     fill_f16(derive_seed(seed, "scale"), 5, &mut scale);
+    let scale: Vec<u16> = match codebook.scale_format() {
+        ScaleFormat::F16 => scale.par_iter().map(|h| h.to_bits()).collect(),
+        // e2m1 scales are powers of two: the f16 draw's sign and exponent, mantissa dropped
+        // (2^-10 .. 2^-7), as bf16 bits.
+        ScaleFormat::Bf16 => scale
+            .par_iter()
+            .map(|h| ScaleFormat::Bf16.narrow(f32::from_bits(h.to_f32().to_bits() & 0x7F80_0000)).expect("exact"))
+            .collect(),
+    };
     let mut second = vec![f16::ZERO; if codebook.has_second() { blocks } else { 0 }];
     let second_exponent = if codebook == Codebook::S6d { 5 } else { 7 };
     fill_f16(derive_seed(seed, "second"), second_exponent, &mut second);

@@ -23,6 +23,7 @@ pub enum SourceFormat {
     Q5_K,
     Q6_K,
     Q8_0,
+    MXFP4,
 }
 
 /// Static facts about one source format.
@@ -38,7 +39,7 @@ pub struct FormatInfo {
 
 impl SourceFormat {
     /// Registry order: the order of DESIGN.md's milestone-1 table.
-    pub const ALL: [SourceFormat; 10] = [
+    pub const ALL: [SourceFormat; 11] = [
         SourceFormat::Q4_0,
         SourceFormat::IQ4_NL,
         SourceFormat::IQ4_XS,
@@ -49,6 +50,7 @@ impl SourceFormat {
         SourceFormat::Q5_K,
         SourceFormat::Q6_K,
         SourceFormat::Q8_0,
+        SourceFormat::MXFP4,
     ];
 
     pub const fn info(self) -> FormatInfo {
@@ -65,6 +67,7 @@ impl SourceFormat {
             F::Q5_K => (13, 176, 256, C::U5),
             F::Q6_K => (14, 210, 256, C::S6d),
             F::Q8_0 => (8, 34, 32, C::S8),
+            F::MXFP4 => (39, 17, 32, C::E2m1),
         };
         FormatInfo { format: self, ggml_type, block_bytes, block_elems, codebook }
     }
@@ -98,6 +101,7 @@ impl SourceFormat {
             SourceFormat::Q5_K => "Q5_K",
             SourceFormat::Q6_K => "Q6_K",
             SourceFormat::Q8_0 => "Q8_0",
+            SourceFormat::MXFP4 => "MXFP4",
         }
     }
 
@@ -118,7 +122,7 @@ impl fmt::Display for SourceFormat {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown source format {0:?} (known: Q4_0, IQ4_NL, IQ4_XS, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0)")]
+#[error("unknown source format {0:?} (known: Q4_0, IQ4_NL, IQ4_XS, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, MXFP4)")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for SourceFormat {

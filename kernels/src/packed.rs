@@ -9,7 +9,8 @@ use crate::contract::ScaleRule;
 use crate::{Codebook, RepackError, ShapeError, SourceFormat};
 
 /// One codebook block as a source block produces it, scales still in f32. The packer
-/// rounds them to f16 (nearest even); that rounding is part of the codebook definition.
+/// stores them in the codebook's [`ScaleFormat`](crate::codebook::ScaleFormat): f16 rounds to nearest even (that rounding
+/// is part of the codebook definition), bf16 (e2m1) takes exact values only.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PackedBlock {
     /// The first `Codebook::payload_bytes()` bytes are used.
@@ -19,7 +20,7 @@ pub struct PackedBlock {
     pub second: f32,
 }
 
-/// A decoded block: 32 integer values and the f16 scales widened to f32.
+/// A decoded block: 32 integer values and the stored scales widened to f32.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DecodedBlock {
     pub values: [i8; 32],
@@ -35,8 +36,8 @@ pub struct PackedMatrix {
     pub k: usize,
     /// `u8 [KBLK][N][PB]`.
     pub payload: Vec<u8>,
-    /// `f16 [KBLK][N]`.
-    pub scale: Vec<f16>,
+    /// `[KBLK][N]` scale bits in the codebook's [`ScaleFormat`](crate::codebook::ScaleFormat) (f16, or bf16 for e2m1).
+    pub scale: Vec<u16>,
     /// `f16 [KBLK][N]` when the codebook has a second plane, else empty.
     pub second: Vec<f16>,
 }
@@ -61,7 +62,7 @@ impl PackedMatrix {
         n: usize,
         k: usize,
         payload: Vec<u8>,
-        scale: Vec<f16>,
+        scale: Vec<u16>,
         second: Vec<f16>,
     ) -> Result<Self, ShapeError> {
         let kblk = check_shape(n, k, 32, "packed layout")?;
@@ -100,7 +101,7 @@ impl PackedMatrix {
     #[inline(always)]
     pub fn scales_at(&self, b: usize, n: usize) -> (f32, f32) {
         let i = b * self.n + n;
-        (self.scale[i].to_f32(), self.second.get(i).map_or(0.0, |s| s.to_f32()))
+        (self.codebook.scale_format().widen(self.scale[i]), self.second.get(i).map_or(0.0, |s| s.to_f32()))
     }
 
     #[inline]
@@ -146,7 +147,7 @@ fn repack_blocks<B: Block>(n: usize, k: usize, bytes: &[u8]) -> Result<PackedMat
     let pb = codebook.payload_bytes();
     let sub = B::ELEMS / 32;
     let mut payload = vec![0u8; kblk * n * pb];
-    let mut scale = vec![f16::ZERO; kblk * n];
+    let mut scale = vec![0u16; kblk * n];
     let mut second = vec![f16::ZERO; if codebook.has_second() { kblk * n } else { 0 }];
     let second_chunks: Vec<&mut [f16]> = if second.is_empty() {
         (0..per_row).map(|_| &mut [][..]).collect()
@@ -173,9 +174,11 @@ fn repack_blocks<B: Block>(n: usize, k: usize, bytes: &[u8]) -> Result<PackedMat
                 for (s, blk) in out[..sub].iter().enumerate() {
                     let at = s * n + row;
                     pay[at * pb..(at + 1) * pb].copy_from_slice(&blk.payload[..pb]);
-                    sca[at] = to_f16(blk.scale, format, row, j, s)?;
+                    let overflow = |value| RepackError::ScaleOverflow { format, row, block: j, sub: s, value };
+                    sca[at] = codebook.scale_format().narrow(blk.scale).ok_or_else(|| overflow(blk.scale))?;
                     if !sec.is_empty() {
-                        sec[at] = to_f16(blk.second, format, row, j, s)?;
+                        let h = f16::from_f32(blk.second);
+                        sec[at] = if h.is_finite() { h } else { return Err(overflow(blk.second)) };
                     }
                 }
             }
@@ -184,13 +187,4 @@ fn repack_blocks<B: Block>(n: usize, k: usize, bytes: &[u8]) -> Result<PackedMat
         .collect();
     results.into_iter().collect::<Result<(), _>>()?;
     Ok(PackedMatrix { codebook, n, k, payload, scale, second })
-}
-
-fn to_f16(value: f32, format: SourceFormat, row: usize, block: usize, sub: usize) -> Result<f16, RepackError> {
-    let h = f16::from_f32(value);
-    if h.is_finite() {
-        Ok(h)
-    } else {
-        Err(RepackError::ScaleOverflow { format, row, block, sub, value })
-    }
 }

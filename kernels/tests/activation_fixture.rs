@@ -65,8 +65,8 @@ fn fixtures_are_valid_bounded_and_never_zero() {
         let w = fixture::packed_matrix(cb, 33, 256, 7).unwrap();
         assert!(w.payload.iter().any(|&b| b != 0));
         assert_eq!(w.second.len(), if cb.has_second() { w.scale.len() } else { 0 });
-        for s in w.scale.iter().chain(&w.second) {
-            let v = s.to_f32().abs();
+        let scales = w.scale.iter().map(|&bits| cb.scale_format().widen(bits));
+        for v in scales.chain(w.second.iter().map(|s| s.to_f32())).map(f32::abs) {
             assert!(v.is_finite() && (2f32.powi(-10)..2f32.powi(-4)).contains(&v), "{cb}: {v}");
         }
         if cb == Codebook::S8 {

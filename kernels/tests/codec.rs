@@ -9,9 +9,9 @@ use vnni_kernels::fixture;
 use vnni_kernels::{repack, Codebook, CodecError, RepackError, ShapeError, SourceFormat};
 
 #[test]
-fn registry_has_ten_formats_seven_codebooks_three_alias_groups() {
-    assert_eq!(SourceFormat::ALL.len(), 10);
-    assert_eq!(Codebook::ALL.len(), 7);
+fn registry_has_eleven_formats_eight_codebooks_three_alias_groups() {
+    assert_eq!(SourceFormat::ALL.len(), 11);
+    assert_eq!(Codebook::ALL.len(), 8);
     let groups: Vec<Vec<SourceFormat>> =
         Codebook::ALL.iter().map(|&c| SourceFormat::aliases_of(c)).filter(|g| g.len() > 1).collect();
     use SourceFormat::*;
@@ -23,6 +23,9 @@ fn registry_has_ten_formats_seven_codebooks_three_alias_groups() {
     assert_eq!("q4_k_m".parse::<SourceFormat>(), Ok(Q4_K));
     assert!("Q4_0_M".parse::<SourceFormat>().is_err());
     assert_eq!(SourceFormat::from_ggml_type(23), Some(IQ4_XS));
+    assert_eq!(SourceFormat::from_ggml_type(39), Some(MXFP4));
+    assert_eq!(MXFP4.bits_per_weight(), 4.25);
+    assert_eq!("mxfp4".parse::<SourceFormat>(), Ok(MXFP4));
 }
 
 #[test]
@@ -98,6 +101,8 @@ fn packed_weights_match_source_dequantization_within_f16_scale_rounding() {
         SourceFormat::Q5_0,
         SourceFormat::Q5_1,
         SourceFormat::Q8_0,
+        // Its power-of-two scale is stored exactly (bf16).
+        SourceFormat::MXFP4,
     ];
     for f in SourceFormat::ALL {
         let (n, k) = (23, 1024);
@@ -121,10 +126,12 @@ fn packed_weights_match_source_dequantization_within_f16_scale_rounding() {
                 let bound = v.abs() * f16_half_ulp(s)
                     + if second != 0.0 { f16_half_ulp(second) } else { 0.0 }
                     + 2f64.powi(-22) * (want[i].abs() as f64 + (s as f64 * v).abs() + (second as f64).abs());
-                let err = (got[i] as f64 - want[i] as f64).abs();
                 if exact.contains(&f) {
+                    // Bit equality also covers the infinities of MXFP4's largest scales.
                     assert_eq!(got[i].to_bits(), want[i].to_bits(), "{f} row {row} elem {i}");
+                    continue;
                 }
+                let err = (got[i] as f64 - want[i] as f64).abs();
                 assert!(err <= bound, "{f} row {row} elem {i}: packed {} source {} bound {bound:e}", got[i], want[i]);
                 worst = worst.max(err / bound.max(f64::MIN_POSITIVE));
             }
@@ -173,6 +180,15 @@ fn quantizers_round_trip_within_half_a_step() {
                     assert!(ours <= sse(max / -127.0) * 1.01 + 1e-9, "{f} block {blk}: sse {ours}");
                     continue;
                 }
+                // gguf-py's exponent puts amax in [8d, 16d) with d the halved scale: the widest
+                // gap of the doubled E2M1 grid is 4d (8 -> 12), and values above 12d clip to it.
+                SourceFormat::MXFP4 => {
+                    let d = if amax > 0.0 { 2f32.powi(amax.log2().floor() as i32 - 3) } else { 0.0 };
+                    for (i, (&a, &b)) in xs.iter().zip(ys).enumerate() {
+                        assert!((a - b).abs() <= 4.0 * d, "{f} block {blk} elem {i}: {a} -> {b} (d {d})");
+                    }
+                    continue;
+                }
                 _ => unreachable!(),
             };
             for (i, (&a, &b)) in xs.iter().zip(ys).enumerate() {
@@ -195,6 +211,7 @@ fn decode_matches_each_codebooks_documented_value_range() {
         (Codebook::U5, 0, 31),
         (Codebook::S6d, -32, 31),
         (Codebook::S8, -127, 127),
+        (Codebook::E2m1, -12, 12),
     ];
     for (cb, lo, hi) in ranges {
         let w = fixture::packed_matrix(cb, 64, 256, 5).unwrap();

@@ -2,8 +2,9 @@
 """Write a small GGUF model with gguf-py's GGUFWriter (for the inventory import test).
 
     write_gguf.py OUT.gguf
-Tensors: two layers of attn_q (64 x 256, Q4_K) and ffn_down (96 x 512, Q8_0), output
-(320 x 256, Q6_K), and an F32 token embedding that import must skip.
+Tensors: two layers of attn_q (64 x 256, Q4_K), ffn_down (96 x 512, Q8_0) and
+ffn_up_exps (4 experts of 128 x 256, MXFP4, one 3-D tensor each), output (320 x 256, Q6_K),
+and two matrices import must name and skip: an F32 token embedding and a Q3_K attn_k.
 """
 import sys
 
@@ -12,9 +13,10 @@ import gguf
 from gguf import GGMLQuantizationType as T
 
 
-def quantized(n, k, t):
+def quantized(n, k, t, experts=None):
     block, size = gguf.GGML_QUANT_SIZES[t]
-    return np.zeros((n, k // block * size), dtype=np.uint8)
+    shape = (n, k // block * size) if experts is None else (experts, n, k // block * size)
+    return np.zeros(shape, dtype=np.uint8)
 
 
 w = gguf.GGUFWriter(sys.argv[1], "llama")
@@ -24,6 +26,8 @@ w.add_array("tiny.list", [1, 2, 3])
 for i in range(2):
     w.add_tensor(f"blk.{i}.attn_q.weight", quantized(64, 256, T.Q4_K), raw_dtype=T.Q4_K)
     w.add_tensor(f"blk.{i}.ffn_down.weight", quantized(96, 512, T.Q8_0), raw_dtype=T.Q8_0)
+    w.add_tensor(f"blk.{i}.ffn_up_exps.weight", quantized(128, 256, T.MXFP4, experts=4), raw_dtype=T.MXFP4)
+w.add_tensor("blk.0.attn_k.weight", quantized(32, 256, T.Q3_K), raw_dtype=T.Q3_K)
 w.add_tensor("output.weight", quantized(320, 256, T.Q6_K), raw_dtype=T.Q6_K)
 w.add_tensor("token_embd.weight", np.zeros((320, 256), dtype=np.float32))
 w.write_header_to_file()

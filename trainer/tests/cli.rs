@@ -4,12 +4,12 @@ mod common;
 use common::vnni;
 
 #[test]
-fn formats_json_lists_ten_formats_seven_codebooks_three_alias_groups() {
+fn formats_json_lists_eleven_formats_eight_codebooks_three_alias_groups() {
     let (ok, out, err) = vnni(&["formats", "--json"]);
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["formats"].as_array().unwrap().len(), 10);
-    assert_eq!(v["codebooks"].as_array().unwrap().len(), 7);
+    assert_eq!(v["formats"].as_array().unwrap().len(), 11);
+    assert_eq!(v["codebooks"].as_array().unwrap().len(), 8);
     let groups: Vec<String> = v["alias_groups"]
         .as_array()
         .unwrap()
@@ -28,6 +28,9 @@ fn formats_json_lists_ten_formats_seven_codebooks_three_alias_groups() {
     assert_eq!(q6k["block_bytes"], 210);
     assert_eq!(q6k["bits_per_weight"], 6.5625);
     assert!(q6k["alias_group"].is_null());
+    let mxfp4 = v["formats"].as_array().unwrap().iter().find(|f| f["name"] == "MXFP4").unwrap();
+    assert_eq!((mxfp4["codebook"].as_str(), mxfp4["ggml_type"].as_u64()), (Some("e2m1"), Some(39)));
+    assert_eq!(mxfp4["block_bytes"], 17);
 }
 
 #[test]
@@ -35,7 +38,7 @@ fn formats_table_is_readable() {
     let (ok, out, _) = vnni(&["formats"]);
     assert!(ok);
     assert!(out.lines().any(|l| l.starts_with("Q4_K") && l.contains("u4: Q4_1, Q4_K")), "{out}");
-    assert!(out.contains("10 source formats, 7 codebooks, 3 alias groups"));
+    assert!(out.contains("11 source formats, 8 codebooks, 3 alias groups"), "{out}");
 }
 
 #[test]

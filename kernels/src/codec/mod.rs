@@ -5,10 +5,12 @@
 mod iq4;
 mod kquant;
 mod legacy;
+mod mxfp4;
 
 pub use iq4::{BlockIq4Nl, BlockIq4Xs};
 pub use kquant::{BlockQ4K, BlockQ5K, BlockQ6K};
 pub use legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0};
+pub use mxfp4::{e8m0_half, BlockMxfp4};
 
 use half::f16;
 
@@ -40,13 +42,14 @@ pub trait Quantize: Block {
 }
 
 /// Formats that have a quantizer, in registry order.
-pub const QUANTIZABLE: [SourceFormat; 6] = [
+pub const QUANTIZABLE: [SourceFormat; 7] = [
     SourceFormat::Q4_0,
     SourceFormat::IQ4_NL,
     SourceFormat::Q4_1,
     SourceFormat::Q5_0,
     SourceFormat::Q5_1,
     SourceFormat::Q8_0,
+    SourceFormat::MXFP4,
 ];
 
 /// Runs `$body` with `$B` bound to the block type of `$format`.
@@ -91,6 +94,10 @@ macro_rules! with_block {
             }
             SourceFormat::Q8_0 => {
                 type $B = $crate::codec::BlockQ8_0;
+                $body
+            }
+            SourceFormat::MXFP4 => {
+                type $B = $crate::codec::BlockMxfp4;
                 $body
             }
         }
@@ -185,6 +192,7 @@ pub fn quantize(format: SourceFormat, x: &[f32]) -> Result<Vec<u8>, CodecError> 
         SourceFormat::Q5_0 => run::<BlockQ5_0>(x),
         SourceFormat::Q5_1 => run::<BlockQ5_1>(x),
         SourceFormat::Q8_0 => run::<BlockQ8_0>(x),
+        SourceFormat::MXFP4 => run::<BlockMxfp4>(x),
         _ => Err(CodecError::NoQuantizer {
             format,
             supported: QUANTIZABLE.iter().map(|f| f.name()).collect::<Vec<_>>().join(", "),

@@ -345,7 +345,7 @@ impl Gpu {
             n: w.n,
             k: w.k,
             payload: self.upload(&w.payload)?,
-            scale: self.upload(&bits(&w.scale))?,
+            scale: self.upload(&w.scale)?,
             second: if w.second.is_empty() { None } else { Some(self.upload(&bits(&w.second))?) },
         })
     }

@@ -22,7 +22,7 @@ pub struct Args {
     /// Which batched surface: grouped rows or prefill tiles (CUDA only).
     #[arg(long, default_value = "grouped")]
     pub surface: Surface,
-    /// Source formats (default: all ten).
+    /// Source formats (default: all of them).
     #[arg(long, value_delimiter = ',')]
     pub formats: Vec<SourceFormat>,
     /// N x K shapes (K a multiple of 256 so every format applies). Default: six production

@@ -94,8 +94,17 @@ fn import(args: &Args, model: &std::path::Path, family: Option<&str>) -> Result<
             .clone()
             .unwrap_or_else(|| model.file_stem().map_or("model".into(), |s| s.to_string_lossy().into_owned())),
     };
-    let (text, count) = import_toml(&gguf, &family, &model.display().to_string())
+    let imported = import_toml(&gguf, &family, &model.display().to_string())
         .map_err(|e| anyhow::anyhow!("{}: {e}", model.display()))?;
+    for (type_name, tensors) in &imported.skipped {
+        eprintln!(
+            "warning: {}: {} tensor(s) of type {type_name}, not supported yet, skipped: {}",
+            model.display(),
+            tensors.len(),
+            tensors.join(", ")
+        );
+    }
+    let (text, count) = (imported.toml, imported.shapes);
     let safe: String = family
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c.to_ascii_lowercase() } else { '-' })

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# One device call for a newly added weight format (issue 21): on-device preflight, grouped and
+# prefill certificates of the format (zero mismatches expected), the bench of M = 1 (against
+# the copy roofline) and grouped rows on the issue's shapes for the format's codebook beside a
+# reference codebook, and llama.cpp's matmul of both formats in the same call (its build runs
+# in the background while ours times; its timing runs after ours). Prints a short table last.
+#   BIN=target/device-bin/vnni-dispatch PEERS=target/peers/ggml-d99724f-cuda.tar.gz \
+#     FORMAT=MXFP4 CODEBOOK=e2m1 PEER_TYPE=mxfp4 bash scripts/device/format.sh
+#   $OUT/format.tar.gz   bench CSVs, certificates, resources, peer timings, logs
+set -euo pipefail
+WORK=${WORK:-/tmp/vnni-format}
+FORMAT=${FORMAT:-MXFP4}
+CODEBOOK=${CODEBOOK:-e2m1}
+PEER_TYPE=${PEER_TYPE:-mxfp4}
+# A 4-bit codebook we already ship and llama.cpp's type for its first source format.
+REFERENCE=${REFERENCE:-s4}
+REFERENCE_TYPE=${REFERENCE_TYPE:-q4_0}
+SHAPES=${SHAPES:-151936x4096,248320x5120}
+MS=${MS:-2,4,8,16,31}
+. "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
+# What ran comes back even when a step fails or the call is stopped.
+trap 'tar -C "$WORK" -czf "$OUT/format.tar.gz" --exclude="*.timing.csv.zst" . 2>/dev/null || true' EXIT
+PEER_SH=$(dirname "${BASH_SOURCE[0]}")/../../target/peers/ggml-perf.sh
+if [ -n "${PEERS:-}" ]; then  # build while ours runs (low priority: ours times in graph mode)
+  (nice -n 19 bash "$PEER_SH" "$PEERS" 'q4_0:4096x4096:1' /dev/null >"$WORK/peer-build.log" 2>&1 || true) &
+  BUILD_PID=$!
+fi
+run preflight "$BIN" preflight --cache "$CACHE" --out "$WORK/resources.csv"
+run certify-grouped "$BIN" certify --backend cuda --cache "$CACHE" --formats "$FORMAT" \
+  --out "$WORK/certificates-grouped.jsonl"
+run certify-prefill "$BIN" certify --backend cuda --surface prefill --cache "$CACHE" --formats "$FORMAT" \
+  --out "$WORK/certificates-prefill.jsonl"
+run bench "$BIN" bench --cache "$CACHE" --shapes "$SHAPES" --grouped-shapes "$SHAPES" --grouped-m "$MS" \
+  --prefill-shapes '' --prefill-m '' --codebooks "$CODEBOOK,$REFERENCE" --modes graph --samples 12 --warmups 2 \
+  --out "$WORK/bench"
+if [ -n "${PEERS:-}" ]; then
+  wait "$BUILD_PID" || true
+  cases=""
+  for s in ${SHAPES//,/ }; do cases="$cases${cases:+;}$PEER_TYPE,$REFERENCE_TYPE:$s:1,8"; done
+  run peers bash "$PEER_SH" "$PEERS" "$cases" "$WORK/peers.txt"
+fi
+echo
+python3 - "$WORK/bench/decode.csv" "$WORK/peers.txt" "$CODEBOOK:$PEER_TYPE" "$REFERENCE:$REFERENCE_TYPE" <<'EOF'
+import csv, os, sys
+best = {}  # (n, k, codebook, m) -> (us, pct_copy, candidate)
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["codebook"] == "-" or r["eligible"] != "true" or r["mode"] != "graph":
+        continue
+    key = (int(r["n"]), int(r["k"]), r["codebook"], int(r["m"]))
+    us = float(r["median_us"])
+    if key not in best or us < best[key][0]:
+        best[key] = (us, float(r["pct_copy_bw"]), r["candidate"])
+peer = {}
+if os.path.exists(sys.argv[2]):
+    for r in csv.DictReader(open(sys.argv[2]), delimiter=" "):
+        peer[(r["type"], int(r["n"]), int(r["k"]), int(r["m"]))] = float(r["us"])
+pairs = [a.split(":") for a in sys.argv[3:]]
+print(f"{'shape':<13} {'codebook':<9} {'M':>3} {'ours us':>9} {'% copy':>7} {'llama.cpp us':>12} {'speedup':>8}  candidate")
+for (n, k, cb, m), (us, pct, cand) in sorted(best.items()):
+    ptype = dict(pairs).get(cb)
+    p = peer.get((ptype, n, k, m), float("nan"))
+    print(f"{n}x{k:<6} {cb:<9} {m:>3} {us:9.1f} {pct if m == 1 else float('nan'):7.1f} {p:12.1f} {p / us:8.2f}  {cand}")
+EOF
+echo; grep -h "mismatch" "$WORK"/certify-*.out | tail -4 || true
+echo; cat "$WORK/table.txt"
