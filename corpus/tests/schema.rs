@@ -202,16 +202,21 @@ fn certificates_read_back_and_name_the_bad_line() {
 
 #[test]
 fn committed_certificates_and_bench_rows_validate() {
+    use vnni_kernels::Codebook;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
     let certs = read_certificates(&root.join("lfs-data/certificates/sm_90/grouped.jsonl")).unwrap();
     assert!(certs.len() >= 14_400);
     assert!(certs.iter().all(|c| c.mismatches == 0 && c.repeat_mismatches == 0 && c.grouped_digest == c.serial_digest));
     let rows = read_timing(&root.join("docs/perf/decode-h200.csv")).unwrap();
     assert!(rows.iter().all(|r| r.mismatches == 0));
-    // On-device preflight of every kernel: the H200 run before the e2m1 codebook, and the H100
-    // run that added it (sm_90 resources do not depend on the card: the kernels both hold agree).
+    // On-device preflight of every kernel: the H200 run before the new codebooks, and the H100
+    // runs that added them (sm_90 resources do not depend on the card: kernels two runs hold agree).
     let mut by_kernel = std::collections::BTreeMap::new();
-    for file in ["docs/perf/resources-h200.csv", "docs/perf/format-mxfp4-h100/resources.csv"] {
+    for file in [
+        "docs/perf/resources-h200.csv",
+        "docs/perf/format-mxfp4-h100/resources.csv",
+        "docs/perf/format-q3k-h100/resources.csv",
+    ] {
         for r in read_resources(&root.join(file)).unwrap() {
             assert!(r.verdict == "ok" && r.device_occupancy_blocks_per_sm.unwrap_or(0) > 0, "{file}: {}", r.kernel);
             if let Some(seen) = by_kernel.insert(r.kernel.clone(), r.clone()) {
@@ -222,10 +227,14 @@ fn committed_certificates_and_bench_rows_validate() {
     let specs = vnni_kernels::registry::kernel_specs();
     assert_eq!(by_kernel.len(), specs.len(), "one on-device preflight row per registry kernel");
     // Grouped certificates of the codebooks added since: every grouped M, zero mismatches.
-    let e2m1 = read_certificates(&root.join("lfs-data/certificates/sm_90/grouped-e2m1.jsonl")).unwrap();
-    assert!(e2m1.iter().all(|c| c.mismatches == 0 && c.repeat_mismatches == 0 && c.grouped_digest == c.serial_digest));
-    for m in (2..=16).chain([31]) {
-        assert!(e2m1.iter().any(|c| c.codebook == vnni_kernels::Codebook::E2m1 && c.m == m), "e2m1 M = {m}");
+    for (file, codebook) in [("grouped-e2m1.jsonl", Codebook::E2m1), ("grouped-s3d.jsonl", Codebook::S3d)] {
+        let certs = read_certificates(&root.join("lfs-data/certificates/sm_90").join(file)).unwrap();
+        assert!(certs
+            .iter()
+            .all(|c| c.mismatches == 0 && c.repeat_mismatches == 0 && c.grouped_digest == c.serial_digest));
+        for m in (2..=16).chain([31]) {
+            assert!(certs.iter().any(|c| c.codebook == codebook && c.m == m), "{file}: M = {m}");
+        }
     }
 }
 
@@ -237,7 +246,9 @@ fn committed_prefill_certificates_cover_every_codebook_bucket_and_tile() {
     use vnni_kernels::Codebook;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
     let mut certs = read_certificates(&root.join("lfs-data/certificates/sm_90/prefill.jsonl")).unwrap();
-    certs.extend(read_certificates(&root.join("lfs-data/certificates/sm_90/prefill-e2m1.jsonl")).unwrap());
+    for file in ["prefill-e2m1.jsonl", "prefill-s3d.jsonl"] {
+        certs.extend(read_certificates(&root.join("lfs-data/certificates/sm_90").join(file)).unwrap());
+    }
     assert!(certs.iter().all(|c| c.mismatches == 0 && c.repeat_mismatches == 0 && c.grouped_digest == c.serial_digest));
     for cb in Codebook::ALL {
         for m in PREFILL_M {

@@ -8,7 +8,7 @@ namespace vnni {
 typedef unsigned char u8;
 typedef unsigned int u32;
 
-enum CodebookId { CB_S4 = 0, CB_NL4 = 1, CB_U4 = 2, CB_S5 = 3, CB_U5 = 4, CB_S6D = 5, CB_S8 = 6, CB_E2M1 = 7 };
+enum CodebookId { CB_S4 = 0, CB_NL4 = 1, CB_U4 = 2, CB_S5 = 3, CB_U5 = 4, CB_S6D = 5, CB_S8 = 6, CB_E2M1 = 7, CB_S3D = 8 };
 
 template <int CB> struct Codebook;
 template <> struct Codebook<CB_S4>  { static const int PB = 16; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
@@ -19,6 +19,7 @@ template <> struct Codebook<CB_U5>  { static const int PB = 20; static const int
 template <> struct Codebook<CB_S6D> { static const int PB = 24; static const int RULE = RULE_DUAL; static const bool SECOND = true; };
 template <> struct Codebook<CB_S8>  { static const int PB = 32; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
 template <> struct Codebook<CB_E2M1> { static const int PB = 16; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
+template <> struct Codebook<CB_S3D> { static const int PB = 12; static const int RULE = RULE_DUAL; static const bool SECOND = true; };
 
 // The 16-entry table codebooks (nl4, e2m1): decoded straight from payload words in the
 // interleaved element order (4i, 4i+16, 4i+1, 4i+17, ...), the other operand permuted to match.
@@ -49,6 +50,9 @@ __device__ __forceinline__ Raw load_raw(const u8* __restrict__ payload, size_t b
   if (PB == 16) {
     uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
     r.q[0] = v.x; r.q[1] = v.y; r.q[2] = v.z; r.q[3] = v.w;
+  } else if (PB == 12) {
+#pragma unroll
+    for (int i = 0; i < 3; ++i) r.q[i] = __ldg(reinterpret_cast<const u32*>(p) + i);
   } else if (PB == 20) {
 #pragma unroll
     for (int i = 0; i < 5; ++i) r.q[i] = __ldg(reinterpret_cast<const u32*>(p) + i);
@@ -142,11 +146,24 @@ __device__ __forceinline__ u32 iq4_lookup(u32 x) {
   return out0;
 }
 
+// s3d elements 4g..4g+3 from the payload's low word g / 4 and its sign word: the 2-bit
+// fields at shift 2(g % 4), and bits 2..7 of a byte set when bit g of the sign byte is (prmt's
+// sign mode replicates bit 7, where the shift put bit g). One LOP3 merges the two.
+__device__ __forceinline__ u32 s3d_word(u32 low, u32 signs, int g) {
+  const u32 negative = prmt(signs << (7 - g), 0u, 0xBA98u);
+  return ((low >> (2 * (g & 3))) & 0x03030303u) | (negative & 0xFCFCFCFCu);
+}
+
 template <int CB>
 __device__ __forceinline__ void decode(const Raw& r, int (&w)[8]) {
   if (CB == CB_S8) {
 #pragma unroll
     for (int i = 0; i < 8; ++i) w[i] = (int)r.q[i];
+    return;
+  }
+  if (CB == CB_S3D) {
+#pragma unroll
+    for (int g = 0; g < 8; ++g) w[g] = (int)s3d_word(r.q[g >> 2], r.q[2], g);
     return;
   }
 #pragma unroll

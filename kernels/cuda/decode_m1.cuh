@@ -55,8 +55,10 @@ __device__ __forceinline__ void prefetch_first(const DecodeArgs& a, int b0, int 
 // cover HBM latency at the occupancy these kernels reach, and short serial chains for
 // narrow shapes.
 // The table codebooks keep 6 blocks: their lookups need the registers that 8 would take
-// (ptxas spills nl4 at 64).
-template <int CB> struct Depth { static const int VALUE = Table<CB>::VALUE ? 6 : 128 / Codebook<CB>::PB; };
+// (ptxas spills nl4 at 64). s3d keeps 8, not 10: ten blocks of two columns spill at 64.
+template <int CB> struct Depth {
+  static const int VALUE = Table<CB>::VALUE ? 6 : CB == CB_S3D ? 8 : 128 / Codebook<CB>::PB;
+};
 
 // Fold blocks [b0, b1) of CPT columns, each from +0.0f in ascending block order. Loads of
 // D blocks x CPT columns are issued before any of them is used; the fold stays serial.

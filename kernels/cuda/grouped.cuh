@@ -117,6 +117,12 @@ __device__ __forceinline__ void decode_pair(const u8* __restrict__ p, int t, u32
     hi = payload_word<SHARED>(p, 4 + t);
     return;
   }
+  if (CB == CB_S3D) {
+    const u32 signs = payload_word<SHARED>(p, 2);
+    lo = s3d_word(payload_word<SHARED>(p, 0), signs, t);
+    hi = s3d_word(payload_word<SHARED>(p, 1), signs, 4 + t);
+    return;
+  }
   const u32 q = payload_word<SHARED>(p, t);
   if (Table<CB>::VALUE) {  // interleaved order: the caller permutes the other operand to match
     lo = table_word<CB>(q);

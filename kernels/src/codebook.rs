@@ -10,6 +10,11 @@
 //! - `s6d`: 16 nibble bytes (bits 0..3), then 8 bytes where byte 16 + i holds bits 4..5 of
 //!   elements 4i .. 4i+3 at shifts 0, 2, 4, 6.
 //! - `s8`: 32 two's-complement bytes.
+//! - `s3d`: values -4..3 (Q3_K), two scales like `s6d`. Two little-endian u32 words of 2-bit
+//!   low fields, where byte b of word j holds element 16j + 4s + b at shift 2s; then a u32 of
+//!   signs, where bit g of byte b is set when element 4g + b is negative. An element is its low
+//!   field with bits 2..7 set when negative: a GPU decodes four of them in a shift, a byte
+//!   permute (its sign-replicate mode) and one three-input logic op.
 //!
 //! Every scale plane holds f16 bits except `e2m1`'s, which holds bf16 bits: an MXFP4 block
 //! scale is a power of two from 2^-128 to 2^127 (E8M0, halved), beyond f16's range but exact
@@ -68,10 +73,11 @@ pub enum Codebook {
     S6d,
     S8,
     E2m1,
+    S3d,
 }
 
 impl Codebook {
-    pub const ALL: [Codebook; 8] = [
+    pub const ALL: [Codebook; 9] = [
         Codebook::S4,
         Codebook::Nl4,
         Codebook::U4,
@@ -80,6 +86,7 @@ impl Codebook {
         Codebook::S6d,
         Codebook::S8,
         Codebook::E2m1,
+        Codebook::S3d,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -92,6 +99,7 @@ impl Codebook {
             Codebook::S6d => "s6d",
             Codebook::S8 => "s8",
             Codebook::E2m1 => "e2m1",
+            Codebook::S3d => "s3d",
         }
     }
 
@@ -102,6 +110,7 @@ impl Codebook {
             Codebook::S5 | Codebook::U5 => 20,
             Codebook::S6d => 24,
             Codebook::S8 => 32,
+            Codebook::S3d => 12,
         }
     }
 
@@ -109,7 +118,7 @@ impl Codebook {
     pub const fn scale_rule(self) -> ScaleRule {
         match self {
             Codebook::U4 | Codebook::U5 => ScaleRule::Asymmetric,
-            Codebook::S6d => ScaleRule::DualScale,
+            Codebook::S6d | Codebook::S3d => ScaleRule::DualScale,
             _ => ScaleRule::Single,
         }
     }
@@ -145,6 +154,7 @@ impl Codebook {
             Codebook::S6d => decode_s6d(payload),
             Codebook::S8 => decode_s8(payload),
             Codebook::E2m1 => decode_e2m1(payload),
+            Codebook::S3d => decode_s3d(payload),
         }
     }
 }
@@ -214,6 +224,19 @@ pub fn decode_s6d(p: &[u8]) -> [i8; 32] {
 }
 
 #[inline]
+pub fn decode_s3d(p: &[u8]) -> [i8; 32] {
+    std::array::from_fn(|i| {
+        let low = ((p[4 * (i / 16) + i % 4] >> (2 * ((i % 16) / 4))) & 3) as i8;
+        let negative = (p[8 + i % 4] >> (i / 4)) & 1 == 1;
+        if negative {
+            low - 4
+        } else {
+            low
+        }
+    })
+}
+
+#[inline]
 pub fn decode_s8(p: &[u8]) -> [i8; 32] {
     let mut v = [0i8; 32];
     for (x, &b) in v.iter_mut().zip(p) {
@@ -233,6 +256,15 @@ pub(crate) fn encode_nibbles(values: &[u8; 32], out: &mut [u8]) {
 pub(crate) fn encode_fifth_bits(values: &[u8; 32], out: &mut [u8]) {
     let mask = values.iter().enumerate().fold(0u32, |m, (i, &v)| m | (u32::from((v >> 4) & 1) << i));
     out.copy_from_slice(&mask.to_le_bytes());
+}
+
+/// Encode 32 values in -4..3 as an `s3d` payload (12 bytes; inverse of [`decode_s3d`]).
+pub(crate) fn encode_s3d(values: &[i8; 32], out: &mut [u8]) {
+    out[..12].fill(0);
+    for (i, &v) in values.iter().enumerate() {
+        out[4 * (i / 16) + i % 4] |= ((v & 3) as u8) << (2 * ((i % 16) / 4));
+        out[8 + i % 4] |= u8::from(v < 0) << (i / 4);
+    }
 }
 
 /// Encode bits 4..5 of 32 values as the 8 trailing bytes of an `s6d` payload.

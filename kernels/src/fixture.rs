@@ -8,6 +8,7 @@ use rayon::prelude::*;
 
 use crate::codebook::ScaleFormat;
 use crate::codec::with_block;
+use crate::contract::ScaleRule;
 use crate::packed::{check_shape, PackedMatrix};
 use crate::{Codebook, ShapeError, SourceFormat};
 
@@ -82,7 +83,8 @@ pub fn packed_matrix(codebook: Codebook, n: usize, k: usize, seed: u64) -> Resul
             .collect(),
     };
     let mut second = vec![f16::ZERO; if codebook.has_second() { blocks } else { 0 }];
-    let second_exponent = if codebook == Codebook::S6d { 5 } else { 7 };
+    // A second scale (dual-scale codebooks) lies where the first does; a min a little higher.
+    let second_exponent = if codebook.scale_rule() == ScaleRule::DualScale { 5 } else { 7 };
     fill_f16(derive_seed(seed, "second"), second_exponent, &mut second);
     PackedMatrix::from_parts(codebook, n, k, payload, scale, second)
 }

@@ -24,6 +24,7 @@ pub enum SourceFormat {
     Q6_K,
     Q8_0,
     MXFP4,
+    Q3_K,
 }
 
 /// Static facts about one source format.
@@ -39,7 +40,7 @@ pub struct FormatInfo {
 
 impl SourceFormat {
     /// Registry order: the order of DESIGN.md's milestone-1 table.
-    pub const ALL: [SourceFormat; 11] = [
+    pub const ALL: [SourceFormat; 12] = [
         SourceFormat::Q4_0,
         SourceFormat::IQ4_NL,
         SourceFormat::IQ4_XS,
@@ -51,6 +52,7 @@ impl SourceFormat {
         SourceFormat::Q6_K,
         SourceFormat::Q8_0,
         SourceFormat::MXFP4,
+        SourceFormat::Q3_K,
     ];
 
     pub const fn info(self) -> FormatInfo {
@@ -68,6 +70,7 @@ impl SourceFormat {
             F::Q6_K => (14, 210, 256, C::S6d),
             F::Q8_0 => (8, 34, 32, C::S8),
             F::MXFP4 => (39, 17, 32, C::E2m1),
+            F::Q3_K => (11, 110, 256, C::S3d),
         };
         FormatInfo { format: self, ggml_type, block_bytes, block_elems, codebook }
     }
@@ -102,6 +105,7 @@ impl SourceFormat {
             SourceFormat::Q6_K => "Q6_K",
             SourceFormat::Q8_0 => "Q8_0",
             SourceFormat::MXFP4 => "MXFP4",
+            SourceFormat::Q3_K => "Q3_K",
         }
     }
 
@@ -122,7 +126,9 @@ impl fmt::Display for SourceFormat {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown source format {0:?} (known: Q4_0, IQ4_NL, IQ4_XS, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, MXFP4)")]
+#[error(
+    "unknown source format {0:?} (known: Q4_0, IQ4_NL, IQ4_XS, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, MXFP4, Q3_K)"
+)]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for SourceFormat {

@@ -6,7 +6,9 @@
 use rayon::prelude::*;
 
 use crate::activation::QuantizedActivations;
-use crate::codebook::{decode_e2m1, decode_nl4, decode_s4, decode_s5, decode_s6d, decode_s8, decode_u4, decode_u5};
+use crate::codebook::{
+    decode_e2m1, decode_nl4, decode_s3d, decode_s4, decode_s5, decode_s6d, decode_s8, decode_u4, decode_u5,
+};
 use crate::contract::{block_contribution, fold_partition, partition_count, partition_range, BlockDots, ScaleRule};
 use crate::packed::PackedMatrix;
 use crate::{Codebook, ShapeError};
@@ -101,6 +103,7 @@ pub fn partition_sums(
         Codebook::S6d => run!(decode_s6d),
         Codebook::S8 => run!(decode_s8),
         Codebook::E2m1 => run!(decode_e2m1),
+        Codebook::S3d => run!(decode_s3d),
     }
 }
 

@@ -9,9 +9,9 @@ use vnni_kernels::fixture;
 use vnni_kernels::{repack, Codebook, CodecError, RepackError, ShapeError, SourceFormat};
 
 #[test]
-fn registry_has_eleven_formats_eight_codebooks_three_alias_groups() {
-    assert_eq!(SourceFormat::ALL.len(), 11);
-    assert_eq!(Codebook::ALL.len(), 8);
+fn registry_has_twelve_formats_nine_codebooks_three_alias_groups() {
+    assert_eq!(SourceFormat::ALL.len(), 12);
+    assert_eq!(Codebook::ALL.len(), 9);
     let groups: Vec<Vec<SourceFormat>> =
         Codebook::ALL.iter().map(|&c| SourceFormat::aliases_of(c)).filter(|g| g.len() > 1).collect();
     use SourceFormat::*;
@@ -26,6 +26,9 @@ fn registry_has_eleven_formats_eight_codebooks_three_alias_groups() {
     assert_eq!(SourceFormat::from_ggml_type(39), Some(MXFP4));
     assert_eq!(MXFP4.bits_per_weight(), 4.25);
     assert_eq!("mxfp4".parse::<SourceFormat>(), Ok(MXFP4));
+    assert_eq!(SourceFormat::from_ggml_type(11), Some(Q3_K));
+    assert_eq!(Q3_K.bits_per_weight(), 3.4375);
+    assert_eq!("Q3_K_M".parse::<SourceFormat>(), Ok(Q3_K));
 }
 
 #[test]
@@ -212,6 +215,7 @@ fn decode_matches_each_codebooks_documented_value_range() {
         (Codebook::S6d, -32, 31),
         (Codebook::S8, -127, 127),
         (Codebook::E2m1, -12, 12),
+        (Codebook::S3d, -4, 3),
     ];
     for (cb, lo, hi) in ranges {
         let w = fixture::packed_matrix(cb, 64, 256, 5).unwrap();

@@ -3,7 +3,9 @@
 # prefill certificates of the format (zero mismatches expected), the bench of M = 1 (against
 # the copy roofline) and grouped rows on the issue's shapes for the format's codebook beside a
 # reference codebook, and llama.cpp's matmul of both formats in the same call (its build runs
-# in the background while ours times; its timing runs after ours). Prints a short table last.
+# in the background while ours times; its timing runs after ours). REFRESH=1 adds the CUDA
+# refresh of the family-smoke profile (every format, the new one included: sweep, staged fit,
+# certificates, tables; a proxy verdict). Prints a short table last.
 #   BIN=target/device-bin/vnni-dispatch PEERS=target/peers/ggml-d99724f-cuda.tar.gz \
 #     FORMAT=MXFP4 CODEBOOK=e2m1 PEER_TYPE=mxfp4 bash scripts/device/format.sh
 #   $OUT/format.tar.gz   bench CSVs, certificates, resources, peer timings, logs
@@ -33,6 +35,9 @@ run certify-prefill "$BIN" certify --backend cuda --surface prefill --cache "$CA
 run bench "$BIN" bench --cache "$CACHE" --shapes "$SHAPES" --grouped-shapes "$SHAPES" --grouped-m "$MS" \
   --prefill-shapes '' --prefill-m '' --codebooks "$CODEBOOK,$REFERENCE" --modes graph --samples 12 --warmups 2 \
   --out "$WORK/bench"
+if [ "${REFRESH:-0}" = 1 ]; then
+  run refresh "$BIN" refresh --backend cuda --profile family-smoke --cache "$CACHE" --out "$WORK/refresh" --random 100000
+fi
 if [ -n "${PEERS:-}" ]; then
   wait "$BUILD_PID" || true
   cases=""
@@ -62,4 +67,5 @@ for (n, k, cb, m), (us, pct, cand) in sorted(best.items()):
     print(f"{n}x{k:<6} {cb:<9} {m:>3} {us:9.1f} {pct if m == 1 else float('nan'):7.1f} {p:12.1f} {p / us:8.2f}  {cand}")
 EOF
 echo; grep -h "mismatch" "$WORK"/certify-*.out | tail -4 || true
+[ -f "$WORK/refresh.out" ] && { echo; tail -6 "$WORK/refresh.out"; }
 echo; cat "$WORK/table.txt"

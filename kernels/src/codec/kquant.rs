@@ -1,11 +1,12 @@
 //! The K-quant super-block formats Q4_K, Q5_K (asymmetric, 6-bit scale/min pairs per
-//! 32 values) and Q6_K (signed 6-bit values, int8 scales per 16 values). Repacking
-//! rewrites their 64-value chunks into the per-32 nibble convention of the codebooks.
+//! 32 values), Q6_K (signed 6-bit values, int8 scales per 16 values) and Q3_K (signed 3-bit
+//! values, 6-bit scales per 16 values). Repacking rewrites their chunks into the per-32
+//! conventions of the codebooks.
 
 use half::f16;
 
 use super::{array, read_f16, write_f16, Block};
-use crate::codebook::{encode_fifth_bits, encode_nibbles, encode_sixth_bits};
+use crate::codebook::{encode_fifth_bits, encode_nibbles, encode_s3d, encode_sixth_bits};
 use crate::packed::PackedBlock;
 use crate::SourceFormat;
 
@@ -37,6 +38,20 @@ pub struct BlockQ6K {
     pub qh: [u8; 64],
     /// One scale per 16 values.
     pub scales: [i8; 16],
+    pub d: f16,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BlockQ3K {
+    /// Bit j of byte l is the high bit of element l of 32-value chunk j (set: value 0..3,
+    /// clear: value - 4).
+    pub hmask: [u8; 32],
+    /// Low 2 bits: two 32-byte halves, chunk t of a half at shift 2t.
+    pub qs: [u8; 64],
+    /// Sixteen 6-bit scales (offset 32): low nibbles in bytes 0..7 (scale i in byte i % 8,
+    /// high nibble for i >= 8), the top two bits in bytes 8..11 (scale i at byte 8 + i % 4,
+    /// shift 2 * (i / 4)).
+    pub scales: [u8; 12],
     pub d: f16,
 }
 
@@ -162,6 +177,59 @@ impl BlockQ6K {
     /// `d * sc` of the 16-value sub-block `i`, in f32.
     fn sub_scale(&self, i: usize) -> f32 {
         self.d.to_f32() * self.scales[i] as f32
+    }
+}
+
+impl BlockQ3K {
+    /// Signed 3-bit values (-4..3) of elements 32j .. 32j+32.
+    fn values(&self, j: usize) -> [i8; 32] {
+        let (half, t) = (j / 4, j % 4);
+        std::array::from_fn(|l| {
+            let low = (self.qs[32 * half + l] >> (2 * t)) & 3;
+            let high = (self.hmask[l] >> j) & 1;
+            (low | (high << 2)) as i8 - 4
+        })
+    }
+
+    /// The 6-bit scale of 16-value sub-block `i`, offset removed (-32..31).
+    pub fn sub_scale_index(&self, i: usize) -> i8 {
+        let low = (self.scales[i % 8] >> (4 * (i / 8))) & 0x0F;
+        let high = (self.scales[8 + i % 4] >> (2 * (i / 4))) & 3;
+        (low | (high << 4)) as i8 - 32
+    }
+
+    /// `d * sc` of the 16-value sub-block `i`, in f32 as gguf-py computes it.
+    fn sub_scale(&self, i: usize) -> f32 {
+        self.d.to_f32() * self.sub_scale_index(i) as f32
+    }
+}
+
+impl Block for BlockQ3K {
+    const FORMAT: SourceFormat = SourceFormat::Q3_K;
+    const F16_OFFSETS: &'static [usize] = &[108];
+
+    fn read(b: &[u8]) -> Self {
+        BlockQ3K { hmask: array(b), qs: array(&b[32..]), scales: array(&b[96..]), d: read_f16(b, 108) }
+    }
+    fn write(&self, out: &mut [u8]) {
+        out[..32].copy_from_slice(&self.hmask);
+        out[32..96].copy_from_slice(&self.qs);
+        out[96..108].copy_from_slice(&self.scales);
+        write_f16(out, 108, self.d);
+    }
+    fn dequantize(&self, out: &mut [f32]) {
+        for (j, chunk) in out.chunks_exact_mut(32).enumerate() {
+            for (l, (o, q)) in chunk.iter_mut().zip(self.values(j)).enumerate() {
+                *o = self.sub_scale(2 * j + l / 16) * q as f32;
+            }
+        }
+    }
+    fn repack(&self, out: &mut [PackedBlock]) {
+        for (j, o) in out.iter_mut().enumerate() {
+            let mut payload = [0u8; 32];
+            encode_s3d(&self.values(j), &mut payload[..12]);
+            *o = PackedBlock { payload, scale: self.sub_scale(2 * j), second: self.sub_scale(2 * j + 1) };
+        }
     }
 }
 

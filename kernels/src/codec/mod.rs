@@ -8,7 +8,7 @@ mod legacy;
 mod mxfp4;
 
 pub use iq4::{BlockIq4Nl, BlockIq4Xs};
-pub use kquant::{BlockQ4K, BlockQ5K, BlockQ6K};
+pub use kquant::{BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K};
 pub use legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0};
 pub use mxfp4::{e8m0_half, BlockMxfp4};
 
@@ -98,6 +98,10 @@ macro_rules! with_block {
             }
             SourceFormat::MXFP4 => {
                 type $B = $crate::codec::BlockMxfp4;
+                $body
+            }
+            SourceFormat::Q3_K => {
+                type $B = $crate::codec::BlockQ3K;
                 $body
             }
         }

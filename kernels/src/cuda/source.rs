@@ -65,6 +65,7 @@ fn codebook_constant(cb: Codebook) -> &'static str {
         Codebook::S6d => "vnni::CB_S6D",
         Codebook::S8 => "vnni::CB_S8",
         Codebook::E2m1 => "vnni::CB_E2M1",
+        Codebook::S3d => "vnni::CB_S3D",
     }
 }
 
