@@ -279,3 +279,33 @@ fn pair_file(tables: &Path, prefix: &str, applied: Option<&vnni_policy::PairEvid
     }
     Ok(Some(path))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use vnni_corpus::seal::{Manifest, MANIFEST};
+
+    /// A committed corpus binds the plan its profile resolved to when it was collected: a
+    /// change to the inventory or to the format registry that moves that plan (a new format
+    /// joining a profile with no `formats` list) makes `verify` refuse the corpus. The same
+    /// rule, checked here in seconds without hashing payloads or refitting.
+    #[test]
+    fn every_committed_corpus_still_matches_its_profile() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let expected = super::expected(&root.join("corpus/inventory")).unwrap();
+        let corpora = super::holding(&root.join("lfs-data/corpora"), MANIFEST);
+        assert!(corpora.len() >= 8, "{} committed corpora", corpora.len());
+        for dir in corpora {
+            let m: Manifest = serde_json::from_slice(&std::fs::read(dir.join(MANIFEST)).unwrap()).unwrap();
+            let inputs = &m.identity.inputs;
+            assert_eq!(
+                expected.inventory_digests.get(&inputs.profile),
+                Some(&inputs.inventory_digest),
+                "{}: profile {}",
+                dir.display(),
+                inputs.profile
+            );
+        }
+    }
+}
