@@ -223,12 +223,18 @@ pub fn decode_s6d(p: &[u8]) -> [i8; 32] {
     v
 }
 
+/// Where element `i` (0..32) of an `s3d` payload lives: the byte and shift of its 2-bit low
+/// field, the byte and bit of its sign (the layout both [`decode_s3d`] and `encode_s3d` use).
+const fn s3d_place(i: usize) -> (usize, usize, usize, usize) {
+    (4 * (i / 16) + i % 4, 2 * ((i % 16) / 4), 8 + i % 4, i / 4)
+}
+
 #[inline]
 pub fn decode_s3d(p: &[u8]) -> [i8; 32] {
     std::array::from_fn(|i| {
-        let low = ((p[4 * (i / 16) + i % 4] >> (2 * ((i % 16) / 4))) & 3) as i8;
-        let negative = (p[8 + i % 4] >> (i / 4)) & 1 == 1;
-        if negative {
+        let (low_byte, shift, sign_byte, bit) = s3d_place(i);
+        let low = ((p[low_byte] >> shift) & 3) as i8;
+        if (p[sign_byte] >> bit) & 1 == 1 {
             low - 4
         } else {
             low
@@ -262,8 +268,9 @@ pub(crate) fn encode_fifth_bits(values: &[u8; 32], out: &mut [u8]) {
 pub(crate) fn encode_s3d(values: &[i8; 32], out: &mut [u8]) {
     out[..12].fill(0);
     for (i, &v) in values.iter().enumerate() {
-        out[4 * (i / 16) + i % 4] |= ((v & 3) as u8) << (2 * ((i % 16) / 4));
-        out[8 + i % 4] |= u8::from(v < 0) << (i / 4);
+        let (low_byte, shift, sign_byte, bit) = s3d_place(i);
+        out[low_byte] |= ((v & 3) as u8) << shift;
+        out[sign_byte] |= u8::from(v < 0) << bit;
     }
 }
 

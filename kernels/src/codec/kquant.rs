@@ -192,7 +192,7 @@ impl BlockQ3K {
     }
 
     /// The 6-bit scale of 16-value sub-block `i`, offset removed (-32..31).
-    pub fn sub_scale_index(&self, i: usize) -> i8 {
+    fn sub_scale_index(&self, i: usize) -> i8 {
         let low = (self.scales[i % 8] >> (4 * (i / 8))) & 0x0F;
         let high = (self.scales[8 + i % 4] >> (2 * (i / 4))) & 3;
         (low | (high << 4)) as i8 - 32
