@@ -209,13 +209,14 @@ fn committed_certificates_and_bench_rows_validate() {
     assert!(certs.iter().all(|c| c.mismatches == 0 && c.repeat_mismatches == 0 && c.grouped_digest == c.serial_digest));
     let rows = read_timing(&root.join("docs/perf/decode-h200.csv")).unwrap();
     assert!(rows.iter().all(|r| r.mismatches == 0));
-    // On-device preflight of every kernel: the H200 run before the new codebooks, and the H100
-    // runs that added them (sm_90 resources do not depend on the card: kernels two runs hold agree).
+    // On-device preflight of every kernel: the H200 run before the new codebooks, and the runs
+    // that added them (sm_90 resources do not depend on the card: kernels two runs hold agree).
     let mut by_kernel = std::collections::BTreeMap::new();
     for file in [
         "docs/perf/resources-h200.csv",
         "docs/perf/format-mxfp4-h100/resources.csv",
         "docs/perf/format-q3k-h100/resources.csv",
+        "docs/perf/format-iq3-h200/resources.csv",
     ] {
         for r in read_resources(&root.join(file)).unwrap() {
             assert!(r.verdict == "ok" && r.device_occupancy_blocks_per_sm.unwrap_or(0) > 0, "{file}: {}", r.kernel);
@@ -227,7 +228,12 @@ fn committed_certificates_and_bench_rows_validate() {
     let specs = vnni_kernels::registry::kernel_specs();
     assert_eq!(by_kernel.len(), specs.len(), "one on-device preflight row per registry kernel");
     // Grouped certificates of the codebooks added since: every grouped M, zero mismatches.
-    for (file, codebook) in [("grouped-e2m1.jsonl", Codebook::E2m1), ("grouped-s3d.jsonl", Codebook::S3d)] {
+    for (file, codebook) in [
+        ("grouped-e2m1.jsonl", Codebook::E2m1),
+        ("grouped-s3d.jsonl", Codebook::S3d),
+        ("grouped-nl3.jsonl", Codebook::Nl3),
+        ("grouped-o4.jsonl", Codebook::O4),
+    ] {
         let certs = read_certificates(&root.join("lfs-data/certificates/sm_90").join(file)).unwrap();
         assert!(certs
             .iter()
@@ -246,7 +252,7 @@ fn committed_prefill_certificates_cover_every_codebook_bucket_and_tile() {
     use vnni_kernels::Codebook;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
     let mut certs = read_certificates(&root.join("lfs-data/certificates/sm_90/prefill.jsonl")).unwrap();
-    for file in ["prefill-e2m1.jsonl", "prefill-s3d.jsonl"] {
+    for file in ["prefill-e2m1.jsonl", "prefill-s3d.jsonl", "prefill-nl3.jsonl", "prefill-o4.jsonl"] {
         certs.extend(read_certificates(&root.join("lfs-data/certificates/sm_90").join(file)).unwrap());
     }
     assert!(certs.iter().all(|c| c.mismatches == 0 && c.repeat_mismatches == 0 && c.grouped_digest == c.serial_digest));

@@ -8,7 +8,8 @@ namespace vnni {
 typedef unsigned char u8;
 typedef unsigned int u32;
 
-enum CodebookId { CB_S4 = 0, CB_NL4 = 1, CB_U4 = 2, CB_S5 = 3, CB_U5 = 4, CB_S6D = 5, CB_S8 = 6, CB_E2M1 = 7, CB_S3D = 8 };
+enum CodebookId { CB_S4 = 0, CB_NL4 = 1, CB_U4 = 2, CB_S5 = 3, CB_U5 = 4, CB_S6D = 5, CB_S8 = 6, CB_E2M1 = 7, CB_S3D = 8,
+                  CB_NL3 = 9, CB_O4 = 10 };
 
 template <int CB> struct Codebook;
 template <> struct Codebook<CB_S4>  { static const int PB = 16; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
@@ -20,10 +21,12 @@ template <> struct Codebook<CB_S6D> { static const int PB = 24; static const int
 template <> struct Codebook<CB_S8>  { static const int PB = 32; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
 template <> struct Codebook<CB_E2M1> { static const int PB = 16; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
 template <> struct Codebook<CB_S3D> { static const int PB = 12; static const int RULE = RULE_DUAL; static const bool SECOND = true; };
+template <> struct Codebook<CB_NL3> { static const int PB = 16; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
+template <> struct Codebook<CB_O4>  { static const int PB = 16; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
 
-// The 16-entry table codebooks (nl4, e2m1): decoded straight from payload words in the
+// The 16-entry table codebooks (nl4, e2m1, nl3): decoded straight from payload words in the
 // interleaved element order (4i, 4i+16, 4i+1, 4i+17, ...), the other operand permuted to match.
-template <int CB> struct Table { static const bool VALUE = CB == CB_NL4 || CB == CB_E2M1; };
+template <int CB> struct Table { static const bool VALUE = CB == CB_NL4 || CB == CB_E2M1 || CB == CB_NL3; };
 
 // f16 bits to f32 (exact); PTX directly, so the module needs no cuda_fp16.h.
 __device__ __forceinline__ float h2f(unsigned short bits) {
@@ -92,6 +95,15 @@ __device__ __forceinline__ u32 spread_bits45(u32 h) {
 // The e2m1 (MXFP4) table doubled, entries 0..7 (0, 1, 2, 3, 4, 6, 8, 12); 8..15 are their negatives.
 #define VNNI_E2M1_T0 0x03020100u
 #define VNNI_E2M1_T1 0x0C080604u
+// The nl3 (IQ3_XXS) levels, entries 0..7 (4, 12, 20, 28, 36, 44, 52, 62); 8..15 their negatives.
+#define VNNI_NL3_T0 0x1C140C04u
+#define VNNI_NL3_T1 0x3E342C24u
+
+// The sign-magnitude table codebooks (e2m1, nl3): entries 0..7 are the magnitudes in the bytes
+// of T0:T1, entries 8..15 their negatives.
+template <int CB> struct SignMagnitude { static const bool VALUE = false; static const u32 T0 = 0, T1 = 0; };
+template <> struct SignMagnitude<CB_E2M1> { static const bool VALUE = true; static const u32 T0 = VNNI_E2M1_T0, T1 = VNNI_E2M1_T1; };
+template <> struct SignMagnitude<CB_NL3> { static const bool VALUE = true; static const u32 T0 = VNNI_NL3_T0, T1 = VNNI_NL3_T1; };
 
 // PTX prmt in its default mode: a selector nibble with bit 3 set replicates the sign of the
 // selected byte (the nl4 dot relies on it; __byte_perm does not promise that).
@@ -120,18 +132,21 @@ __device__ __forceinline__ u32 iq4_word(u32 q) {
   return __vadd4(prmt(VNNI_IQ4_T0, VNNI_IQ4_T1, q), prmt(VNNI_IQ4_T2P, VNNI_IQ4_T3P, q ^ 0x88888888u));
 }
 
-// e2m1 decode in the interleaved order of iq4_word. With nibble n as selector, prmt(T0, T1, n)
-// is T[n] for n < 8 and 0 (the sign of a non-negative entry) for n >= 8; with n ^ 8 it is 0
-// for n < 8 and T[n & 7] for n >= 8. The first minus the second is the signed value.
-__device__ __forceinline__ u32 e2m1_word(u32 q) {
-  return __vsub4(prmt(VNNI_E2M1_T0, VNNI_E2M1_T1, q), prmt(VNNI_E2M1_T0, VNNI_E2M1_T1, q ^ 0x88888888u));
+// Sign-magnitude decode (e2m1, nl3) in the interleaved order of iq4_word. With nibble n as
+// selector, prmt(T0, T1, n) is T[n] for n < 8 and 0 (the sign of a non-negative entry) for
+// n >= 8; with n ^ 8 it is 0 for n < 8 and T[n & 7] for n >= 8. The first minus the second
+// is the signed value.
+template <int CB>
+__device__ __forceinline__ u32 sign_magnitude_word(u32 q) {
+  const u32 T0 = SignMagnitude<CB>::T0, T1 = SignMagnitude<CB>::T1;
+  return __vsub4(prmt(T0, T1, q), prmt(T0, T1, q ^ 0x88888888u));
 }
 
 // A table codebook's payload word decoded in the interleaved order (elements 4i, 4i+16,
 // 4i+1, 4i+17 from the low half of q).
 template <int CB>
 __device__ __forceinline__ u32 table_word(u32 q) {
-  return CB == CB_E2M1 ? e2m1_word(q) : iq4_word(q);
+  return SignMagnitude<CB>::VALUE ? sign_magnitude_word<CB>(q) : iq4_word(q);
 }
 
 // Four nibbles held one per byte as one 16-bit prmt selector, element order preserved.
@@ -182,7 +197,11 @@ __device__ __forceinline__ void decode(const Raw& r, int (&w)[8]) {
     if (CB == CB_S5) { lo = __vsub4(lo, 0x10101010u); hi = __vsub4(hi, 0x10101010u); }
     if (CB == CB_S6D) { lo = __vsub4(lo, 0x20202020u); hi = __vsub4(hi, 0x20202020u); }
     if (CB == CB_NL4) { lo = iq4_lookup(lo); hi = iq4_lookup(hi); }
-    if (CB == CB_E2M1) { lo = e2m1_word(nibble_selector(lo)); hi = e2m1_word(nibble_selector(hi)); }
+    if (SignMagnitude<CB>::VALUE) {
+      lo = sign_magnitude_word<CB>(nibble_selector(lo));
+      hi = sign_magnitude_word<CB>(nibble_selector(hi));
+    }
+    if (CB == CB_O4) { lo = __vsub4(lo + lo, 0x0F0F0F0Fu); hi = __vsub4(hi + hi, 0x0F0F0F0Fu); }
     w[i] = (int)lo;
     w[4 + i] = (int)hi;
   }
@@ -241,20 +260,32 @@ __device__ __forceinline__ int2 block_dots(const Raw& raw, const ActBlock& x) {
     }
     return make_int2(lo, 0);
   }
-  if (CB == CB_E2M1) {
+  if (SignMagnitude<CB>::VALUE) {
     // Single-scale too, in the same interleaved order: the positive entries through the
-    // first lookup, the magnitudes of the negative ones through the second (see e2m1_word),
-    // each dotted on its own and subtracted: exact, and no bytewise subtraction per word.
+    // first lookup, the magnitudes of the negative ones through the second (see
+    // sign_magnitude_word), each dotted on its own and subtracted: exact, and no bytewise
+    // subtraction per word.
+    const u32 T0 = SignMagnitude<CB>::T0, T1 = SignMagnitude<CB>::T1;
     int neg = 0;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const u32 q = raw.q[i], f = q ^ 0x88888888u;
-      lo = __dp4a((int)prmt(VNNI_E2M1_T0, VNNI_E2M1_T1, q), x.a[2 * i], lo);
-      neg = __dp4a((int)prmt(VNNI_E2M1_T0, VNNI_E2M1_T1, f), x.a[2 * i], neg);
-      lo = __dp4a((int)prmt(VNNI_E2M1_T0, VNNI_E2M1_T1, q >> 16), x.a[2 * i + 1], lo);
-      neg = __dp4a((int)prmt(VNNI_E2M1_T0, VNNI_E2M1_T1, f >> 16), x.a[2 * i + 1], neg);
+      lo = __dp4a((int)prmt(T0, T1, q), x.a[2 * i], lo);
+      neg = __dp4a((int)prmt(T0, T1, f), x.a[2 * i], neg);
+      lo = __dp4a((int)prmt(T0, T1, q >> 16), x.a[2 * i + 1], lo);
+      neg = __dp4a((int)prmt(T0, T1, f >> 16), x.a[2 * i + 1], neg);
     }
     return make_int2(lo - neg, 0);
+  }
+  if (CB == CB_O4) {
+    // Single-scale: value 2n - 15 for nibble n, so the dot is 2 (n . a) - 15 sum(a), exact
+    // (|n . a| <= 32 * 15 * 127), and the nibbles go to dp4a as they are, undecoded.
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      lo = __dp4a((int)(raw.q[i] & 0x0F0F0F0Fu), x.a[i], lo);
+      lo = __dp4a((int)((raw.q[i] >> 4) & 0x0F0F0F0Fu), x.a[4 + i], lo);
+    }
+    return make_int2(2 * lo - 15 * x.sum, 0);
   }
   int w[8];
   decode<CB>(raw, w);

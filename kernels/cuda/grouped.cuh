@@ -141,6 +141,7 @@ __device__ __forceinline__ void decode_pair(const u8* __restrict__ p, int t, u32
     hi |= spread_bits45(payload_byte<SHARED>(p, 20 + t));
   }
   if (CB == CB_S4) { lo = __vsub4(lo, 0x08080808u); hi = __vsub4(hi, 0x08080808u); }
+  if (CB == CB_O4) { lo = __vsub4(lo + lo, 0x0F0F0F0Fu); hi = __vsub4(hi + hi, 0x0F0F0F0Fu); }
   if (CB == CB_S5) { lo = __vsub4(lo, 0x10101010u); hi = __vsub4(hi, 0x10101010u); }
   if (CB == CB_S6D) { lo = __vsub4(lo, 0x20202020u); hi = __vsub4(hi, 0x20202020u); }
 }

@@ -5,7 +5,7 @@
 //! `payload: u8 [KBLK][N][PB]`, `scale: f16 [KBLK][N]`, `second: f16 [KBLK][N]`.
 //! Payload conventions per 32-value block (byte j holds element j in its low nibble
 //! and element j + 16 in its high nibble wherever nibbles are used):
-//! - `s4`, `nl4`, `u4`, `e2m1`: 16 nibble bytes.
+//! - `s4`, `nl4`, `u4`, `e2m1`, `nl3`, `o4`: 16 nibble bytes.
 //! - `s5`, `u5`: 16 nibble bytes, then a little-endian u32 whose bit i is bit 4 of element i.
 //! - `s6d`: 16 nibble bytes (bits 0..3), then 8 bytes where byte 16 + i holds bits 4..5 of
 //!   elements 4i .. 4i+3 at shifts 0, 2, 4, 6.
@@ -25,6 +25,9 @@ use crate::vocab::Vocabulary;
 
 /// The IQ4 non-linear value table (IQ4_NL, IQ4_XS).
 pub const IQ4_TABLE: [i8; 16] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+
+/// The IQ3_XXS levels as a sign-magnitude table: entries 0..7 the levels, 8..15 their negatives.
+pub const NL3_TABLE: [i8; 16] = [4, 12, 20, 28, 36, 44, 52, 62, -4, -12, -20, -28, -36, -44, -52, -62];
 
 /// The MXFP4 (E2M1) values, doubled so that they are integers: entries 0..7 are
 /// 0, 0.5, 1, 1.5, 2, 3, 4, 6 times two, entries 8..15 their negatives.
@@ -74,10 +77,12 @@ pub enum Codebook {
     S8,
     E2m1,
     S3d,
+    Nl3,
+    O4,
 }
 
 impl Codebook {
-    pub const ALL: [Codebook; 9] = [
+    pub const ALL: [Codebook; 11] = [
         Codebook::S4,
         Codebook::Nl4,
         Codebook::U4,
@@ -87,6 +92,8 @@ impl Codebook {
         Codebook::S8,
         Codebook::E2m1,
         Codebook::S3d,
+        Codebook::Nl3,
+        Codebook::O4,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -100,13 +107,15 @@ impl Codebook {
             Codebook::S8 => "s8",
             Codebook::E2m1 => "e2m1",
             Codebook::S3d => "s3d",
+            Codebook::Nl3 => "nl3",
+            Codebook::O4 => "o4",
         }
     }
 
     /// Payload bytes per 32 values (`PB`).
     pub const fn payload_bytes(self) -> usize {
         match self {
-            Codebook::S4 | Codebook::Nl4 | Codebook::U4 | Codebook::E2m1 => 16,
+            Codebook::S4 | Codebook::Nl4 | Codebook::U4 | Codebook::E2m1 | Codebook::Nl3 | Codebook::O4 => 16,
             Codebook::S5 | Codebook::U5 => 20,
             Codebook::S6d => 24,
             Codebook::S8 => 32,
@@ -155,6 +164,8 @@ impl Codebook {
             Codebook::S8 => decode_s8(payload),
             Codebook::E2m1 => decode_e2m1(payload),
             Codebook::S3d => decode_s3d(payload),
+            Codebook::Nl3 => decode_nl3(payload),
+            Codebook::O4 => decode_o4(payload),
         }
     }
 }
@@ -187,6 +198,17 @@ pub fn decode_nl4(p: &[u8]) -> [i8; 32] {
 #[inline]
 pub fn decode_e2m1(p: &[u8]) -> [i8; 32] {
     nibbles(p, |x| E2M1_TABLE[x as usize])
+}
+
+#[inline]
+pub fn decode_nl3(p: &[u8]) -> [i8; 32] {
+    nibbles(p, |x| NL3_TABLE[x as usize])
+}
+
+/// The odd values -15..15 of IQ3_S: nibble n is 2n - 15.
+#[inline]
+pub fn decode_o4(p: &[u8]) -> [i8; 32] {
+    nibbles(p, |x| 2 * x as i8 - 15)
 }
 
 #[inline]

@@ -25,6 +25,8 @@ pub enum SourceFormat {
     Q8_0,
     MXFP4,
     Q3_K,
+    IQ3_XXS,
+    IQ3_S,
 }
 
 /// Static facts about one source format.
@@ -40,7 +42,7 @@ pub struct FormatInfo {
 
 impl SourceFormat {
     /// Registry order: the order of DESIGN.md's milestone-1 table.
-    pub const ALL: [SourceFormat; 12] = [
+    pub const ALL: [SourceFormat; 14] = [
         SourceFormat::Q4_0,
         SourceFormat::IQ4_NL,
         SourceFormat::IQ4_XS,
@@ -53,6 +55,8 @@ impl SourceFormat {
         SourceFormat::Q8_0,
         SourceFormat::MXFP4,
         SourceFormat::Q3_K,
+        SourceFormat::IQ3_XXS,
+        SourceFormat::IQ3_S,
     ];
 
     pub const fn info(self) -> FormatInfo {
@@ -71,6 +75,8 @@ impl SourceFormat {
             F::Q8_0 => (8, 34, 32, C::S8),
             F::MXFP4 => (39, 17, 32, C::E2m1),
             F::Q3_K => (11, 110, 256, C::S3d),
+            F::IQ3_XXS => (18, 98, 256, C::Nl3),
+            F::IQ3_S => (21, 110, 256, C::O4),
         };
         FormatInfo { format: self, ggml_type, block_bytes, block_elems, codebook }
     }
@@ -106,6 +112,8 @@ impl SourceFormat {
             SourceFormat::Q8_0 => "Q8_0",
             SourceFormat::MXFP4 => "MXFP4",
             SourceFormat::Q3_K => "Q3_K",
+            SourceFormat::IQ3_XXS => "IQ3_XXS",
+            SourceFormat::IQ3_S => "IQ3_S",
         }
     }
 
@@ -127,7 +135,7 @@ impl fmt::Display for SourceFormat {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown source format {0:?} (known: Q4_0, IQ4_NL, IQ4_XS, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, MXFP4, Q3_K)"
+    "unknown source format {0:?} (known: Q4_0, IQ4_NL, IQ4_XS, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, MXFP4, Q3_K, IQ3_XXS, IQ3_S)"
 )]
 pub struct UnknownFormat(pub String);
 

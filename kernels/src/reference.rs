@@ -7,7 +7,8 @@ use rayon::prelude::*;
 
 use crate::activation::QuantizedActivations;
 use crate::codebook::{
-    decode_e2m1, decode_nl4, decode_s3d, decode_s4, decode_s5, decode_s6d, decode_s8, decode_u4, decode_u5,
+    decode_e2m1, decode_nl3, decode_nl4, decode_o4, decode_s3d, decode_s4, decode_s5, decode_s6d, decode_s8, decode_u4,
+    decode_u5,
 };
 use crate::contract::{block_contribution, fold_partition, partition_count, partition_range, BlockDots, ScaleRule};
 use crate::packed::PackedMatrix;
@@ -104,6 +105,8 @@ pub fn partition_sums(
         Codebook::S8 => run!(decode_s8),
         Codebook::E2m1 => run!(decode_e2m1),
         Codebook::S3d => run!(decode_s3d),
+        Codebook::Nl3 => run!(decode_nl3),
+        Codebook::O4 => run!(decode_o4),
     }
 }
 

@@ -9,9 +9,9 @@ use vnni_kernels::fixture;
 use vnni_kernels::{repack, Codebook, CodecError, RepackError, ShapeError, SourceFormat};
 
 #[test]
-fn registry_has_twelve_formats_nine_codebooks_three_alias_groups() {
-    assert_eq!(SourceFormat::ALL.len(), 12);
-    assert_eq!(Codebook::ALL.len(), 9);
+fn registry_has_fourteen_formats_eleven_codebooks_three_alias_groups() {
+    assert_eq!(SourceFormat::ALL.len(), 14);
+    assert_eq!(Codebook::ALL.len(), 11);
     let groups: Vec<Vec<SourceFormat>> =
         Codebook::ALL.iter().map(|&c| SourceFormat::aliases_of(c)).filter(|g| g.len() > 1).collect();
     use SourceFormat::*;
@@ -29,6 +29,12 @@ fn registry_has_twelve_formats_nine_codebooks_three_alias_groups() {
     assert_eq!(SourceFormat::from_ggml_type(11), Some(Q3_K));
     assert_eq!(Q3_K.bits_per_weight(), 3.4375);
     assert_eq!("Q3_K_M".parse::<SourceFormat>(), Ok(Q3_K));
+    assert_eq!(SourceFormat::from_ggml_type(18), Some(IQ3_XXS));
+    assert_eq!(IQ3_XXS.bits_per_weight(), 3.0625);
+    assert_eq!(SourceFormat::from_ggml_type(21), Some(IQ3_S));
+    assert_eq!(IQ3_S.bits_per_weight(), 3.4375);
+    // IQ3_S ends in _S but is no K-quant mix: it names itself.
+    assert_eq!("iq3_s".parse::<SourceFormat>(), Ok(IQ3_S));
 }
 
 #[test]
@@ -216,6 +222,8 @@ fn decode_matches_each_codebooks_documented_value_range() {
         (Codebook::S8, -127, 127),
         (Codebook::E2m1, -12, 12),
         (Codebook::S3d, -4, 3),
+        (Codebook::Nl3, -62, 62),
+        (Codebook::O4, -15, 15),
     ];
     for (cb, lo, hi) in ranges {
         let w = fixture::packed_matrix(cb, 64, 256, 5).unwrap();

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# One device call for a newly added weight format (issue 21): on-device preflight, grouped and
+# One device call for newly added weight formats (issue 21): on-device preflight, grouped and
 # prefill certificates of the format (zero mismatches expected), the bench of M = 1 (against
 # the copy roofline) and grouped rows on the issue's shapes for the format's codebook beside a
 # reference codebook, and llama.cpp's matmul of both formats in the same call (its build runs
 # in the background while ours times; its timing runs after ours). REFRESH=1 adds the CUDA
 # refresh of the family-smoke profile (every format, the new one included: sweep, staged fit,
-# certificates, tables; a proxy verdict). Prints a short table last.
+# certificates, tables; a proxy verdict). FORMAT, CODEBOOK and PEER_TYPE may list several
+# formats (comma-separated, in the same order); the peers run once per shape, each under its
+# own time limit (llama.cpp quantizes the weights of the iq* types slowly on the host).
+# Prints a short table last.
 #   BIN=target/device-bin/vnni-dispatch PEERS=target/peers/ggml-d99724f-cuda.tar.gz \
 #     FORMAT=MXFP4 CODEBOOK=e2m1 PEER_TYPE=mxfp4 bash scripts/device/format.sh
+#   FORMAT=IQ3_XXS,IQ3_S CODEBOOK=nl3,o4 PEER_TYPE=iq3_xxs,iq3_s ... (two formats in one call)
 #   $OUT/format.tar.gz   bench CSVs, certificates, resources, peer timings, logs
 set -euo pipefail
 WORK=${WORK:-/tmp/vnni-format}
@@ -40,12 +44,14 @@ if [ "${REFRESH:-0}" = 1 ]; then
 fi
 if [ -n "${PEERS:-}" ]; then
   wait "$BUILD_PID" || true
-  cases=""
-  for s in ${SHAPES//,/ }; do cases="$cases${cases:+;}$PEER_TYPE,$REFERENCE_TYPE:$s:1,8"; done
-  run peers bash "$PEER_SH" "$PEERS" "$cases" "$WORK/peers.txt"
+  echo "type n k m us" >"$WORK/peers.txt"
+  for s in ${SHAPES//,/ }; do
+    run "peers-$s" timeout "${PEER_LIMIT:-240}" bash "$PEER_SH" "$PEERS" "$PEER_TYPE,$REFERENCE_TYPE:$s:1,8" "$WORK/peers-$s.txt"
+    [ -f "$WORK/peers-$s.txt" ] && tail -n +2 "$WORK/peers-$s.txt" >>"$WORK/peers.txt"
+  done
 fi
 echo
-python3 - "$WORK/bench/decode.csv" "$WORK/peers.txt" "$CODEBOOK:$PEER_TYPE" "$REFERENCE:$REFERENCE_TYPE" <<'EOF'
+python3 - "$WORK/bench/decode.csv" "$WORK/peers.txt" "$CODEBOOK,$REFERENCE" "$PEER_TYPE,$REFERENCE_TYPE" <<'EOF'
 import csv, os, sys
 best = {}  # (n, k, codebook, m) -> (us, pct_copy, candidate)
 for r in csv.DictReader(open(sys.argv[1])):
@@ -59,7 +65,7 @@ peer = {}
 if os.path.exists(sys.argv[2]):
     for r in csv.DictReader(open(sys.argv[2]), delimiter=" "):
         peer[(r["type"], int(r["n"]), int(r["k"]), int(r["m"]))] = float(r["us"])
-pairs = [a.split(":") for a in sys.argv[3:]]
+pairs = list(zip(sys.argv[3].split(","), sys.argv[4].split(",")))
 print(f"{'shape':<13} {'codebook':<9} {'M':>3} {'ours us':>9} {'% copy':>7} {'llama.cpp us':>12} {'speedup':>8}  candidate")
 for (n, k, cb, m), (us, pct, cand) in sorted(best.items()):
     ptype = dict(pairs).get(cb)

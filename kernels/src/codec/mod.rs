@@ -2,11 +2,14 @@
 //! operation order as gguf-py, so results agree bit for bit), quantize from f32, and
 //! repack into codebook blocks. One [`Block`] type per source format.
 
+mod iq3;
+mod iq3_grid;
 mod iq4;
 mod kquant;
 mod legacy;
 mod mxfp4;
 
+pub use iq3::{BlockIq3S, BlockIq3Xxs, IQ3XXS_LEVELS};
 pub use iq4::{BlockIq4Nl, BlockIq4Xs};
 pub use kquant::{BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K};
 pub use legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0};
@@ -102,6 +105,14 @@ macro_rules! with_block {
             }
             SourceFormat::Q3_K => {
                 type $B = $crate::codec::BlockQ3K;
+                $body
+            }
+            SourceFormat::IQ3_XXS => {
+                type $B = $crate::codec::BlockIq3Xxs;
+                $body
+            }
+            SourceFormat::IQ3_S => {
+                type $B = $crate::codec::BlockIq3S;
                 $body
             }
         }

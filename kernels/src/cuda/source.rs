@@ -66,6 +66,8 @@ fn codebook_constant(cb: Codebook) -> &'static str {
         Codebook::S8 => "vnni::CB_S8",
         Codebook::E2m1 => "vnni::CB_E2M1",
         Codebook::S3d => "vnni::CB_S3D",
+        Codebook::Nl3 => "vnni::CB_NL3",
+        Codebook::O4 => "vnni::CB_O4",
     }
 }
 
