@@ -217,6 +217,7 @@ fn committed_certificates_and_bench_rows_validate() {
         "docs/perf/format-mxfp4-h100/resources.csv",
         "docs/perf/format-q3k-h100/resources.csv",
         "docs/perf/format-iq3-h200/resources.csv",
+        "docs/perf/format-q2k-h100/resources.csv",
     ] {
         for r in read_resources(&root.join(file)).unwrap() {
             assert!(r.verdict == "ok" && r.device_occupancy_blocks_per_sm.unwrap_or(0) > 0, "{file}: {}", r.kernel);
@@ -233,6 +234,7 @@ fn committed_certificates_and_bench_rows_validate() {
         ("grouped-s3d.jsonl", Codebook::S3d),
         ("grouped-nl3.jsonl", Codebook::Nl3),
         ("grouped-o4.jsonl", Codebook::O4),
+        ("grouped-u2m.jsonl", Codebook::U2m),
     ] {
         let certs = read_certificates(&root.join("lfs-data/certificates/sm_90").join(file)).unwrap();
         assert!(certs
@@ -252,7 +254,9 @@ fn committed_prefill_certificates_cover_every_codebook_bucket_and_tile() {
     use vnni_kernels::Codebook;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
     let mut certs = read_certificates(&root.join("lfs-data/certificates/sm_90/prefill.jsonl")).unwrap();
-    for file in ["prefill-e2m1.jsonl", "prefill-s3d.jsonl", "prefill-nl3.jsonl", "prefill-o4.jsonl"] {
+    for file in
+        ["prefill-e2m1.jsonl", "prefill-s3d.jsonl", "prefill-nl3.jsonl", "prefill-o4.jsonl", "prefill-u2m.jsonl"]
+    {
         certs.extend(read_certificates(&root.join("lfs-data/certificates/sm_90").join(file)).unwrap());
     }
     assert!(certs.iter().all(|c| c.mismatches == 0 && c.repeat_mismatches == 0 && c.grouped_digest == c.serial_digest));

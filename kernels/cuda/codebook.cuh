@@ -9,7 +9,7 @@ typedef unsigned char u8;
 typedef unsigned int u32;
 
 enum CodebookId { CB_S4 = 0, CB_NL4 = 1, CB_U4 = 2, CB_S5 = 3, CB_U5 = 4, CB_S6D = 5, CB_S8 = 6, CB_E2M1 = 7, CB_S3D = 8,
-                  CB_NL3 = 9, CB_O4 = 10 };
+                  CB_NL3 = 9, CB_O4 = 10, CB_U2M = 11 };
 
 template <int CB> struct Codebook;
 template <> struct Codebook<CB_S4>  { static const int PB = 16; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
@@ -23,6 +23,12 @@ template <> struct Codebook<CB_E2M1> { static const int PB = 16; static const in
 template <> struct Codebook<CB_S3D> { static const int PB = 12; static const int RULE = RULE_DUAL; static const bool SECOND = true; };
 template <> struct Codebook<CB_NL3> { static const int PB = 16; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
 template <> struct Codebook<CB_O4>  { static const int PB = 16; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
+template <> struct Codebook<CB_U2M> { static const int PB = 12; static const int RULE = RULE_ASYMMETRIC; static const bool SECOND = true; };
+
+// u2m (Q2_K) carries a min per 16 values: the min multiplies m_lo * sum(a[0..16]) + m_hi *
+// sum(a[16..32]), not the block sum. Its payload word 2 holds the sub-scales (byte 0) and
+// the sub-mins (byte 1), low nibble for elements 0..15.
+template <int CB> struct SubMins { static const bool VALUE = CB == CB_U2M; };
 
 // The 16-entry table codebooks (nl4, e2m1, nl3): decoded straight from payload words in the
 // interleaved element order (4i, 4i+16, 4i+1, 4i+17, ...), the other operand permuted to match.
@@ -169,6 +175,26 @@ __device__ __forceinline__ u32 s3d_word(u32 low, u32 signs, int g) {
   return ((low >> (2 * (g & 3))) & 0x03030303u) | (negative & 0xFCFCFCFCu);
 }
 
+// u2m elements 4g..4g+3: the 2-bit fields of low word g / 4 at shift 2(g % 4) (s3d's order),
+// times the sub-scale of their half; no byte exceeds 3 * 15, so one multiply scales all four.
+__device__ __forceinline__ u32 u2m_word(u32 low, u32 scales, int g) {
+  return ((low >> (2 * (g & 3))) & 0x03030303u) * ((scales >> (4 * (g >> 2))) & 0xFu);
+}
+
+// The integer an asymmetric block's min multiplies: the activation block's sum, or for u2m
+// m_lo * lo + m_hi * (sum - lo), lo the sum of elements 0..15 (exact: |value| < 2^16).
+template <int CB>
+__device__ __forceinline__ int min_sum(u32 word2, int lo, int sum) {
+  if (!SubMins<CB>::VALUE) return sum;
+  const int m = (int)((word2 >> 8) & 0xFFu);
+  return (m & 0xF) * lo + (m >> 4) * (sum - lo);
+}
+
+// The sum of four int8x4 words (elements 0..15 of an activation block).
+__device__ __forceinline__ int half_sum(int a0, int a1, int a2, int a3) {
+  return __dp4a(a3, 0x01010101, __dp4a(a2, 0x01010101, __dp4a(a1, 0x01010101, __dp4a(a0, 0x01010101, 0))));
+}
+
 template <int CB>
 __device__ __forceinline__ void decode(const Raw& r, int (&w)[8]) {
   if (CB == CB_S8) {
@@ -179,6 +205,11 @@ __device__ __forceinline__ void decode(const Raw& r, int (&w)[8]) {
   if (CB == CB_S3D) {
 #pragma unroll
     for (int g = 0; g < 8; ++g) w[g] = (int)s3d_word(r.q[g >> 2], r.q[2], g);
+    return;
+  }
+  if (CB == CB_U2M) {
+#pragma unroll
+    for (int g = 0; g < 8; ++g) w[g] = (int)u2m_word(r.q[g >> 2], r.q[2], g);
     return;
   }
 #pragma unroll
@@ -301,7 +332,8 @@ __device__ __forceinline__ int2 block_dots(const Raw& raw, const ActBlock& x) {
 template <int CB>
 __device__ __forceinline__ float block_term(const Raw& raw, float s, float second, const ActBlock& x) {
   const int2 d = block_dots<CB>(raw, x);
-  return block_contribution<Codebook<CB>::RULE>(x.d, s, second, d.x, d.y, x.sum);
+  const int sum = SubMins<CB>::VALUE ? min_sum<CB>(raw.q[2], half_sum(x.a[0], x.a[1], x.a[2], x.a[3]), x.sum) : x.sum;
+  return block_contribution<Codebook<CB>::RULE>(x.d, s, second, d.x, d.y, sum);
 }
 
 }  // namespace vnni

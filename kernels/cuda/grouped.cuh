@@ -20,6 +20,7 @@ __device__ __forceinline__ void grouped_rows(const DecodeArgs& a) {
   __shared__ int4 sq[CHUNK][R][2];
   __shared__ float sd[CHUNK][R];
   __shared__ int ssum[CHUNK][R];
+  __shared__ int ssumlo[CHUNK][SubMins<CB>::VALUE ? R : 1];  // elements 0..15 (u2m only)
   const int p = blockIdx.y, r0 = blockIdx.z * R;
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
   const int n = min(col, a.n - 1);
@@ -47,6 +48,7 @@ __device__ __forceinline__ void grouped_rows(const DecodeArgs& a) {
       sq[u][r][1] = v1;
       sd[u][r] = __ldg(a.ad + off);
       ssum[u][r] = __ldg(a.asum + off);
+      if (SubMins<CB>::VALUE) ssumlo[u][r] = half_sum(v0.x, v0.y, v0.z, v0.w);
     }
     __syncthreads();
     const int bn = min(bc + CHUNK, b1);
@@ -83,7 +85,9 @@ __device__ __forceinline__ void grouped_rows(const DecodeArgs& a) {
             lo = __dp4a(w[2], q0.z, lo); lo = __dp4a(w[3], q0.w, lo);
             hi = __dp4a(w[4], q1.x, hi); hi = __dp4a(w[5], q1.y, hi);
             hi = __dp4a(w[6], q1.z, hi); hi = __dp4a(w[7], q1.w, hi);
-            acc[r] = fold(acc[r], block_contribution<Codebook<CB>::RULE>(sd[su][r], s[u], s2[u], lo, hi, ssum[su][r]));
+            const int sum = SubMins<CB>::VALUE ? min_sum<CB>(raw[u].q[2], ssumlo[su][SubMins<CB>::VALUE ? r : 0], ssum[su][r])
+                                               : ssum[su][r];
+            acc[r] = fold(acc[r], block_contribution<Codebook<CB>::RULE>(sd[su][r], s[u], s2[u], lo, hi, sum));
           }
         }
       }
@@ -121,6 +125,12 @@ __device__ __forceinline__ void decode_pair(const u8* __restrict__ p, int t, u32
     const u32 signs = payload_word<SHARED>(p, 2);
     lo = s3d_word(payload_word<SHARED>(p, 0), signs, t);
     hi = s3d_word(payload_word<SHARED>(p, 1), signs, 4 + t);
+    return;
+  }
+  if (CB == CB_U2M) {
+    const u32 scales = payload_word<SHARED>(p, 2);
+    lo = u2m_word(payload_word<SHARED>(p, 0), scales, t);
+    hi = u2m_word(payload_word<SHARED>(p, 1), scales, 4 + t);
     return;
   }
   const u32 q = payload_word<SHARED>(p, t);
@@ -181,7 +191,7 @@ __device__ __forceinline__ void grouped_mma16(const DecodeArgs& a) {
     for (int j = 0; j < 4; ++j) acc[rg][j] = 0.0f;
 #pragma unroll 1
   for (int b = b0; b < b1; b += D) {
-    u32 wlo[D][2], whi[D][2];
+    u32 wlo[D][2], whi[D][2], mins[D][2];
     float s[D][2], s2[D][2];
 #pragma unroll
     for (int u = 0; u < D; ++u) {
@@ -190,6 +200,7 @@ __device__ __forceinline__ void grouped_mma16(const DecodeArgs& a) {
       for (int c = 0; c < 2; ++c) {
         const size_t blk = (size_t)bu * a.n + ncol[c];
         decode_pair<CB, false>(a.payload + blk * PB, t, wlo[u][c], whi[u][c]);
+        mins[u][c] = SubMins<CB>::VALUE ? payload_word<false>(a.payload + blk * PB, 2) : 0u;
         s[u][c] = scale_of<CB>(__ldg(a.scale + blk));
         s2[u][c] = Codebook<CB>::SECOND ? h2f(__ldg(a.second + blk)) : 0.0f;
       }
@@ -210,12 +221,16 @@ __device__ __forceinline__ void grouped_mma16(const DecodeArgs& a) {
             bf1 = prmt(x0, bf1, 0x7362);
           }
           float sa[2];
-          int sum[2];
+          int sum[2], sumlo[2];
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
             const size_t off = (size_t)min(rbase + 2 * t + i, a.m - 1) * a.kblk + bb;
             sa[i] = __ldg(a.ad + off);
             sum[i] = __ldg(a.asum + off);
+            if (SubMins<CB>::VALUE) {  // the row's elements 0..15, for the sub-block mins
+              const int4 v = __ldg(reinterpret_cast<const int4*>(a.aq + off * 32));
+              sumlo[i] = half_sum(v.x, v.y, v.z, v.w);
+            }
           }
           int clo[4], chi[4];
           if (Codebook<CB>::RULE == RULE_DUAL) {
@@ -232,7 +247,8 @@ __device__ __forceinline__ void grouped_mma16(const DecodeArgs& a) {
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             const int c = j / 2, i = j % 2;
-            acc[rg][j] = fold(acc[rg][j], block_contribution<Codebook<CB>::RULE>(sa[i], s[u][c], s2[u][c], clo[j], chi[j], sum[i]));
+            const int ms = SubMins<CB>::VALUE ? min_sum<CB>(mins[u][c], sumlo[i], sum[i]) : sum[i];
+            acc[rg][j] = fold(acc[rg][j], block_contribution<Codebook<CB>::RULE>(sa[i], s[u][c], s2[u][c], clo[j], chi[j], ms));
           }
         }
       }

@@ -15,6 +15,12 @@
 //!   signs, where bit g of byte b is set when element 4g + b is negative. An element is its low
 //!   field with bits 2..7 set when negative: a GPU decodes four of them in a shift, a byte
 //!   permute (its sign-replicate mode) and one three-input logic op.
+//! - `u2m`: Q2_K's 2-bit values with a 4-bit scale and a 4-bit min per 16. Two u32 words of
+//!   2-bit fields laid out as `s3d`'s low words, then one byte of the two sub-scales (low
+//!   nibble elements 0..15) and one of the two sub-mins, then two zero bytes. An element is
+//!   its field times its half's sub-scale (0..45); the scale plane holds Q2_K's d, the second
+//!   plane -dmin, and the min term is `-dmin * (m_lo * sum(a[0..16]) + m_hi * sum(a[16..32]))`
+//!   (see [`Codebook::sub_mins`]).
 //!
 //! Every scale plane holds f16 bits except `e2m1`'s, which holds bf16 bits: an MXFP4 block
 //! scale is a power of two from 2^-128 to 2^127 (E8M0, halved), beyond f16's range but exact
@@ -79,10 +85,11 @@ pub enum Codebook {
     S3d,
     Nl3,
     O4,
+    U2m,
 }
 
 impl Codebook {
-    pub const ALL: [Codebook; 11] = [
+    pub const ALL: [Codebook; 12] = [
         Codebook::S4,
         Codebook::Nl4,
         Codebook::U4,
@@ -94,6 +101,7 @@ impl Codebook {
         Codebook::S3d,
         Codebook::Nl3,
         Codebook::O4,
+        Codebook::U2m,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -109,6 +117,7 @@ impl Codebook {
             Codebook::S3d => "s3d",
             Codebook::Nl3 => "nl3",
             Codebook::O4 => "o4",
+            Codebook::U2m => "u2m",
         }
     }
 
@@ -119,14 +128,14 @@ impl Codebook {
             Codebook::S5 | Codebook::U5 => 20,
             Codebook::S6d => 24,
             Codebook::S8 => 32,
-            Codebook::S3d => 12,
+            Codebook::S3d | Codebook::U2m => 12,
         }
     }
 
     /// How a block's integer dot becomes its f32 contribution.
     pub const fn scale_rule(self) -> ScaleRule {
         match self {
-            Codebook::U4 | Codebook::U5 => ScaleRule::Asymmetric,
+            Codebook::U4 | Codebook::U5 | Codebook::U2m => ScaleRule::Asymmetric,
             Codebook::S6d | Codebook::S3d => ScaleRule::DualScale,
             _ => ScaleRule::Single,
         }
@@ -166,6 +175,17 @@ impl Codebook {
             Codebook::S3d => decode_s3d(payload),
             Codebook::Nl3 => decode_nl3(payload),
             Codebook::O4 => decode_o4(payload),
+            Codebook::U2m => decode_u2m(payload),
+        }
+    }
+
+    /// The integer weights of an asymmetric codebook's min over elements 0..15 and 16..31:
+    /// Q2_K's sub-block mins for `u2m`, one for every other codebook (its min covers the block).
+    #[inline]
+    pub fn sub_mins(self, payload: &[u8]) -> [i32; 2] {
+        match self {
+            Codebook::U2m => [i32::from(payload[9] & 0x0F), i32::from(payload[9] >> 4)],
+            _ => [1, 1],
         }
     }
 }
@@ -265,6 +285,16 @@ pub fn decode_s3d(p: &[u8]) -> [i8; 32] {
 }
 
 #[inline]
+pub fn decode_u2m(p: &[u8]) -> [i8; 32] {
+    std::array::from_fn(|i| {
+        let (low_byte, shift, _, _) = s3d_place(i);
+        let field = (p[low_byte] >> shift) & 3;
+        let sub_scale = (p[8] >> (4 * (i / 16))) & 0x0F;
+        (field * sub_scale) as i8
+    })
+}
+
+#[inline]
 pub fn decode_s8(p: &[u8]) -> [i8; 32] {
     let mut v = [0i8; 32];
     for (x, &b) in v.iter_mut().zip(p) {
@@ -294,6 +324,18 @@ pub(crate) fn encode_s3d(values: &[i8; 32], out: &mut [u8]) {
         out[low_byte] |= ((v & 3) as u8) << shift;
         out[sign_byte] |= u8::from(v < 0) << bit;
     }
+}
+
+/// Encode Q2_K's 2-bit fields of 32 values with their two sub-scales and sub-mins (each
+/// `[elements 0..15, elements 16..31]`, 4 bits) as a `u2m` payload (12 bytes).
+pub(crate) fn encode_u2m(fields: &[u8; 32], sub_scales: [u8; 2], sub_mins: [u8; 2], out: &mut [u8]) {
+    out[..12].fill(0);
+    for (i, &q) in fields.iter().enumerate() {
+        let (low_byte, shift, _, _) = s3d_place(i);
+        out[low_byte] |= (q & 3) << shift;
+    }
+    out[8] = (sub_scales[0] & 0x0F) | (sub_scales[1] << 4);
+    out[9] = (sub_mins[0] & 0x0F) | (sub_mins[1] << 4);
 }
 
 /// Encode bits 4..5 of 32 values as the 8 trailing bytes of an `s6d` payload.

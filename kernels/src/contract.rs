@@ -12,7 +12,9 @@ use std::ops::Range;
 pub enum ScaleRule {
     /// `c = (sa * s) * dot` (s4, nl4, s5, s8).
     Single,
-    /// `c = ((sa * s) * dot) + ((sa * min) * sum)` (u4, u5); `second` is the min.
+    /// `c = ((sa * s) * dot) + ((sa * min) * sum)` (u4, u5, u2m); `second` is the min. `sum` is
+    /// the activation block's sum, or for sub-block mins (u2m) `m_lo * sum(a[0..16]) + m_hi *
+    /// sum(a[16..32])` ([`min_sum`]).
     Asymmetric,
     /// `c = sa * ((s_lo * dot_lo) + (s_hi * dot_hi))` (s6d); `second` scales elements 16..31.
     DualScale,
@@ -25,7 +27,8 @@ pub struct BlockDots {
     pub lo: i32,
     /// Dot over elements 16..32.
     pub hi: i32,
-    /// Sum of the 32 activation values (used by asymmetric codebooks).
+    /// What the min multiplies (asymmetric codebooks): the sum of the 32 activation values,
+    /// weighted by the block's sub-block mins where it has them ([`min_sum`]).
     pub act_sum: i32,
 }
 
@@ -35,6 +38,18 @@ impl BlockDots {
         let dot = |r: Range<usize>| r.map(|i| i32::from(w[i]) * i32::from(a[i])).sum::<i32>();
         BlockDots { lo: dot(0..16), hi: dot(16..32), act_sum }
     }
+}
+
+/// The integer an asymmetric block's min multiplies: `mins[0] * sum(a[0..16]) + mins[1] *
+/// sum(a[16..32])` (`Codebook::sub_mins`); with mins of one, the block sum `sum`. Exact:
+/// |value| <= 2 * 15 * 16 * 127 for Q2_K's 4-bit mins.
+#[inline(always)]
+pub fn min_sum(mins: [i32; 2], a: &[i8], sum: i32) -> i32 {
+    if mins == [1, 1] {
+        return sum;
+    }
+    let lo: i32 = a[..16].iter().map(|&v| i32::from(v)).sum();
+    mins[0] * lo + mins[1] * (sum - lo)
 }
 
 /// The f32 contribution of one K-block. `sa` is the activation block scale, `scale` and

@@ -27,6 +27,7 @@ pub enum SourceFormat {
     Q3_K,
     IQ3_XXS,
     IQ3_S,
+    Q2_K,
 }
 
 /// Static facts about one source format.
@@ -42,7 +43,7 @@ pub struct FormatInfo {
 
 impl SourceFormat {
     /// Registry order: the order of DESIGN.md's milestone-1 table.
-    pub const ALL: [SourceFormat; 14] = [
+    pub const ALL: [SourceFormat; 15] = [
         SourceFormat::Q4_0,
         SourceFormat::IQ4_NL,
         SourceFormat::IQ4_XS,
@@ -57,6 +58,7 @@ impl SourceFormat {
         SourceFormat::Q3_K,
         SourceFormat::IQ3_XXS,
         SourceFormat::IQ3_S,
+        SourceFormat::Q2_K,
     ];
 
     pub const fn info(self) -> FormatInfo {
@@ -77,6 +79,7 @@ impl SourceFormat {
             F::Q3_K => (11, 110, 256, C::S3d),
             F::IQ3_XXS => (18, 98, 256, C::Nl3),
             F::IQ3_S => (21, 110, 256, C::O4),
+            F::Q2_K => (10, 84, 256, C::U2m),
         };
         FormatInfo { format: self, ggml_type, block_bytes, block_elems, codebook }
     }
@@ -114,6 +117,7 @@ impl SourceFormat {
             SourceFormat::Q3_K => "Q3_K",
             SourceFormat::IQ3_XXS => "IQ3_XXS",
             SourceFormat::IQ3_S => "IQ3_S",
+            SourceFormat::Q2_K => "Q2_K",
         }
     }
 
@@ -135,7 +139,7 @@ impl fmt::Display for SourceFormat {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown source format {0:?} (known: Q4_0, IQ4_NL, IQ4_XS, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, MXFP4, Q3_K, IQ3_XXS, IQ3_S)"
+    "unknown source format {0:?} (known: Q4_0, IQ4_NL, IQ4_XS, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, MXFP4, Q3_K, IQ3_XXS, IQ3_S, Q2_K)"
 )]
 pub struct UnknownFormat(pub String);
 

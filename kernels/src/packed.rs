@@ -110,14 +110,17 @@ impl PackedMatrix {
         DecodedBlock { values: self.codebook.decode(self.payload_at(b, n)), scale, second }
     }
 
-    /// The real weights of block (b, n): `s * v`, `s * v + min`, or the dual-scale form.
+    /// The real weights of block (b, n): `s * v`, `s * v + min` (the min times its sub-block's
+    /// integer weight for `u2m`), or the dual-scale form.
     pub fn dequantize_block(&self, b: usize, n: usize) -> [f32; 32] {
         let d = self.block(b, n);
+        let mins = self.codebook.sub_mins(self.payload_at(b, n));
         std::array::from_fn(|i| {
             let v = d.values[i] as f32;
             match self.codebook.scale_rule() {
                 ScaleRule::Single => d.scale * v,
-                ScaleRule::Asymmetric => d.scale * v + d.second,
+                ScaleRule::Asymmetric if mins == [1, 1] => d.scale * v + d.second,
+                ScaleRule::Asymmetric => d.scale * v + d.second * mins[i / 16] as f32,
                 ScaleRule::DualScale => (if i < 16 { d.scale } else { d.second }) * v,
             }
         })

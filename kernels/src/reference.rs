@@ -7,10 +7,12 @@ use rayon::prelude::*;
 
 use crate::activation::QuantizedActivations;
 use crate::codebook::{
-    decode_e2m1, decode_nl3, decode_nl4, decode_o4, decode_s3d, decode_s4, decode_s5, decode_s6d, decode_s8, decode_u4,
-    decode_u5,
+    decode_e2m1, decode_nl3, decode_nl4, decode_o4, decode_s3d, decode_s4, decode_s5, decode_s6d, decode_s8,
+    decode_u2m, decode_u4, decode_u5,
 };
-use crate::contract::{block_contribution, fold_partition, partition_count, partition_range, BlockDots, ScaleRule};
+use crate::contract::{
+    block_contribution, fold_partition, min_sum, partition_count, partition_range, BlockDots, ScaleRule,
+};
 use crate::packed::PackedMatrix;
 use crate::{Codebook, ShapeError};
 
@@ -107,6 +109,7 @@ pub fn partition_sums(
         Codebook::S3d => run!(decode_s3d),
         Codebook::Nl3 => run!(decode_nl3),
         Codebook::O4 => run!(decode_o4),
+        Codebook::U2m => run!(decode_u2m),
     }
 }
 
@@ -124,11 +127,14 @@ fn partition_sums_with(
     acc.fill(0.0);
     for b in blocks {
         for (ci, &n) in cols.iter().enumerate() {
-            let values = decode(w.payload_at(b, n));
+            let payload = w.payload_at(b, n);
+            let values = decode(payload);
+            let mins = w.codebook.sub_mins(payload);
             let (scale, second) = w.scales_at(b, n);
             for r in 0..m {
                 let ab = r * kblk + b;
-                let dots = BlockDots::compute(&values, &a.q[ab * 32..ab * 32 + 32], a.sum[ab]);
+                let q = &a.q[ab * 32..ab * 32 + 32];
+                let dots = BlockDots::compute(&values, q, min_sum(mins, q, a.sum[ab]));
                 let c = block_contribution(rule, a.d[ab], scale, second, dots);
                 let slot = &mut acc[ci * m + r];
                 *slot = fold_partition(*slot, c);

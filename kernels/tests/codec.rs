@@ -9,9 +9,9 @@ use vnni_kernels::fixture;
 use vnni_kernels::{repack, Codebook, CodecError, RepackError, ShapeError, SourceFormat};
 
 #[test]
-fn registry_has_fourteen_formats_eleven_codebooks_three_alias_groups() {
-    assert_eq!(SourceFormat::ALL.len(), 14);
-    assert_eq!(Codebook::ALL.len(), 11);
+fn registry_has_fifteen_formats_twelve_codebooks_three_alias_groups() {
+    assert_eq!(SourceFormat::ALL.len(), 15);
+    assert_eq!(Codebook::ALL.len(), 12);
     let groups: Vec<Vec<SourceFormat>> =
         Codebook::ALL.iter().map(|&c| SourceFormat::aliases_of(c)).filter(|g| g.len() > 1).collect();
     use SourceFormat::*;
@@ -35,6 +35,9 @@ fn registry_has_fourteen_formats_eleven_codebooks_three_alias_groups() {
     assert_eq!(IQ3_S.bits_per_weight(), 3.4375);
     // IQ3_S ends in _S but is no K-quant mix: it names itself.
     assert_eq!("iq3_s".parse::<SourceFormat>(), Ok(IQ3_S));
+    assert_eq!(SourceFormat::from_ggml_type(10), Some(Q2_K));
+    assert_eq!(Q2_K.bits_per_weight(), 2.625);
+    assert_eq!("Q2_K_S".parse::<SourceFormat>(), Ok(Q2_K));
 }
 
 #[test]
@@ -112,6 +115,8 @@ fn packed_weights_match_source_dequantization_within_f16_scale_rounding() {
         SourceFormat::Q8_0,
         // Its power-of-two scale is stored exactly (bf16).
         SourceFormat::MXFP4,
+        // d and dmin are stored as they are; the sub-scales and sub-mins stay integers.
+        SourceFormat::Q2_K,
     ];
     for f in SourceFormat::ALL {
         let (n, k) = (23, 1024);
@@ -224,6 +229,7 @@ fn decode_matches_each_codebooks_documented_value_range() {
         (Codebook::S3d, -4, 3),
         (Codebook::Nl3, -62, 62),
         (Codebook::O4, -15, 15),
+        (Codebook::U2m, 0, 45),
     ];
     for (cb, lo, hi) in ranges {
         let w = fixture::packed_matrix(cb, 64, 256, 5).unwrap();

@@ -1,6 +1,6 @@
 //! Properties of the canonical CPU reference (issue: foundation, item 5).
 
-use vnni_kernels::contract::{block_contribution, canonical_dot, BlockDots, ScaleRule};
+use vnni_kernels::contract::{block_contribution, canonical_dot, min_sum, BlockDots, ScaleRule};
 use vnni_kernels::fixture;
 use vnni_kernels::reference::{gemm, gemm_columns};
 use vnni_kernels::{quantize_activations, Codebook, PackedMatrix, QuantizedActivations};
@@ -24,7 +24,7 @@ fn exact(w: &PackedMatrix, a: &QuantizedActivations, row: usize, n: usize) -> (f
         let sa = a.d[ab] as f64;
         let d = w.block(b, n);
         let q = &a.q[ab * 32..ab * 32 + 32];
-        let dots = BlockDots::compute(&d.values, q, a.sum[ab]);
+        let dots = BlockDots::compute(&d.values, q, min_sum(w.codebook.sub_mins(w.payload_at(b, n)), q, a.sum[ab]));
         let (s, s2) = (d.scale as f64, d.second as f64);
         let terms: Vec<f64> = match w.codebook.scale_rule() {
             ScaleRule::Single => vec![sa * s * (dots.lo + dots.hi) as f64],
@@ -79,7 +79,9 @@ fn reference_matches_the_contract_statement_for_every_column() {
                     let want = canonical_dot(kblk, bpp, |b| {
                         let d = w.block(b, col);
                         let ab = r * kblk + b;
-                        let dots = BlockDots::compute(&d.values, &a.q[ab * 32..ab * 32 + 32], a.sum[ab]);
+                        let q = &a.q[ab * 32..ab * 32 + 32];
+                        let dots =
+                            BlockDots::compute(&d.values, q, min_sum(cb.sub_mins(w.payload_at(b, col)), q, a.sum[ab]));
                         block_contribution(cb.scale_rule(), a.d[ab], d.scale, d.second, dots)
                     });
                     assert_eq!(y[r * n + col].to_bits(), want.to_bits(), "{cb} bpp {bpp} row {r} col {col}");
@@ -118,12 +120,14 @@ fn the_exact_sum_is_the_f64_product_of_the_dequantized_matrices() {
                 let (mut plain, mut scale) = (0f64, 0f64);
                 for b in 0..w.kblk() {
                     let d = w.block(b, col);
+                    // The min's integer weight per half (Q2_K's sub-block mins; one elsewhere).
+                    let mins = cb.sub_mins(w.payload_at(b, col));
                     let ab = r * w.kblk() + b;
                     for i in 0..32 {
                         let v = d.values[i] as f64;
                         let wv = match cb.scale_rule() {
                             ScaleRule::Single => d.scale as f64 * v,
-                            ScaleRule::Asymmetric => d.scale as f64 * v + d.second as f64,
+                            ScaleRule::Asymmetric => d.scale as f64 * v + d.second as f64 * mins[i / 16] as f64,
                             ScaleRule::DualScale => (if i < 16 { d.scale as f64 } else { d.second as f64 }) * v,
                         };
                         let xv = a.d[ab] as f64 * a.q[ab * 32 + i] as f64;

@@ -112,7 +112,7 @@ pub fn certify(
 
 #[cfg(test)]
 mod tests {
-    use vnni_kernels::contract::{block_contribution, partition_count, partition_range, BlockDots};
+    use vnni_kernels::contract::{block_contribution, min_sum, partition_count, partition_range, BlockDots};
     use vnni_kernels::{fixture, quantize_activations, repack, PackedMatrix, QuantizedActivations, SourceFormat};
 
     use super::*;
@@ -147,7 +147,9 @@ mod tests {
                         partition_range(kblk, bpp, p).fold(0f32, |acc, b| {
                             let d = w.block(b, n);
                             let ab = r * kblk + b;
-                            let dots = BlockDots::compute(&d.values, &a.q[ab * 32..ab * 32 + 32], a.sum[ab]);
+                            let q = &a.q[ab * 32..ab * 32 + 32];
+                            let mins = w.codebook.sub_mins(w.payload_at(b, n));
+                            let dots = BlockDots::compute(&d.values, q, min_sum(mins, q, a.sum[ab]));
                             acc + block_contribution(w.codebook.scale_rule(), a.d[ab], d.scale, d.second, dots)
                         })
                     };

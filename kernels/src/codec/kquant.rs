@@ -1,12 +1,13 @@
 //! The K-quant super-block formats Q4_K, Q5_K (asymmetric, 6-bit scale/min pairs per
 //! 32 values), Q6_K (signed 6-bit values, int8 scales per 16 values) and Q3_K (signed 3-bit
-//! values, 6-bit scales per 16 values). Repacking rewrites their chunks into the per-32
-//! conventions of the codebooks.
+//! values, 6-bit scales per 16 values) and Q2_K (2-bit values, a 4-bit scale and a 4-bit min
+//! per 16 values). Repacking rewrites their chunks into the per-32 conventions of the
+//! codebooks.
 
 use half::f16;
 
 use super::{array, read_f16, write_f16, Block};
-use crate::codebook::{encode_fifth_bits, encode_nibbles, encode_s3d, encode_sixth_bits};
+use crate::codebook::{encode_fifth_bits, encode_nibbles, encode_s3d, encode_sixth_bits, encode_u2m};
 use crate::packed::PackedBlock;
 use crate::SourceFormat;
 
@@ -28,6 +29,58 @@ pub struct BlockQ5K {
     /// Bit j of byte l is bit 4 of element l of sub-block j.
     pub qh: [u8; 32],
     pub qs: [u8; 128],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BlockQ2K {
+    /// Per 16 values: the scale in the low nibble, the min in the high one.
+    pub scales: [u8; 16],
+    /// 2-bit values: two 32-byte halves, 32-value chunk t of a half at shift 2t.
+    pub qs: [u8; 64],
+    pub d: f16,
+    pub dmin: f16,
+}
+
+impl BlockQ2K {
+    /// The 2-bit fields of elements 32j .. 32j+32.
+    fn fields(&self, j: usize) -> [u8; 32] {
+        std::array::from_fn(|l| (self.qs[32 * (j / 4) + l] >> (2 * (j % 4))) & 3)
+    }
+}
+
+impl Block for BlockQ2K {
+    const FORMAT: SourceFormat = SourceFormat::Q2_K;
+    const F16_OFFSETS: &'static [usize] = &[80, 82];
+
+    fn read(b: &[u8]) -> Self {
+        BlockQ2K { scales: array(b), qs: array(&b[16..]), d: read_f16(b, 80), dmin: read_f16(b, 82) }
+    }
+    fn write(&self, out: &mut [u8]) {
+        out[..16].copy_from_slice(&self.scales);
+        out[16..80].copy_from_slice(&self.qs);
+        write_f16(out, 80, self.d);
+        write_f16(out, 82, self.dmin);
+    }
+    /// `(d * sc) * q - (dmin * m)` in f32, gguf-py's order.
+    fn dequantize(&self, out: &mut [f32]) {
+        for (j, chunk) in out.chunks_exact_mut(32).enumerate() {
+            for (l, (o, q)) in chunk.iter_mut().zip(self.fields(j)).enumerate() {
+                let sm = self.scales[2 * j + l / 16];
+                let (dl, ml) = (self.d.to_f32() * (sm & 0x0F) as f32, self.dmin.to_f32() * (sm >> 4) as f32);
+                *o = dl * q as f32 - ml;
+            }
+        }
+    }
+    /// Exact: the sub-scales go into the values (q * sc <= 45), d and -dmin into the planes
+    /// as they are, the sub-mins beside the values.
+    fn repack(&self, out: &mut [PackedBlock]) {
+        for (j, o) in out.iter_mut().enumerate() {
+            let (lo, hi) = (self.scales[2 * j], self.scales[2 * j + 1]);
+            let mut payload = [0u8; 32];
+            encode_u2m(&self.fields(j), [lo & 0x0F, hi & 0x0F], [lo >> 4, hi >> 4], &mut payload[..12]);
+            *o = PackedBlock { payload, scale: self.d.to_f32(), second: -self.dmin.to_f32() };
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

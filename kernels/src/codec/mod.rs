@@ -11,7 +11,7 @@ mod mxfp4;
 
 pub use iq3::{BlockIq3S, BlockIq3Xxs, IQ3XXS_LEVELS};
 pub use iq4::{BlockIq4Nl, BlockIq4Xs};
-pub use kquant::{BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K};
+pub use kquant::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K};
 pub use legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0};
 pub use mxfp4::{e8m0_half, BlockMxfp4};
 
@@ -113,6 +113,10 @@ macro_rules! with_block {
             }
             SourceFormat::IQ3_S => {
                 type $B = $crate::codec::BlockIq3S;
+                $body
+            }
+            SourceFormat::Q2_K => {
+                type $B = $crate::codec::BlockQ2K;
                 $body
             }
         }

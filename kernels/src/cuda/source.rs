@@ -68,6 +68,7 @@ fn codebook_constant(cb: Codebook) -> &'static str {
         Codebook::S3d => "vnni::CB_S3D",
         Codebook::Nl3 => "vnni::CB_NL3",
         Codebook::O4 => "vnni::CB_O4",
+        Codebook::U2m => "vnni::CB_U2M",
     }
 }
 
