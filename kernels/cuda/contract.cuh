@@ -9,7 +9,9 @@ enum ScaleRule { RULE_SINGLE = 0, RULE_ASYMMETRIC = 1, RULE_DUAL = 2 };
 
 // Contribution of one K-block from exact float inputs: `dot` is the dot of all 32 elements
 // (single and asymmetric rules) or of elements 0..15 (dual rule), `dot_hi` that of elements
-// 16..31 (dual rule only), `act_sum` the activation block's sum (asymmetric rule only).
+// 16..31 (dual rule only), `act_sum` what the min multiplies (asymmetric rule only): the
+// activation block's sum, or for sub-block mins (u2m) m_lo * sum(a[0..16]) + m_hi *
+// sum(a[16..32]) (min_sum, codebook.cuh).
 template <int RULE>
 __device__ __forceinline__ float contribution(float sa, float s, float second, float dot, float dot_hi,
                                               float act_sum) {
@@ -23,7 +25,8 @@ __device__ __forceinline__ float contribution(float sa, float s, float second, f
 }
 
 // The same from integer dots: dot_lo/dot_hi are the exact dots of elements 0..15 and 16..31,
-// act_sum the exact sum of the 32 activation values; |each| < 2^24 so int->float is exact.
+// act_sum the exact integer the min multiplies (see contribution); |each| < 2^24 so int->float
+// is exact.
 template <int RULE>
 __device__ __forceinline__ float block_contribution(float sa, float s, float second, int dot_lo, int dot_hi,
                                                     int act_sum) {

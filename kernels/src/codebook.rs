@@ -225,7 +225,9 @@ pub fn decode_nl3(p: &[u8]) -> [i8; 32] {
     nibbles(p, |x| NL3_TABLE[x as usize])
 }
 
-/// The odd values -15..15 of IQ3_S: nibble n is 2n - 15.
+/// The odd values -15..15 of IQ3_S: nibble n is 2n - 15. (The CUDA M = 1 dot uses that form,
+/// `2 (n . a) - 15 sum(a)`, so it relies on the activation block sums as the asymmetric
+/// codebooks do.)
 #[inline]
 pub fn decode_o4(p: &[u8]) -> [i8; 32] {
     nibbles(p, |x| 2 * x as i8 - 15)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes kernels/src/codec/iq3_grid.rs: the IQ3_XXS and IQ3_S grids as level indices.
 
-    .venv/bin/python scripts/gen/iq3_grids.py > kernels/src/codec/iq3_grid.rs
+    .venv/bin/python scripts/gen/iq3_grids.py > kernels/src/codec/iq3_grid.rs && cargo fmt
 
 The grids are part of the formats' definition; gguf-py (the oracle the codec tests compare
 with) is where they are read from. Each entry becomes a u16 whose nibble j is the index of
