@@ -332,6 +332,7 @@ __device__ __forceinline__ int2 block_dots(const Raw& raw, const ActBlock& x) {
 template <int CB>
 __device__ __forceinline__ float block_term(const Raw& raw, float s, float second, const ActBlock& x) {
   const int2 d = block_dots<CB>(raw, x);
+  // The guard keeps the half sum out of every other codebook's code (it changed their SASS).
   const int sum = SubMins<CB>::VALUE ? min_sum<CB>(raw.q[2], half_sum(x.a[0], x.a[1], x.a[2], x.a[3]), x.sum) : x.sum;
   return block_contribution<Codebook<CB>::RULE>(x.d, s, second, d.x, d.y, sum);
 }

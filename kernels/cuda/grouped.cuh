@@ -85,8 +85,7 @@ __device__ __forceinline__ void grouped_rows(const DecodeArgs& a) {
             lo = __dp4a(w[2], q0.z, lo); lo = __dp4a(w[3], q0.w, lo);
             hi = __dp4a(w[4], q1.x, hi); hi = __dp4a(w[5], q1.y, hi);
             hi = __dp4a(w[6], q1.z, hi); hi = __dp4a(w[7], q1.w, hi);
-            const int sum = SubMins<CB>::VALUE ? min_sum<CB>(raw[u].q[2], ssumlo[su][SubMins<CB>::VALUE ? r : 0], ssum[su][r])
-                                               : ssum[su][r];
+            const int sum = min_sum<CB>(raw[u].q[2], ssumlo[su][SubMins<CB>::VALUE ? r : 0], ssum[su][r]);
             acc[r] = fold(acc[r], block_contribution<Codebook<CB>::RULE>(sd[su][r], s[u], s2[u], lo, hi, sum));
           }
         }
@@ -221,7 +220,7 @@ __device__ __forceinline__ void grouped_mma16(const DecodeArgs& a) {
             bf1 = prmt(x0, bf1, 0x7362);
           }
           float sa[2];
-          int sum[2], sumlo[2];
+          int sum[2], sumlo[2] = {0, 0};
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
             const size_t off = (size_t)min(rbase + 2 * t + i, a.m - 1) * a.kblk + bb;
@@ -247,7 +246,7 @@ __device__ __forceinline__ void grouped_mma16(const DecodeArgs& a) {
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             const int c = j / 2, i = j % 2;
-            const int ms = SubMins<CB>::VALUE ? min_sum<CB>(mins[u][c], sumlo[i], sum[i]) : sum[i];
+            const int ms = min_sum<CB>(mins[u][c], sumlo[i], sum[i]);
             acc[rg][j] = fold(acc[rg][j], block_contribution<Codebook<CB>::RULE>(sa[i], s[u][c], s2[u][c], clo[j], chi[j], ms));
           }
         }

@@ -179,13 +179,20 @@ impl Codebook {
         }
     }
 
+    /// Whether the codebook's min has a weight per half block (`u2m`: Q2_K's sub-block mins),
+    /// so the min multiplies a weighted sum of the activation halves, not the block sum.
+    pub const fn has_sub_mins(self) -> bool {
+        matches!(self, Codebook::U2m)
+    }
+
     /// The integer weights of an asymmetric codebook's min over elements 0..15 and 16..31:
     /// Q2_K's sub-block mins for `u2m`, one for every other codebook (its min covers the block).
     #[inline]
     pub fn sub_mins(self, payload: &[u8]) -> [i32; 2] {
-        match self {
-            Codebook::U2m => [i32::from(payload[9] & 0x0F), i32::from(payload[9] >> 4)],
-            _ => [1, 1],
+        if self.has_sub_mins() {
+            [i32::from(payload[9] & 0x0F), i32::from(payload[9] >> 4)]
+        } else {
+            [1, 1]
         }
     }
 }

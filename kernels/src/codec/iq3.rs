@@ -10,12 +10,9 @@ use half::f16;
 
 use super::iq3_grid::{IQ3S_GRID, IQ3XXS_GRID};
 use super::{array, read_f16, write_f16, Block};
-use crate::codebook::encode_nibbles;
+use crate::codebook::{encode_nibbles, NL3_TABLE};
 use crate::packed::PackedBlock;
 use crate::SourceFormat;
-
-/// The IQ3_XXS magnitudes, level index to value.
-pub const IQ3XXS_LEVELS: [u8; 8] = [4, 12, 20, 28, 36, 44, 52, 62];
 
 /// One element of a grid block: its level index (0..7) and whether it is negative.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,7 +74,8 @@ impl BlockIq3Xxs {
 
 impl GridBlock for BlockIq3Xxs {
     fn magnitude(level: u8) -> f32 {
-        IQ3XXS_LEVELS[level as usize] as f32
+        // The codebook's table: entries 0..7 are the IQ3_XXS levels.
+        NL3_TABLE[level as usize] as f32
     }
 
     /// nl3: the level in bits 0..2, the sign in bit 3.

@@ -61,13 +61,14 @@ impl Block for BlockQ2K {
         write_f16(out, 80, self.d);
         write_f16(out, 82, self.dmin);
     }
-    /// `(d * sc) * q - (dmin * m)` in f32, gguf-py's order.
+    /// `(d * sc) * q - (dmin * m)` in f32 per 16 values, gguf-py's order.
     fn dequantize(&self, out: &mut [f32]) {
         for (j, chunk) in out.chunks_exact_mut(32).enumerate() {
-            for (l, (o, q)) in chunk.iter_mut().zip(self.fields(j)).enumerate() {
-                let sm = self.scales[2 * j + l / 16];
+            let fields = self.fields(j);
+            for (h, half) in chunk.chunks_exact_mut(16).enumerate() {
+                let sm = self.scales[2 * j + h];
                 let (dl, ml) = (self.d.to_f32() * (sm & 0x0F) as f32, self.dmin.to_f32() * (sm >> 4) as f32);
-                *o = dl * q as f32 - ml;
+                dequantize_asym(&fields[16 * h..16 * h + 16], dl, ml, half);
             }
         }
     }
@@ -130,7 +131,7 @@ fn k_scale_min(d: f16, dmin: f16, scales: &[u8; 12], j: usize) -> (f32, f32) {
     (d.to_f32() * sc as f32, dmin.to_f32() * m as f32)
 }
 
-fn dequantize_asym(values: &[u8; 32], scale: f32, min: f32, out: &mut [f32]) {
+fn dequantize_asym(values: &[u8], scale: f32, min: f32, out: &mut [f32]) {
     for (o, &q) in out.iter_mut().zip(values) {
         *o = scale * q as f32 - min;
     }

@@ -9,7 +9,7 @@ mod kquant;
 mod legacy;
 mod mxfp4;
 
-pub use iq3::{BlockIq3S, BlockIq3Xxs, IQ3XXS_LEVELS};
+pub use iq3::{BlockIq3S, BlockIq3Xxs};
 pub use iq4::{BlockIq4Nl, BlockIq4Xs};
 pub use kquant::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K};
 pub use legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0};
