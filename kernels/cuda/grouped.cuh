@@ -226,10 +226,6 @@ __device__ __forceinline__ void grouped_mma16(const DecodeArgs& a) {
             const size_t off = (size_t)min(rbase + 2 * t + i, a.m - 1) * a.kblk + bb;
             sa[i] = __ldg(a.ad + off);
             sum[i] = __ldg(a.asum + off);
-            if (SubMins<CB>::VALUE) {  // the row's elements 0..15, for the sub-block mins
-              const int4 v = __ldg(reinterpret_cast<const int4*>(a.aq + off * 32));
-              sumlo[i] = half_sum(v.x, v.y, v.z, v.w);
-            }
           }
           int clo[4], chi[4];
           if (Codebook<CB>::RULE == RULE_DUAL) {
@@ -243,10 +239,21 @@ __device__ __forceinline__ void grouped_mma16(const DecodeArgs& a) {
 #pragma unroll
             for (int j = 0; j < 4; ++j) chi[j] = 0;
           }
+          // u2m: the mins as the A operand (columns g, g+8; m_lo over elements 0..15, m_hi over
+          // 16..31, payload byte 9), so one more mma gives each (column, row) its min's exact
+          // integer m_lo * sum(a[0..16]) + m_hi * sum(a[16..32]). Every other codebook keeps
+          // min_sum (its zero sumlo unread): written any other way, their SASS changed.
+          int cmin[4];
+          if constexpr (SubMins<CB>::VALUE) {
+            const u32 m0 = (mins[u][0] >> 8) & 0xFFu, m1 = (mins[u][1] >> 8) & 0xFFu;
+            const u32 am[4] = {(m0 & 0xFu) * 0x01010101u, (m1 & 0xFu) * 0x01010101u, (m0 >> 4) * 0x01010101u,
+                               (m1 >> 4) * 0x01010101u};
+            mma_s8(am, bf0, bf1, cmin);
+          }
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             const int c = j / 2, i = j % 2;
-            const int ms = min_sum<CB>(mins[u][c], sumlo[i], sum[i]);
+            const int ms = SubMins<CB>::VALUE ? cmin[j] : min_sum<CB>(mins[u][c], sumlo[i], sum[i]);
             acc[rg][j] = fold(acc[rg][j], block_contribution<Codebook<CB>::RULE>(sa[i], s[u][c], s2[u][c], clo[j], chi[j], ms));
           }
         }

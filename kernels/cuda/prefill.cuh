@@ -86,8 +86,7 @@ struct PrefillPrep {
   static const int S = 0;                                       // f32 [KSTEP][BN]
   static const int S2 = S + KSTEP * BN * 4;                     // f32 [KSTEP][BN] (second)
   static const int SUM = S2 + (L::SECOND ? KSTEP * BN * 4 : 0); // f32 [KSTEP][BM] (asymmetric)
-  static const int SUMLO = SUM + (L::ASYM ? KSTEP * BM * 4 : 0); // f32 [KSTEP][BM] (u2m: elements 0..15)
-  static const int BYTES = SUMLO + (SubMins<CB>::VALUE ? KSTEP * BM * 4 : 0);
+  static const int BYTES = SUM + (L::ASYM ? KSTEP * BM * 4 : 0);
 };
 
 template <int CB, int BM, int BN, int WM, int WN, int KSTEP, int STAGES>
@@ -213,7 +212,6 @@ __device__ __forceinline__ void prefill_tile(const DecodeArgs& a, int kpart) {
     const float* sf = reinterpret_cast<const float*>(prep + P::S);
     const float* s2f = reinterpret_cast<const float*>(prep + P::S2);
     const float* sumf = reinterpret_cast<const float*>(prep + P::SUM);
-    const float* sumlof = reinterpret_cast<const float*>(prep + P::SUMLO);
     {
       const unsigned short* ss = reinterpret_cast<const unsigned short*>(base + L::S);
       const unsigned short* ss2 = reinterpret_cast<const unsigned short*>(base + L::S2);
@@ -225,13 +223,8 @@ __device__ __forceinline__ void prefill_tile(const DecodeArgs& a, int kpart) {
       }
       if (L::ASYM) {
 #pragma unroll 1
-        for (int i = threadIdx.x; i < KSTEP * BM; i += THREADS) {
+        for (int i = threadIdx.x; i < KSTEP * BM; i += THREADS)
           reinterpret_cast<float*>(prep + P::SUM)[i] = __int2float_rn(ssum[i]);
-          if (SubMins<CB>::VALUE) {  // the staged row's elements 0..15 of K-block i / BM
-            const int* x = reinterpret_cast<const int*>(base + L::A + (i % BM) * L::AROW + (i / BM) * 32);
-            reinterpret_cast<float*>(prep + P::SUMLO)[i] = __int2float_rn(half_sum(x[0], x[1], x[2], x[3]));
-          }
-        }
       }
     }
     __syncthreads();  // the converted stage is complete
@@ -240,7 +233,7 @@ __device__ __forceinline__ void prefill_tile(const DecodeArgs& a, int kpart) {
     for (int j = 0; j < KSTEP; ++j) {
       if (b0 + j >= b_end) break;  // uniform across the CTA
       u32 af[MF][4];
-      float sa[MF][2], asum[MF][2], asumlo[MF][2];
+      float sa[MF][2], asum[MF][2];
 #pragma unroll
       for (int mf = 0; mf < MF; ++mf) {
         const int row = wm * TM + mf * 16 + g;
@@ -258,7 +251,6 @@ __device__ __forceinline__ void prefill_tile(const DecodeArgs& a, int kpart) {
         for (int h = 0; h < 2; ++h) {
           sa[mf][h] = sd[j * BM + row + 8 * h];
           asum[mf][h] = L::ASYM ? sumf[j * BM + row + 8 * h] : 0.0f;
-          asumlo[mf][h] = SubMins<CB>::VALUE ? sumlof[j * BM + row + 8 * h] : 0.0f;
         }
       }
 #pragma unroll
@@ -269,34 +261,30 @@ __device__ __forceinline__ void prefill_tile(const DecodeArgs& a, int kpart) {
         const float2 sv = *reinterpret_cast<const float2*>(sf + j * BN + col + 2 * t);
         const float2 s2v = L::SECOND ? *reinterpret_cast<const float2*>(s2f + j * BN + col + 2 * t) : make_float2(0.0f, 0.0f);
         const float s[2] = {sv.x, sv.y}, s2[2] = {s2v.x, s2v.y};
-        // u2m: the sub-block mins of the lane's two columns (payload byte 9).
-        float mlo[2] = {0.0f, 0.0f}, mhi[2] = {0.0f, 0.0f};
+        // u2m: the B fragment of the mins (column g's m_lo for elements 0..15, m_hi for
+        // 16..31, payload byte 9), so one more mma gives each (row, column) its min's integer.
+        u32 bm0 = 0u, bm1 = 0u;
         if (SubMins<CB>::VALUE) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const u32 m = base[L::W + (j * BN + col + 2 * t + e) * PB + 9];
-            mlo[e] = __uint2float_rn(m & 0xFu);
-            mhi[e] = __uint2float_rn(m >> 4);
-          }
+          const u32 m = base[L::W + (j * BN + col + g) * PB + 9];
+          bm0 = (m & 0xFu) * 0x01010101u;
+          bm1 = (m >> 4) * 0x01010101u;
         }
 #pragma unroll
         for (int mf = 0; mf < MF; ++mf) {
-          int c[4], chi[4];
+          int c[4], chi[4], cmin[4];
           if (RULE == RULE_DUAL) {
             mma_s8_k16(af[mf][0], af[mf][1], bw0, c);
             mma_s8_k16(af[mf][2], af[mf][3], bw1, chi);
           } else {
             mma_s8(af[mf], bw0, bw1, c, VNNI_DOT_BIAS_BITS);
           }
+          if (SubMins<CB>::VALUE) mma_s8(af[mf], bm0, bm1, cmin, VNNI_DOT_BIAS_BITS);
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             const int h = i / 2, e = i % 2;
             const float hi = RULE == RULE_DUAL ? biased_dot(chi[i]) : 0.0f;
-            // u2m: m_lo * lo + m_hi * (sum - lo), integers below 2^24, so exact in f32.
-            const float ms = SubMins<CB>::VALUE
-                                 ? __fadd_rn(__fmul_rn(mlo[e], asumlo[mf][h]),
-                                             __fmul_rn(mhi[e], __fsub_rn(asum[mf][h], asumlo[mf][h])))
-                                 : asum[mf][h];
+            // u2m: m_lo * sum(a[0..16]) + m_hi * sum(a[16..32]), exact (below 2^16).
+            const float ms = SubMins<CB>::VALUE ? biased_dot(cmin[i]) : asum[mf][h];
             acc[mf][nf][i] = fold(acc[mf][nf][i], contribution<RULE>(sa[mf][h], s[e], s2[e], biased_dot(c[i]), hi, ms));
           }
         }

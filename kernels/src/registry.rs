@@ -97,9 +97,7 @@ impl PrefillTile {
         let (bm, bn, ks) = (self.bm, self.bn, self.kstep);
         let asym = codebook.scale_rule() == crate::contract::ScaleRule::Asymmetric;
         let scales = if codebook.has_second() { 2 } else { 1 };
-        // u2m also converts the rows' sums of elements 0..15 (its sub-block mins).
-        let sums = u32::from(asym) + u32::from(codebook.has_sub_mins());
-        let prep = scales * ks * bn * 4 + sums * ks * bm * 4;
+        let prep = scales * ks * bn * 4 + if asym { ks * bm * 4 } else { 0 };
         self.stages(codebook) * self.stage_bytes(codebook) + prep + bm * bn * 4
     }
 

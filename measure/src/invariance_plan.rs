@@ -48,12 +48,22 @@ pub struct CertifySummary {
     pub failed: usize,
 }
 
-/// Six production shapes for grouped rows; two smaller ones for prefill (whose M = 4096
-/// outputs of a 151936-row LM head would take 2.5 GB per launch).
+/// Six production shapes for grouped rows and a ragged one (1000 columns: the last CTA and the
+/// last warp's upper half run past N, so the kernels' column clamps are certified too); two
+/// smaller ones for prefill (whose M = 4096 outputs of a 151936-row LM head would take 2.5 GB
+/// per launch), the second ragged likewise.
 pub fn default_shapes(surface: Surface) -> Vec<(usize, usize)> {
     match surface {
         Surface::Prefill => vec![(2048, 4096), (1002, 2304)],
-        _ => vec![(151_936, 4096), (4096, 4096), (4096, 12_288), (12_288, 4096), (3072, 1024), (1536, 8960)],
+        _ => vec![
+            (151_936, 4096),
+            (4096, 4096),
+            (4096, 12_288),
+            (12_288, 4096),
+            (3072, 1024),
+            (1536, 8960),
+            (1000, 2304),
+        ],
     }
 }
 

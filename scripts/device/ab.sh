@@ -2,8 +2,9 @@
 # Two builds' kernels side by side in one device call: the same `bench` run by binary A and
 # binary B on the same machine, alternated (A B A B ...) so machine drift shows as the spread
 # between one binary's rounds; each candidate bit-checked as in every bench. Prints, last, the
-# best candidate's median per cell of every run and B's best over A's.
+# best candidate's median per cell and M of every run and B's best over A's.
 #   env: BIN_A, BIN_B (required), SHAPES (NxK,..), CODEBOOKS (s4), MODES (graph), ROUNDS (1),
+#        GROUPED_M / PREFILL_M (batched rows on SHAPES too, e.g. 16,31 / 64,256; none by default),
 #        SAMPLES (12), ARGS_A / ARGS_B (more bench arguments for one side, e.g. the same
 #        binary twice with ARGS_B='--l2-prefetch programmatic'), NAME (ab)
 #   out: $OUT/$NAME.tar.gz (each run's best.csv and log), $OUT/$NAME.txt (the table)
@@ -21,7 +22,8 @@ for r in $(seq 1 "${ROUNDS:-1}"); do
     # shellcheck disable=SC2086 # ARGS_A / ARGS_B are word lists
     run "bench-$v$r" "${!bin}" bench --backend cuda --cache "$CACHE-$v" --shapes "$SHAPES" \
       --codebooks "${CODEBOOKS:-s4}" --modes "${MODES:-graph}" --samples "${SAMPLES:-12}" \
-      --grouped-m '' --prefill-m '' --grouped-shapes '' --prefill-shapes '' ${!extra:-} --out "$WORK/$v$r"
+      --grouped-m "${GROUPED_M:-}" --prefill-m "${PREFILL_M:-}" --grouped-shapes "${GROUPED_M:+$SHAPES}" \
+      --prefill-shapes "${PREFILL_M:+$SHAPES}" ${!extra:-} --out "$WORK/$v$r"
   done
 done
 python3 - "$WORK" >>"$WORK/table.txt" <<'PY'
@@ -31,20 +33,20 @@ best = {}  # run -> cell -> (us, candidate)
 for f in sorted(glob.glob(os.path.join(work, "*", "best.csv"))):
     run = os.path.basename(os.path.dirname(f))
     for r in csv.DictReader(open(f)):
-        if r["m"] != "1" or not r["candidate"].startswith("decode.") or r["eligible"] != "true":
+        if r["codebook"] == "-" or r["eligible"] != "true":
             continue
-        cell = (r["mode"], r["codebook"], int(r["n"]), int(r["k"]))
+        cell = (r["mode"], r["codebook"], int(r["n"]), int(r["k"]), int(r["m"]))
         us = float(r["median_us"])
         if cell not in best.setdefault(run, {}) or us < best[run][cell][0]:
             best[run][cell] = (us, r["candidate"])
 runs = sorted(best)
-print("\n| mode | codebook | N x K | " + " | ".join(runs) + " | B / A |")
-print("|---|---|---|" + "---|" * (len(runs) + 1))
-for cell in sorted({c for r in runs for c in best[r]}, key=lambda c: (c[0], c[1], c[2] * c[3])):
+print("\n| mode | codebook | N x K | M | " + " | ".join(runs) + " | B / A |")
+print("|---|---|---|---|" + "---|" * (len(runs) + 1))
+for cell in sorted({c for r in runs for c in best[r]}, key=lambda c: (c[0], c[1], c[2] * c[3], c[4])):
     a = [best[r][cell][0] for r in runs if r.startswith("A") and cell in best[r]]
     b = [best[r][cell][0] for r in runs if r.startswith("B") and cell in best[r]]
     ratio = f"{min(b) / min(a):.3f}" if a and b else "-"
     cols = " | ".join(f"{best[r][cell][0]:.2f}" if cell in best[r] else "-" for r in runs)
-    print(f"| {cell[0]} | {cell[1]} | {cell[2]}x{cell[3]} | {cols} | {ratio} |")
+    print(f"| {cell[0]} | {cell[1]} | {cell[2]}x{cell[3]} | {cell[4]} | {cols} | {ratio} |")
 PY
 cat "$WORK/table.txt"

@@ -26,7 +26,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     pub formats: Vec<SourceFormat>,
     /// N x K shapes (K a multiple of 256 so every format applies). Default: six production
-    /// shapes (grouped); 2048x4096 and 1002x2304 (prefill).
+    /// shapes and the ragged 1000x2304 (grouped); 2048x4096 and 1002x2304 (prefill).
     #[arg(long)]
     pub shapes: Option<Shapes>,
     /// Row counts (default: 2..16 and 31 grouped, 32..4096 by powers of two prefill).
