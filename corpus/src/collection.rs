@@ -106,6 +106,23 @@ pub struct CollectionPlan {
     /// place of the profile's (absent from the JSON of a plan that has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub learned_buckets: Option<LearnedBuckets>,
+    /// Decode candidates skipped where a policy's cost models predict them far from the best
+    /// (`sweep --prune-with`; absent from the JSON of a plan that times every candidate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pruning: Option<Pruning>,
+}
+
+/// How a sweep prunes (issue 17): in a cell's M = 1 rows, a decode candidate whose prediction
+/// by the policy's cost models is above `above_permille` / 1000 of the least prediction, in
+/// every mode the plan times, is not timed; a candidate no model predicts always is. A
+/// deterministic share of cells (`audit_permille` / 1000, by a digest of the policy and the
+/// cell) is timed in full, so the corpus measures what pruning lost (`pruning.csv`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pruning {
+    /// The policy whose cost models predict (path as given, sha256 of its bytes).
+    pub policy: SourceFile,
+    pub above_permille: u32,
+    pub audit_permille: u32,
 }
 
 /// The first M of each grouped bucket, placed where the fastest candidate changes in dense-M

@@ -72,6 +72,28 @@ pub struct TimingRow {
     pub occupancy_blocks_per_sm: u32,
 }
 
+/// The file of a pruned corpus's [`PruningRow`]s.
+pub const PRUNING_FILE: &str = "pruning.csv";
+
+/// One (cell, mode) of a pruned corpus (`pruning.csv`, a sealed payload beside the rows; a sweep
+/// with `--prune-with` writes it): what was skipped and, for an audited cell, what it would have
+/// cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PruningRow {
+    pub cell: String,
+    pub mode: Mode,
+    pub audited: bool,
+    /// Decode candidates with a row (timed) and those pruned (skipped, or for an audited cell
+    /// timed although they would have been skipped).
+    pub timed: usize,
+    pub pruned: usize,
+    /// Audited cells: the fastest eligible decode median over every candidate, and over the
+    /// candidates pruning would have kept; `loss` = kept / all - 1.
+    pub best_us: Option<f64>,
+    pub best_kept_us: Option<f64>,
+    pub loss: Option<f64>,
+}
+
 /// One raw timing sample (the sidecar). The latency is per launch, as a hex float so the
 /// exact f64 survives.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -377,6 +377,7 @@ pub fn write(dir: &Path, spec: &Spec) -> Result<Manifest, String> {
         programmatic: false,
         l2_prefetch: None,
         learned_buckets: None,
+        pruning: None,
     };
     let mut phases: BTreeMap<String, CellResult> =
         PHASES.iter().map(|p| (p.to_string(), CellResult::default())).collect();

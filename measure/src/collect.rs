@@ -20,7 +20,10 @@ use vnni_kernels::registry::registry_digest_for;
 use vnni_kernels::{BackendChoice, Mode, Surface};
 
 use crate::protocol::{Protocol, TimingOptions};
+use crate::prune::{score_cell, summary, Pruner};
 use crate::runner::CellRunner;
+use vnni_corpus::collection::Pruning;
+use vnni_corpus::schema::PRUNING_FILE;
 
 /// What one collecting process does.
 #[derive(Debug, Clone)]
@@ -52,6 +55,16 @@ pub struct CollectOptions {
     /// Grouped M values learned from dense-M measurements, in place of the profile's
     /// (recorded in the plan).
     pub learned_buckets: Option<LearnedBuckets>,
+    /// Skip the decode candidates a policy predicts far from the best (recorded in the plan).
+    pub prune: Option<PruneRequest>,
+}
+
+/// `sweep --prune-with P --prune-above R --prune-audit S` ([`crate::prune`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PruneRequest {
+    pub policy: PathBuf,
+    pub above: f64,
+    pub audit: f64,
 }
 
 /// Which rows a collection measures.
@@ -80,7 +93,7 @@ pub struct CollectSummary {
 /// is a worker) assemble and seal when the plan is complete.
 pub fn collect(opts: &CollectOptions) -> Result<CollectSummary> {
     let store = CellStore::new(&opts.out);
-    let (plan, runner, modes, m1_rows) = bind(opts, &store)?;
+    let (plan, runner, modes, m1_rows, pruner) = bind(opts, &store)?;
     let protocol = Protocol::of_plan(&plan);
     let shard_name = opts.shard.map_or("-".to_string(), |s| format!("{}/{}", s.index, s.count));
     let cells = plan.shard_cells(opts.shard);
@@ -104,8 +117,9 @@ pub fn collect(opts: &CollectOptions) -> Result<CollectSummary> {
                     .map(|f| f.picks_of(key).into_iter().filter(|p| modes.contains(&p.mode)).collect());
                 let started = std::time::Instant::now();
                 let phases = crate::phases::snapshot();
+                let skip = pruner.as_ref().map(|p| p.decide(key, &modes).skipped()).unwrap_or_default();
                 let mut cell = runner
-                    .run_cell(key, &plan.collected_m(), &modes, &protocol, inherit.as_deref())
+                    .run_cell(key, &plan.collected_m(), &modes, &protocol, inherit.as_deref(), &skip)
                     .with_context(|| format!("cell {}", key.stem()))?;
                 let millis = started.elapsed().as_millis() as u64;
                 if let Some(m1) = &m1_rows {
@@ -162,9 +176,13 @@ pub fn collect(opts: &CollectOptions) -> Result<CollectSummary> {
     Ok(summary)
 }
 
+/// What `bind` opens: the plan, the backend, the modes it times, the frozen stage's decode
+/// rows (batched stage) and the pruner (`--prune-with`).
+type Bound = (CollectionPlan, CellRunner, Vec<Mode>, Option<M1Rows>, Option<Pruner>);
+
 /// Open the backend and bind the work directory to this collection plan (and, for the
 /// batched stage, read the frozen stage's decode rows).
-fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, CellRunner, Vec<Mode>, Option<M1Rows>)> {
+fn bind(opts: &CollectOptions, store: &CellStore) -> Result<Bound> {
     let inv = Inventory::load(&opts.inventory)?;
     let iplan = inv.resolve(&opts.profile)?;
     let gpu = TimingOptions {
@@ -220,7 +238,16 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
         programmatic: opts.programmatic,
         l2_prefetch: (info.backend == vnni_kernels::Backend::Cuda).then_some(gpu.l2_prefetch),
         learned_buckets: opts.learned_buckets.clone(),
+        pruning: None,
     };
+    let pruner = match &opts.prune {
+        Some(_) if matches!(opts.stage, Stage::Batched { .. }) => {
+            invalid!("--prune-with prunes M = 1 decode candidates; the batched stage times none (its decode rows are the frozen stage's)")
+        }
+        Some(r) => Some(Pruner::load(&r.policy, r.above, r.audit, plan.backend, plan.units)?),
+        None => None,
+    };
+    plan.pruning = pruner.as_ref().map(|p| p.plan.clone());
     if let Some(learned) = &plan.learned_buckets {
         let files = learned.sources.iter().map(|s| s.path.as_str()).collect::<Vec<_>>().join(", ");
         if !plan.inventory.m.iter().any(|&m| Surface::of_m(m) == Surface::Grouped) {
@@ -252,7 +279,7 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<(CollectionPlan, Cel
     if !runner.resources().is_empty() {
         vnni_corpus::write_csv(&opts.out.join("resources.csv"), runner.resources())?;
     }
-    Ok((plan, runner, modes, m1_rows))
+    Ok((plan, runner, modes, m1_rows, pruner))
 }
 
 /// The frozen M = 1 stage must answer every planned cell in every mode on this device.
@@ -311,6 +338,9 @@ pub fn finish(store: &CellStore, plan: &CollectionPlan) -> Result<bool> {
         std::fs::remove_dir_all(&staging).with_context(|| format!("clearing {}", staging.display()))?;
     }
     let rows = assemble(store, plan, &staging)?;
+    if let Some(pruning) = &plan.pruning {
+        score_pruning(store, plan, pruning, &staging)?;
+    }
     let resources = store.root.join("resources.csv");
     if resources.is_file() {
         std::fs::copy(&resources, staging.join("resources.csv")).context("copying resources.csv")?;
@@ -340,6 +370,20 @@ pub fn finish(store: &CellStore, plan: &CollectionPlan) -> Result<bool> {
         )));
     }
     Ok(true)
+}
+
+/// A pruned collection's `pruning.csv`: every cell's decision made again from the recorded
+/// policy, audited cells scored from their published rows; the summary printed.
+fn score_pruning(store: &CellStore, plan: &CollectionPlan, pruning: &Pruning, out: &Path) -> Result<()> {
+    let pruner = Pruner::of_plan(pruning, plan.backend, plan.units)?;
+    let mut rows = Vec::new();
+    for key in plan.cells() {
+        let timing = vnni_corpus::read::read_timing(&store.rows_path(&key))?;
+        rows.extend(score_cell(&key, &pruner.decide(&key, &plan.modes), &plan.modes, &timing));
+    }
+    vnni_corpus::write_csv(&out.join(PRUNING_FILE), &rows)?;
+    println!("{}", summary(&rows));
+    Ok(())
 }
 
 /// The staging directory of one process: host and pid, so shards of several hosts sharing

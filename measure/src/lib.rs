@@ -10,6 +10,8 @@
 //! - [`runner`]: the backends behind one `CellRunner` (open once, describe, run a cell).
 //! - [`collect`]: the collection driver (claim, measure, publish, assemble, seal).
 //! - [`pairs`]: cells that failed cross-validation, their two candidates timed again.
+//! - [`prune`]: decode candidates a policy's cost models predict far from the best, skipped;
+//!   an audit share of cells timed in full scores the loss.
 //! - [`invariance`], [`invariance_sides`], [`invariance_plan`]: batch-invariance certificates.
 //! - [`phases`]: wall time per phase of a cell (fixtures, checks, calibration, capture, sampling).
 //! - [`vendor`] (feature `cuda`): copy bandwidth and cuBLAS/cuBLASLt baselines.
@@ -39,6 +41,7 @@ pub mod preflight;
 pub mod profile;
 pub mod progress;
 pub mod protocol;
+pub mod prune;
 pub mod rows;
 pub mod runner;
 pub mod shapes;

@@ -2,6 +2,8 @@
 //! the collection plan, run one cell. CUDA needs the `cuda` feature; without it (or without
 //! a GPU) `auto` falls back to the CPU runner with a notice.
 
+use std::collections::BTreeSet;
+
 use crate::error::{MeasureError, Result};
 use vnni_corpus::collection::CellKey;
 use vnni_corpus::staged::InheritedPick;
@@ -146,6 +148,7 @@ impl CellRunner {
 
     /// One cell over `m_values` in `modes` (the CPU times eager launches only); given the
     /// frozen M = 1 picks of a staged collection, only the batched rows, at those picks' bpp.
+    /// The decode candidates in `skip` are not timed (pruning, CUDA only: [`crate::prune`]).
     #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
     pub fn run_cell(
         &self,
@@ -154,8 +157,13 @@ impl CellRunner {
         modes: &[Mode],
         protocol: &Protocol,
         inherit: Option<&[&InheritedPick]>,
+        skip: &BTreeSet<CandidateId>,
     ) -> Result<CellResult> {
         match self {
+            CellRunner::Cpu(_) if !skip.is_empty() => Err(MeasureError::Invalid(format!(
+                "cell {}: the cpu backend prunes no candidates (only CUDA policies carry cost models)",
+                key.stem()
+            ))),
             CellRunner::Cpu(cpu) => {
                 let eager = match inherit {
                     Some(picks) => Some(*picks.iter().find(|p| p.mode == Mode::Eager).ok_or_else(|| {
@@ -181,7 +189,8 @@ impl CellRunner {
                     crate::cell::FIXTURE_SEED,
                     protocol.passes,
                 )?;
-                let decode = candidates(Backend::Cuda, Surface::Decode);
+                let mut decode = candidates(Backend::Cuda, Surface::Decode);
+                decode.retain(|c| !skip.contains(&c.id));
                 let grouped = candidates(Backend::Cuda, Surface::Grouped);
                 let prefill = candidates(Backend::Cuda, Surface::Prefill);
                 let inputs = CellInputs::decode(&decode, modes, protocol, &session.rejected, *copy_gbps);

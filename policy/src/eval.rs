@@ -160,6 +160,17 @@ impl Policy {
         v.into_iter().map(|(_, id, t)| (id, t)).collect()
     }
 
+    /// Every decode (M = 1) cost-model prediction for (codebook, mode) at N x K, least first, as
+    /// [`Policy::model_predictions`] gives them; empty where no decode domain answers or its
+    /// domain carries no models (what a sweep prunes with: `vnni_measure::prune`).
+    pub fn decode_predictions(&self, codebook: &str, mode: &str, n: u64, k: u64) -> Vec<(&str, u64)> {
+        let Some(bucket) = self.m_bucket(1) else { return Vec::new() };
+        match self.domain_index(codebook, mode, bucket, Some(self.aspect_bucket(n, k))) {
+            Some(d) => self.model_predictions(d, n, k),
+            None => Vec::new(),
+        }
+    }
+
     /// The candidate for one surface's domain: the overlay for the exact shape, else the
     /// domain's cost models, else its tree.
     fn choose(

@@ -19,7 +19,9 @@
 #        M_BUCKETS_FROM=A/dense-m.csv,..: the batched rows at the grouped M buckets learned from
 #        those dense-M benches of this kind of machine (issue 24; e.g. docs/perf/dense-m-h200's
 #        dense-m.csv and dense-rows.csv.zst copied to target/device-in/dense-m/ and carried),
-#        not at the profile's grouped M.
+#        not at the profile's grouped M; PRUNE_WITH=P: the M = 1 rows pruned by policy P's cost
+#        models (issue 17: `sweep --prune-with`, its audit in the corpus's pruning.csv; the policy
+#        copied under target/ and carried, since lfs-data/ stays home).
 set -euo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 BIN=${BIN:-target/release/vnni-dispatch}
@@ -69,18 +71,22 @@ STAGE=()
 if [ -n "${M1_POLICY:-}" ]; then STAGE=(--m1-policy "$M1_POLICY" --m1-corpus "$M1_CORPUS"); fi
 BUCKETS=()
 if [ -n "${M_BUCKETS_FROM:-}" ]; then BUCKETS=(--m-buckets-from "$M_BUCKETS_FROM"); fi
+PRUNE=()
+if [ -n "${PRUNE_WITH:-}" ]; then PRUNE=(--prune-with "$PRUNE_WITH"); fi
 if [ "${M1_ONLY:-0}" = 1 ]; then
-  sweep "$WORK/$PROFILE-m1" --m1-only "${DEV[@]}" || true
+  sweep "$WORK/$PROFILE-m1" --m1-only "${DEV[@]}" "${PRUNE[@]}" || true
 elif [ "${STAGED:-0}" = 1 ]; then
   M1="$WORK/$PROFILE-m1"
-  if sweep "$M1" --m1-only "${DEV[@]}"; then
+  if sweep "$M1" --m1-only "${DEV[@]}" "${PRUNE[@]}"; then
     # a policy that fails its gates is still written (and frozen here: install is gated later)
     [ -f "$M1/policy.json" ] || "$BIN" fit --corpus "$M1/corpus" --out "$M1/policy.json" --ledger "$WORK/scratch-ledger.json" 2>&1 | tail -2 || true
     STAGE=(--m1-policy "$M1/policy.json" --m1-corpus "$M1/corpus")
     sweep "$WORK/$PROFILE" "${DEV[@]}" "${STAGE[@]}" "${BUCKETS[@]}" || true
   fi
-else
+elif [ -n "${M1_POLICY:-}" ]; then
   sweep "$WORK/$PROFILE" "${DEV[@]}" "${STAGE[@]}" "${BUCKETS[@]}" || true
+else
+  sweep "$WORK/$PROFILE" "${DEV[@]}" "${BUCKETS[@]}" "${PRUNE[@]}" || true
 fi
 if [ -n "${EVIDENCE_TOP:-}" ]; then
   d=$WORK/$PROFILE

@@ -436,6 +436,17 @@ fn programmatic_launch_is_refused_on_the_cpu() {
     assert!(!work.join("plan.json").exists(), "nothing planned");
 }
 
+#[test]
+fn pruning_is_refused_on_the_cpu_before_anything_is_planned() {
+    let work = tmp("prune-cpu");
+    let policy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lfs-data/tables/cuda/sm_90/h200-session/policy.json");
+    let (ok, _, err) = sweep(&work, &["--shard", "0/4", "--prune-with", policy.to_str().unwrap()]);
+    assert!(!ok && err.contains("only CUDA policies carry cost models") && err.contains("h200-session"), "{err}");
+    assert!(!work.join("plan.json").exists(), "nothing planned");
+    let (ok, _, err) = sweep(&work, &["--shard", "0/4", "--prune-audit", "0.5"]);
+    assert!(!ok && err.contains("--prune-with"), "--prune-audit alone: {err}");
+}
+
 /// Every candidate's row of a dense-M bench at one M (the fields `sweep --m-buckets-from` reads).
 fn dense_row(m: usize, candidate: &str, median_us: f64) -> vnni_corpus::TimingRow {
     vnni_corpus::TimingRow {

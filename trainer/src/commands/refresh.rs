@@ -323,6 +323,9 @@ fn corpus_step(a: &Args, out: &Path, steps: &mut Vec<Step>) -> Result<(PathBuf, 
         whole_rotations: false,
         programmatic: a.programmatic,
         m_buckets_from: a.m_buckets_from.clone(),
+        prune_with: None,
+        prune_above: 1.25,
+        prune_audit: 0.125,
         worker: None,
     };
     let stage1 = out.join("m1");

@@ -15,7 +15,7 @@ use vnni_corpus::schema::DENSE_ROWS_FILE;
 use vnni_corpus::seal::SourceFile;
 use vnni_corpus::staged::FrozenM1;
 use vnni_kernels::{Backend, BackendChoice};
-use vnni_measure::collect::{collect, finish, threads_per_worker, CollectOptions, Stage};
+use vnni_measure::collect::{collect, finish, threads_per_worker, CollectOptions, PruneRequest, Stage};
 
 use crate::argv::{Argv, ToArgv};
 
@@ -72,6 +72,18 @@ pub struct Args {
     /// the policy's grouped buckets start at them.
     #[arg(long, value_delimiter = ',')]
     pub m_buckets_from: Vec<PathBuf>,
+    /// A fitted CUDA policy whose cost models prune the M = 1 decode candidates: one predicted
+    /// above --prune-above x the least prediction in every mode is not timed (recorded in the
+    /// plan; the corpus's pruning.csv scores the audit).
+    #[arg(long)]
+    pub prune_with: Option<PathBuf>,
+    /// The ratio over a cell's least prediction above which --prune-with skips a candidate.
+    #[arg(long, default_value_t = 1.25, requires = "prune_with")]
+    pub prune_above: f64,
+    /// The share of cells --prune-with times in full (chosen by a digest of the policy and the
+    /// cell), whose rows measure what pruning would have lost.
+    #[arg(long, default_value_t = 0.125, requires = "prune_with")]
+    pub prune_audit: f64,
     /// Internal: this process is worker i of --devices.
     #[arg(long, hide = true)]
     pub worker: Option<usize>,
@@ -95,6 +107,9 @@ impl ToArgv for Args {
             .flag("whole-rotations", self.whole_rotations)
             .flag("programmatic", self.programmatic)
             .list("m-buckets-from", &self.m_buckets_from.iter().map(|p| p.display()).collect::<Vec<_>>())
+            .opt_path("prune-with", self.prune_with.as_deref())
+            .opt("prune-above", self.prune_with.as_ref().map(|_| self.prune_above))
+            .opt("prune-audit", self.prune_with.as_ref().map(|_| self.prune_audit))
             .opt("worker", self.worker)
             .done()
     }
@@ -136,6 +151,11 @@ impl Args {
             whole_rotations: self.whole_rotations,
             programmatic: self.programmatic,
             learned_buckets: learned_buckets(&self.m_buckets_from)?,
+            prune: self.prune_with.as_ref().map(|policy| PruneRequest {
+                policy: policy.clone(),
+                above: self.prune_above,
+                audit: self.prune_audit,
+            }),
         })
     }
 
