@@ -244,7 +244,7 @@ fn bind(opts: &CollectOptions, store: &CellStore) -> Result<Bound> {
         Some(_) if matches!(opts.stage, Stage::Batched { .. }) => {
             invalid!("--prune-with prunes M = 1 decode candidates; the batched stage times none (its decode rows are the frozen stage's)")
         }
-        Some(r) => Some(Pruner::load(&r.policy, r.above, r.audit, plan.backend, plan.units)?),
+        Some(r) => Some(Pruner::load(&r.policy, r.above, r.audit, (plan.backend, &plan.arch), plan.units)?),
         None => None,
     };
     plan.pruning = pruner.as_ref().map(|p| p.plan.clone());
@@ -375,7 +375,7 @@ pub fn finish(store: &CellStore, plan: &CollectionPlan) -> Result<bool> {
 /// A pruned collection's `pruning.csv`: every cell's decision made again from the recorded
 /// policy, audited cells scored from their published rows; the summary printed.
 fn score_pruning(store: &CellStore, plan: &CollectionPlan, pruning: &Pruning, out: &Path) -> Result<()> {
-    let pruner = Pruner::of_plan(pruning, plan.backend, plan.units)?;
+    let pruner = Pruner::of_plan(pruning, (plan.backend, &plan.arch), plan.units)?;
     let mut rows = Vec::new();
     for key in plan.cells() {
         let timing = vnni_corpus::read::read_timing(&store.rows_path(&key))?;

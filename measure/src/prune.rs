@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use vnni_corpus::collection::{CellKey, Pruning};
+use vnni_corpus::inventory::Partition;
 use vnni_corpus::schema::{PruningRow, TimingRow};
 use vnni_corpus::seal::SourceFile;
 use vnni_kernels::digest::sha256_hex;
@@ -55,7 +56,7 @@ impl Pruner {
     /// Read the policy at `path` for a sweep on `backend` with `units` SMs; `above` is the
     /// ratio over the least prediction above which a candidate is skipped (> 1), `audit` the
     /// share of cells timed in full (0..=1).
-    pub fn load(path: &Path, above: f64, audit: f64, backend: Backend, units: u32) -> Result<Pruner> {
+    pub fn load(path: &Path, above: f64, audit: f64, (backend, arch): (Backend, &str), units: u32) -> Result<Pruner> {
         let bytes = std::fs::read(path).map_err(crate::error::io(path))?;
         let policy = Policy::from_bytes(&bytes)
             .map_err(|e| crate::MeasureError::Invalid(format!("--prune-with {}: not a policy: {e}", path.display())))?;
@@ -70,14 +71,19 @@ impl Pruner {
             above_permille: (above * 1000.0).round() as u32,
             audit_permille: (audit * 1000.0).round() as u32,
         };
-        Pruner::new(plan, policy, backend, units)
+        Pruner::new(plan, policy, (backend, arch), units)
     }
 
     /// The pruner of a plan, its policy read again from the recorded path and checked against
     /// the recorded digest.
-    pub fn of_plan(plan: &Pruning, backend: Backend, units: u32) -> Result<Pruner> {
+    pub fn of_plan(plan: &Pruning, (backend, arch): (Backend, &str), units: u32) -> Result<Pruner> {
         let path = Path::new(&plan.policy.path);
-        let bytes = std::fs::read(path).map_err(crate::error::io(path))?;
+        let bytes = std::fs::read(path).map_err(|e| {
+            crate::MeasureError::Invalid(format!(
+                "{}: {e}: the plan prunes with this policy, its path as given to the sweep (relative to where the sweep ran): run this from there, or put the policy there",
+                path.display()
+            ))
+        })?;
         if sha256_hex(&bytes) != plan.policy.sha256 {
             invalid!(
                 "{}: the plan prunes with the policy of sha256 {}, this file's is {}: restore it, or start a new --out",
@@ -88,21 +94,28 @@ impl Pruner {
         }
         let policy = Policy::from_bytes(&bytes)
             .map_err(|e| crate::MeasureError::Invalid(format!("{}: not a policy: {e}", path.display())))?;
-        Pruner::new(plan.clone(), policy, backend, units)
+        Pruner::new(plan.clone(), policy, (backend, arch), units)
     }
 
-    fn new(plan: Pruning, policy: Policy, backend: Backend, units: u32) -> Result<Pruner> {
+    fn new(plan: Pruning, policy: Policy, (backend, arch): (Backend, &str), units: u32) -> Result<Pruner> {
         let path = &plan.policy.path;
+        // Its candidates must be this registry's: a cut-off measured from a kernel this build
+        // does not have would prune against a candidate that is never timed.
+        policy.check_registry().map_err(|e| {
+            crate::MeasureError::Invalid(format!("--prune-with {path}: not a policy of this registry: {e}"))
+        })?;
         if backend != Backend::Cuda {
             invalid!(
                 "--prune-with {path}: only CUDA policies carry cost models, and this sweep runs on the {} backend",
                 backend.name()
             );
         }
-        if policy.provenance.backend != Backend::Cuda.name() || policy.units != u64::from(units) {
+        let p = &policy.provenance;
+        if p.backend != Backend::Cuda.name() || p.arch != arch || policy.units != u64::from(units) {
             invalid!(
-                "--prune-with {path}: the policy was fitted for {} with {} units (SMs), this device is {} with {units}: its predictions do not hold here",
-                policy.provenance.backend,
+                "--prune-with {path}: the policy was fitted for {} {} with {} units (SMs), this device is {} {arch} with {units}: its predictions do not hold here",
+                p.backend,
+                p.arch,
                 policy.units,
                 backend.name()
             );
@@ -122,8 +135,13 @@ impl Pruner {
     }
 
     /// The decision for `key` in `modes`: a candidate is pruned where every mode's models
-    /// predict it above the threshold (a mode without models prunes nothing).
+    /// predict it above the threshold (a mode without models prunes nothing); the policy's
+    /// own M = 1 pick (an overlay's measured winner included) is always timed, and so is every
+    /// candidate of a sealed cell: the sealed rows score policies, so they stay complete.
     pub fn decide(&self, key: &CellKey, modes: &[Mode]) -> Decision {
+        if key.partition == Partition::Sealed {
+            return Decision { audited: false, pruned: BTreeSet::new() };
+        }
         let codebook = key.format.codebook().name();
         let (n, k) = (key.n as u64, key.k as u64);
         let mut pruned: Option<BTreeSet<CandidateId>> = None;
@@ -144,7 +162,13 @@ impl Pruner {
                 Some(p) => p.intersection(&above).cloned().collect(),
             });
         }
-        Decision { audited: self.audited(key), pruned: pruned.unwrap_or_default() }
+        let mut pruned = pruned.unwrap_or_default();
+        for mode in modes {
+            if let Ok(pick) = self.policy.select(codebook, mode.name(), 1, n, k) {
+                pruned.retain(|id| id.as_str() != pick.candidate.id);
+            }
+        }
+        Decision { audited: self.audited(key), pruned }
     }
 }
 
@@ -182,6 +206,9 @@ pub fn score_cell(key: &CellKey, decision: &Decision, modes: &[Mode], rows: &[Ti
 /// The audit's summary line: cells, candidates skipped, and the loss over audited (cell, mode).
 pub fn summary(rows: &[PruningRow]) -> String {
     let losses: Vec<f64> = rows.iter().filter_map(|r| r.loss).collect();
+    // Audited (cell, mode) where pruning would have kept no eligible candidate at all: the
+    // worst outcome, which a loss cannot express.
+    let emptied = rows.iter().filter(|r| r.best_us.is_some() && r.best_kept_us.is_none()).count();
     let skipped: usize = rows.iter().filter(|r| !r.audited).map(|r| r.pruned).sum();
     let timed: usize = rows.iter().filter(|r| !r.audited).map(|r| r.timed).sum();
     let share = if timed + skipped == 0 { 0.0 } else { 100.0 * skipped as f64 / (timed + skipped) as f64 };
@@ -194,11 +221,12 @@ pub fn summary(rows: &[PruningRow]) -> String {
     let p95 = crate::stats::nearest_rank(&sorted, 0.95);
     let max = losses.iter().copied().fold(0.0, f64::max);
     format!(
-        "pruning: {share:.1}% of decode candidates skipped; audit of {} (cell, mode): loss geomean {:.3}%, p95 {:.3}%, max {:.3}%",
-        losses.len(),
+        "pruning: {share:.1}% of decode candidates skipped; audit of {} (cell, mode): loss geomean {:.3}%, p95 {:.3}%, max {:.3}%{}",
+        losses.len() + emptied,
         100.0 * geomean,
         100.0 * p95,
-        100.0 * max
+        100.0 * max,
+        if emptied > 0 { format!("; {emptied} would have kept no eligible candidate") } else { String::new() }
     )
 }
 
@@ -206,7 +234,6 @@ pub fn summary(rows: &[PruningRow]) -> String {
 mod tests {
     use super::*;
     use std::path::PathBuf;
-    use vnni_corpus::inventory::Partition;
     use vnni_kernels::SourceFormat;
 
     /// A committed H200 policy with cost models (graph mode only).
@@ -225,15 +252,15 @@ mod tests {
     #[test]
     fn load_refuses_what_cannot_prune() {
         let p = session_policy();
-        assert!(err(Pruner::load(&p, 1.25, 0.1, Backend::Cpu, 2)).contains("the cpu backend"));
-        let e = err(Pruner::load(&p, 1.25, 0.1, Backend::Cuda, 114));
+        assert!(err(Pruner::load(&p, 1.25, 0.1, (Backend::Cpu, "cpu"), 2)).contains("the cpu backend"));
+        let e = err(Pruner::load(&p, 1.25, 0.1, (Backend::Cuda, "sm_90"), 114));
         assert!(e.contains("132 units") && e.contains("with 114"), "{e}");
-        assert!(err(Pruner::load(&p, 1.0, 0.1, Backend::Cuda, 132)).contains("--prune-above 1"));
-        assert!(err(Pruner::load(&p, 1.25, 1.5, Backend::Cuda, 132)).contains("--prune-audit 1.5"));
+        assert!(err(Pruner::load(&p, 1.0, 0.1, (Backend::Cuda, "sm_90"), 132)).contains("--prune-above 1"));
+        assert!(err(Pruner::load(&p, 1.25, 1.5, (Backend::Cuda, "sm_90"), 132)).contains("--prune-audit 1.5"));
         let dir = tempdir();
         let junk = dir.join("p.json");
         std::fs::write(&junk, "{}").unwrap();
-        assert!(err(Pruner::load(&junk, 1.25, 0.1, Backend::Cuda, 132)).contains("not a policy"));
+        assert!(err(Pruner::load(&junk, 1.25, 0.1, (Backend::Cuda, "sm_90"), 132)).contains("not a policy"));
     }
 
     fn tempdir() -> PathBuf {
@@ -245,7 +272,7 @@ mod tests {
 
     #[test]
     fn decisions_skip_only_candidates_predicted_above_the_ratio() {
-        let pruner = Pruner::load(&session_policy(), 1.25, 0.0, Backend::Cuda, 132).unwrap();
+        let pruner = Pruner::load(&session_policy(), 1.25, 0.0, (Backend::Cuda, "sm_90"), 132).unwrap();
         assert_eq!((pruner.plan.above_permille, pruner.plan.audit_permille), (1250, 0));
         let mut skipped = 0;
         let mut modelled = 0;
@@ -257,10 +284,15 @@ mod tests {
             assert!(!d.audited && d.skipped() == d.pruned);
             let predictions = pruner.policy.decode_predictions(format.codebook().name(), "graph", n as u64, k as u64);
             let least = predictions[0].1;
+            let pick = pruner.policy.select(format.codebook().name(), "graph", 1, n as u64, k as u64).unwrap();
             for (id, t) in &predictions {
+                let above = *t as f64 > 1.25 * least as f64 && *id != pick.candidate.id;
                 let id: CandidateId = id.parse().unwrap();
-                assert_eq!(d.pruned.contains(&id), *t as f64 > 1.25 * least as f64, "{id} at {}", c.stem());
+                assert_eq!(d.pruned.contains(&id), above, "{id} at {}", c.stem());
             }
+            // Sealed cells are timed in full: they score policies.
+            let sealed = CellKey { partition: Partition::Sealed, ..c };
+            assert!(pruner.decide(&sealed, &[Mode::Graph]).pruned.is_empty());
             assert!(d.pruned.len() < predictions.len(), "the least predicted candidate is always timed");
             skipped += d.pruned.len();
             modelled += predictions.len();
@@ -274,7 +306,7 @@ mod tests {
     #[test]
     fn the_audit_share_is_a_deterministic_draw_per_cell() {
         let share = |audit: f64| {
-            let p = Pruner::load(&session_policy(), 1.25, audit, Backend::Cuda, 132).unwrap();
+            let p = Pruner::load(&session_policy(), 1.25, audit, (Backend::Cuda, "sm_90"), 132).unwrap();
             let keys: Vec<CellKey> =
                 (1..=40).flat_map(|i| (1..=25).map(move |j| key(SourceFormat::Q4_0, 256 * i, 256 * j))).collect();
             let audited = keys.iter().filter(|c| p.audited(c)).count();
@@ -292,12 +324,12 @@ mod tests {
         let dir = tempdir();
         let copy = dir.join("policy.json");
         std::fs::copy(session_policy(), &copy).unwrap();
-        let pruner = Pruner::load(&copy, 1.25, 0.125, Backend::Cuda, 132).unwrap();
-        assert!(Pruner::of_plan(&pruner.plan, Backend::Cuda, 132).is_ok());
+        let pruner = Pruner::load(&copy, 1.25, 0.125, (Backend::Cuda, "sm_90"), 132).unwrap();
+        assert!(Pruner::of_plan(&pruner.plan, (Backend::Cuda, "sm_90"), 132).is_ok());
         let mut bytes = std::fs::read(&copy).unwrap();
         bytes.push(b'\n');
         std::fs::write(&copy, bytes).unwrap();
-        let e = err(Pruner::of_plan(&pruner.plan, Backend::Cuda, 132));
+        let e = err(Pruner::of_plan(&pruner.plan, (Backend::Cuda, "sm_90"), 132));
         assert!(e.contains(&pruner.plan.policy.sha256) && e.contains("start a new --out"), "{e}");
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -322,6 +354,16 @@ mod tests {
         assert_eq!((skipped[0].timed, skipped[0].loss), (2, None));
         let line = summary(&[scored[0].clone(), skipped[0].clone()]);
         assert!(line.contains("33.3% of decode candidates skipped") && line.contains("geomean 5.000%"), "{line}");
+        assert!(!line.contains("no eligible"), "{line}");
+        // Pruning every eligible candidate of an audited cell is named, not dropped.
+        let all: BTreeSet<CandidateId> = ["decode.a".parse().unwrap(), "decode.b".parse().unwrap()].into();
+        let emptied = score_cell(&c, &Decision { audited: true, pruned: all }, &[Mode::Graph], &rows);
+        assert_eq!((emptied[0].best_us, emptied[0].best_kept_us, emptied[0].loss), (Some(10.0), None, None));
+        let line = summary(&[scored[0].clone(), emptied[0].clone()]);
+        assert!(
+            line.contains("audit of 2 (cell, mode)") && line.contains("1 would have kept no eligible candidate"),
+            "{line}"
+        );
     }
 
     /// A decode row of graph mode at M = 1 (each test sets the fields scoring reads).
