@@ -372,3 +372,29 @@ fn write_pair(corpus: &Path, path: &Path) {
     }
     vnni_corpus::write_csv(path, &samples).unwrap();
 }
+
+/// `refresh --prune-with` passes the policy to its M = 1 sweep, which refuses it on the CPU
+/// (no cost models there) before anything is planned.
+#[test]
+fn a_pruned_refresh_is_refused_on_the_cpu_by_its_m1_sweep() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let out = std::env::temp_dir().join(format!("vnni-refresh-prune-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let policy = root.join("lfs-data/tables/cuda/sm_90/h200-session/policy.json");
+    let (ok, stdout, stderr) = vnni(&[
+        "refresh",
+        "--backend",
+        "cpu",
+        "--profile",
+        "family-smoke",
+        "--inventory",
+        root.join("corpus/inventory").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--prune-with",
+        policy.to_str().unwrap(),
+    ]);
+    assert!(!ok && stderr.contains("only CUDA policies carry cost models"), "{stdout}\n{stderr}");
+    assert!(!out.join("m1/plan.json").exists(), "nothing planned");
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -69,6 +69,17 @@ pub struct Args {
     /// policy's grouped buckets start where the fastest candidate changes.
     #[arg(long, value_delimiter = ',', conflicts_with = "corpus")]
     pub m_buckets_from: Vec<PathBuf>,
+    /// A fitted CUDA policy of this machine kind whose cost models prune the M = 1 stage
+    /// (`sweep --prune-with`: candidates predicted above --prune-above x the least prediction
+    /// are not timed, an audit share of cells is, sealed cells always are).
+    #[arg(long, conflicts_with = "corpus")]
+    pub prune_with: Option<PathBuf>,
+    /// The ratio over a cell's least prediction above which --prune-with skips a candidate.
+    #[arg(long, default_value_t = 1.25, requires = "prune_with")]
+    pub prune_above: f64,
+    /// The share of cells --prune-with times in full.
+    #[arg(long, default_value_t = 0.125, requires = "prune_with")]
+    pub prune_audit: f64,
 }
 
 impl ToArgv for Args {
@@ -87,6 +98,9 @@ impl ToArgv for Args {
             .opt_path("cache", self.cache.as_deref())
             .flag("programmatic", self.programmatic)
             .list("m-buckets-from", &self.m_buckets_from.iter().map(|p| p.display()).collect::<Vec<_>>())
+            .opt_path("prune-with", self.prune_with.as_deref())
+            .opt("prune-above", self.prune_with.as_ref().map(|_| self.prune_above))
+            .opt("prune-audit", self.prune_with.as_ref().map(|_| self.prune_audit))
             .done()
     }
 }
@@ -332,8 +346,16 @@ fn corpus_step(a: &Args, out: &Path, steps: &mut Vec<Step>) -> Result<(PathBuf, 
     let (m1_corpus, m1_policy) = (stage1.join("corpus"), stage1.join("policy.json"));
     step("collect M = 1", steps, || {
         // M = 1 rows do not depend on the grouped buckets: a new dense-M bench keeps this stage.
-        sweep::run(&sweep::Args { m1_only: true, m_buckets_from: Vec::new(), ..sweep(stage1.clone()) })
-            .context("the M = 1 collection failed; rerun the same command to resume")?;
+        // Pruning is of M = 1 candidates: this stage only (the batched stage refuses it).
+        let m1 = sweep::Args {
+            m1_only: true,
+            m_buckets_from: Vec::new(),
+            prune_with: a.prune_with.clone(),
+            prune_above: a.prune_above,
+            prune_audit: a.prune_audit,
+            ..sweep(stage1.clone())
+        };
+        sweep::run(&m1).context("the M = 1 collection failed; rerun the same command to resume")?;
         Ok(s(&m1_corpus))
     })?;
     require_sealed(&m1_corpus)?;
