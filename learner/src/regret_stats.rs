@@ -13,12 +13,9 @@ pub fn p95(values: &[f64]) -> f64 {
     nearest_rank(values, 0.95).unwrap_or(0.0)
 }
 
-/// Geometric-mean regret: exp(mean ln(1 + r)) - 1.
+/// Geometric-mean regret: exp(mean ln(1 + r)) - 1 (`vnni_measure::stats`, the one definition).
 pub fn geomean(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    (values.iter().map(|r| r.ln_1p()).sum::<f64>() / values.len() as f64).exp_m1()
+    vnni_measure::stats::geomean_regret(values)
 }
 
 pub fn mean(values: &[f64]) -> f64 {

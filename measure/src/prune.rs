@@ -58,8 +58,7 @@ impl Pruner {
     /// share of cells timed in full (0..=1).
     pub fn load(path: &Path, above: f64, audit: f64, (backend, arch): (Backend, &str), units: u32) -> Result<Pruner> {
         let bytes = std::fs::read(path).map_err(crate::error::io(path))?;
-        let policy = Policy::from_bytes(&bytes)
-            .map_err(|e| crate::MeasureError::Invalid(format!("--prune-with {}: not a policy: {e}", path.display())))?;
+        let policy = parse(path, &bytes)?;
         if !(above > 1.0 && above <= 100.0) {
             invalid!("--prune-above {above}: a ratio over the least prediction, above 1 (1.25 was measured safe)");
         }
@@ -92,9 +91,7 @@ impl Pruner {
                 sha256_hex(&bytes)
             );
         }
-        let policy = Policy::from_bytes(&bytes)
-            .map_err(|e| crate::MeasureError::Invalid(format!("{}: not a policy: {e}", path.display())))?;
-        Pruner::new(plan.clone(), policy, (backend, arch), units)
+        Pruner::new(plan.clone(), parse(path, &bytes)?, (backend, arch), units)
     }
 
     fn new(plan: Pruning, policy: Policy, (backend, arch): (Backend, &str), units: u32) -> Result<Pruner> {
@@ -172,6 +169,12 @@ impl Pruner {
     }
 }
 
+/// The policy in `bytes`, read from `path`.
+fn parse(path: &Path, bytes: &[u8]) -> Result<Policy> {
+    Policy::from_bytes(bytes)
+        .map_err(|e| crate::MeasureError::Invalid(format!("--prune-with {}: not a policy: {e}", path.display())))
+}
+
 /// The pruning rows of one cell from its published rows.
 pub fn score_cell(key: &CellKey, decision: &Decision, modes: &[Mode], rows: &[TimingRow]) -> Vec<PruningRow> {
     modes
@@ -215,7 +218,7 @@ pub fn summary(rows: &[PruningRow]) -> String {
     if losses.is_empty() {
         return format!("pruning: {share:.1}% of decode candidates skipped; no cell audited");
     }
-    let geomean = (losses.iter().map(|l| l.ln_1p()).sum::<f64>() / losses.len() as f64).exp_m1();
+    let geomean = crate::stats::geomean_regret(&losses);
     let mut sorted = losses.clone();
     sorted.sort_by(f64::total_cmp);
     let p95 = crate::stats::nearest_rank(&sorted, 0.95);

@@ -23,6 +23,15 @@ fn median_sorted(s: &[f64]) -> f64 {
     }
 }
 
+/// Geometric-mean regret: exp(mean ln(1 + r)) - 1; 0 for no values (the learner's regrets and
+/// a pruning audit's losses).
+pub fn geomean_regret(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    (values.iter().map(|r| r.ln_1p()).sum::<f64>() / values.len() as f64).exp_m1()
+}
+
 /// Nearest-rank percentile `q` (0 < q <= 1) of sorted samples.
 pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
     let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());

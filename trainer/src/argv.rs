@@ -52,6 +52,11 @@ impl Argv {
         self.val(name, joined)
     }
 
+    /// The flags of a group of arguments (`#[command(flatten)]`), rendered by `render`.
+    pub fn then(self, render: impl FnOnce(Argv) -> Argv) -> Argv {
+        render(self)
+    }
+
     /// A positional argument.
     pub fn pos(mut self, v: impl Display) -> Argv {
         self.0.push(v.to_string());

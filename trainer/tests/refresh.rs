@@ -10,23 +10,18 @@ use std::time::Instant;
 use common::vnni;
 use vnni_corpus::read::read_certificates;
 
+/// `refresh --backend cpu --profile family-smoke` of the inventory `inv` into `out`.
+fn cpu_family_smoke<'a>(inv: &'a str, out: &'a str) -> [&'a str; 9] {
+    ["refresh", "--backend", "cpu", "--profile", "family-smoke", "--inventory", inv, "--out", out]
+}
+
 #[test]
 fn refresh_on_the_cpu_runs_end_to_end_and_leaves_every_output() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
     let inv = root.join("corpus/inventory");
     let out = std::env::temp_dir().join(format!("vnni-refresh-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let args = [
-        "refresh",
-        "--backend",
-        "cpu",
-        "--profile",
-        "family-smoke",
-        "--inventory",
-        inv.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ];
+    let args = cpu_family_smoke(inv.to_str().unwrap(), out.to_str().unwrap());
     let started = Instant::now();
     let (ok, stdout, stderr) = vnni(&args);
     let seconds = started.elapsed().as_secs_f64();
@@ -381,19 +376,9 @@ fn a_pruned_refresh_is_refused_on_the_cpu_by_its_m1_sweep() {
     let out = std::env::temp_dir().join(format!("vnni-refresh-prune-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let policy = root.join("lfs-data/tables/cuda/sm_90/h200-session/policy.json");
-    let (ok, stdout, stderr) = vnni(&[
-        "refresh",
-        "--backend",
-        "cpu",
-        "--profile",
-        "family-smoke",
-        "--inventory",
-        root.join("corpus/inventory").to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--prune-with",
-        policy.to_str().unwrap(),
-    ]);
+    let inv = root.join("corpus/inventory");
+    let base = cpu_family_smoke(inv.to_str().unwrap(), out.to_str().unwrap());
+    let (ok, stdout, stderr) = vnni(&[&base[..], &["--prune-with", policy.to_str().unwrap()]].concat());
     assert!(!ok && stderr.contains("only CUDA policies carry cost models"), "{stdout}\n{stderr}");
     assert!(!out.join("m1/plan.json").exists(), "nothing planned");
     let _ = std::fs::remove_dir_all(&out);

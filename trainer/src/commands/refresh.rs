@@ -39,7 +39,7 @@ pub struct Args {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Reuse this sealed corpus instead of collecting one.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "prune_with")]
     pub corpus: Option<PathBuf>,
     /// With --corpus of a staged refresh (its batched rows timed at a frozen M = 1 policy):
     /// that policy.
@@ -69,17 +69,10 @@ pub struct Args {
     /// policy's grouped buckets start where the fastest candidate changes.
     #[arg(long, value_delimiter = ',', conflicts_with = "corpus")]
     pub m_buckets_from: Vec<PathBuf>,
-    /// A fitted CUDA policy of this machine kind whose cost models prune the M = 1 stage
-    /// (`sweep --prune-with`: candidates predicted above --prune-above x the least prediction
-    /// are not timed, an audit share of cells is, sealed cells always are).
-    #[arg(long, conflicts_with = "corpus")]
-    pub prune_with: Option<PathBuf>,
-    /// The ratio over a cell's least prediction above which --prune-with skips a candidate.
-    #[arg(long, default_value_t = 1.25, requires = "prune_with")]
-    pub prune_above: f64,
-    /// The share of cells --prune-with times in full.
-    #[arg(long, default_value_t = 0.125, requires = "prune_with")]
-    pub prune_audit: f64,
+    // The M = 1 stage pruned by a policy's cost models (`sweep --prune-with`; the batched
+    // stage, whose decode rows are copied, refuses it).
+    #[command(flatten)]
+    pub prune: sweep::PruneArgs,
 }
 
 impl ToArgv for Args {
@@ -98,9 +91,7 @@ impl ToArgv for Args {
             .opt_path("cache", self.cache.as_deref())
             .flag("programmatic", self.programmatic)
             .list("m-buckets-from", &self.m_buckets_from.iter().map(|p| p.display()).collect::<Vec<_>>())
-            .opt_path("prune-with", self.prune_with.as_deref())
-            .opt("prune-above", self.prune_with.as_ref().map(|_| self.prune_above))
-            .opt("prune-audit", self.prune_with.as_ref().map(|_| self.prune_audit))
+            .then(|a| self.prune.argv(a))
             .done()
     }
 }
@@ -337,9 +328,7 @@ fn corpus_step(a: &Args, out: &Path, steps: &mut Vec<Step>) -> Result<(PathBuf, 
         whole_rotations: false,
         programmatic: a.programmatic,
         m_buckets_from: a.m_buckets_from.clone(),
-        prune_with: None,
-        prune_above: 1.25,
-        prune_audit: 0.125,
+        prune: sweep::PruneArgs::default(),
         worker: None,
     };
     let stage1 = out.join("m1");
@@ -347,14 +336,8 @@ fn corpus_step(a: &Args, out: &Path, steps: &mut Vec<Step>) -> Result<(PathBuf, 
     step("collect M = 1", steps, || {
         // M = 1 rows do not depend on the grouped buckets: a new dense-M bench keeps this stage.
         // Pruning is of M = 1 candidates: this stage only (the batched stage refuses it).
-        let m1 = sweep::Args {
-            m1_only: true,
-            m_buckets_from: Vec::new(),
-            prune_with: a.prune_with.clone(),
-            prune_above: a.prune_above,
-            prune_audit: a.prune_audit,
-            ..sweep(stage1.clone())
-        };
+        let m1 =
+            sweep::Args { m1_only: true, m_buckets_from: Vec::new(), prune: a.prune.clone(), ..sweep(stage1.clone()) };
         sweep::run(&m1).context("the M = 1 collection failed; rerun the same command to resume")?;
         Ok(s(&m1_corpus))
     })?;

@@ -72,9 +72,20 @@ pub struct Args {
     /// the policy's grouped buckets start at them.
     #[arg(long, value_delimiter = ',')]
     pub m_buckets_from: Vec<PathBuf>,
-    /// A fitted CUDA policy whose cost models prune the M = 1 decode candidates: one predicted
-    /// above --prune-above x the least prediction in every mode is not timed (recorded in the
-    /// plan; the corpus's pruning.csv scores the audit).
+    #[command(flatten)]
+    pub prune: PruneArgs,
+    /// Internal: this process is worker i of --devices.
+    #[arg(long, hide = true)]
+    pub worker: Option<usize>,
+}
+
+/// `--prune-with` and its thresholds: `sweep`'s, and `refresh`'s for its M = 1 stage.
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+pub struct PruneArgs {
+    /// A fitted CUDA policy of this machine kind whose cost models prune the M = 1 decode
+    /// candidates: one predicted above --prune-above x the least prediction in every mode is
+    /// not timed (the policy's own pick and sealed cells always are; recorded in the plan, and
+    /// the corpus's pruning.csv scores the audit).
     #[arg(long)]
     pub prune_with: Option<PathBuf>,
     /// The ratio over a cell's least prediction above which --prune-with skips a candidate.
@@ -84,9 +95,28 @@ pub struct Args {
     /// cell), whose rows measure what pruning would have lost.
     #[arg(long, default_value_t = 0.125, requires = "prune_with")]
     pub prune_audit: f64,
-    /// Internal: this process is worker i of --devices.
-    #[arg(long, hide = true)]
-    pub worker: Option<usize>,
+}
+
+impl Default for PruneArgs {
+    /// No pruning, with clap's default thresholds.
+    fn default() -> PruneArgs {
+        PruneArgs { prune_with: None, prune_above: 1.25, prune_audit: 0.125 }
+    }
+}
+
+impl PruneArgs {
+    /// The flags, rendered only with --prune-with (the thresholds require it).
+    pub fn argv(&self, a: Argv) -> Argv {
+        let on = |v: f64| self.prune_with.as_ref().map(|_| v);
+        a.opt_path("prune-with", self.prune_with.as_deref())
+            .opt("prune-above", on(self.prune_above))
+            .opt("prune-audit", on(self.prune_audit))
+    }
+
+    pub fn request(&self) -> Option<PruneRequest> {
+        let policy = self.prune_with.clone()?;
+        Some(PruneRequest { policy, above: self.prune_above, audit: self.prune_audit })
+    }
 }
 
 impl ToArgv for Args {
@@ -107,9 +137,7 @@ impl ToArgv for Args {
             .flag("whole-rotations", self.whole_rotations)
             .flag("programmatic", self.programmatic)
             .list("m-buckets-from", &self.m_buckets_from.iter().map(|p| p.display()).collect::<Vec<_>>())
-            .opt_path("prune-with", self.prune_with.as_deref())
-            .opt("prune-above", self.prune_with.as_ref().map(|_| self.prune_above))
-            .opt("prune-audit", self.prune_with.as_ref().map(|_| self.prune_audit))
+            .then(|a| self.prune.argv(a))
             .opt("worker", self.worker)
             .done()
     }
@@ -151,11 +179,7 @@ impl Args {
             whole_rotations: self.whole_rotations,
             programmatic: self.programmatic,
             learned_buckets: learned_buckets(&self.m_buckets_from)?,
-            prune: self.prune_with.as_ref().map(|policy| PruneRequest {
-                policy: policy.clone(),
-                above: self.prune_above,
-                audit: self.prune_audit,
-            }),
+            prune: self.prune.request(),
         })
     }
 
