@@ -215,13 +215,13 @@ pub fn summary(rows: &[PruningRow]) -> String {
     let skipped: usize = rows.iter().filter(|r| !r.audited).map(|r| r.pruned).sum();
     let timed: usize = rows.iter().filter(|r| !r.audited).map(|r| r.timed).sum();
     let share = if timed + skipped == 0 { 0.0 } else { 100.0 * skipped as f64 / (timed + skipped) as f64 };
-    if losses.is_empty() {
+    if losses.is_empty() && emptied == 0 {
         return format!("pruning: {share:.1}% of decode candidates skipped; no cell audited");
     }
     let geomean = crate::stats::geomean_regret(&losses);
     let mut sorted = losses.clone();
     sorted.sort_by(f64::total_cmp);
-    let p95 = crate::stats::nearest_rank(&sorted, 0.95);
+    let p95 = if sorted.is_empty() { 0.0 } else { crate::stats::nearest_rank(&sorted, 0.95) };
     let max = losses.iter().copied().fold(0.0, f64::max);
     format!(
         "pruning: {share:.1}% of decode candidates skipped; audit of {} (cell, mode): loss geomean {:.3}%, p95 {:.3}%, max {:.3}%{}",
@@ -367,6 +367,9 @@ mod tests {
             line.contains("audit of 2 (cell, mode)") && line.contains("1 would have kept no eligible candidate"),
             "{line}"
         );
+        // Also when it is the only audited (cell, mode).
+        let line = summary(&emptied);
+        assert!(line.contains("audit of 1 (cell, mode)") && line.contains("1 would have kept no eligible"), "{line}");
     }
 
     /// A decode row of graph mode at M = 1 (each test sets the fields scoring reads).
