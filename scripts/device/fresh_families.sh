@@ -5,7 +5,8 @@
 #   BIN=... bash scripts/device/fresh_families.sh SHAPES
 # CODEBOOKS=s4,nl4,... limits the codebooks (default: every one), so a set timed before a
 # codebook existed can be timed again as it was; GPU=H200 refuses (exit 3, nothing timed) a
-# machine whose name does not contain it, before any kernel is built.
+# machine whose name does not contain it, before any kernel is built; RUNS="1" times one run
+# only (no noise floor), when device time is short.
 set -euo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 BIN=${BIN:-target/release/vnni-dispatch}
@@ -19,11 +20,11 @@ if [ -n "${GPU:-}" ] && ! grep -q "$GPU" "$WORK/gpu.txt"; then
   echo "not a $GPU: nothing timed" >&2
   exit 3
 fi
-for run in 1 2; do
+for run in ${RUNS:-1 2}; do
   start=$(date +%s)
   "$BIN" bench --cache "$CACHE" --shapes "$SHAPES" --modes graph --grouped-m '' --prefill-m '' \
     --grouped-shapes '' --prefill-shapes '' ${CODEBOOKS:+--codebooks "$CODEBOOKS"} --out "$WORK/run$run" 2>"$WORK/run$run.log" >"$WORK/run$run.txt"
   echo "run $run: $(( $(date +%s) - start )) s"
 done
-tar -C "$WORK" -czf "$OUT/fresh-families.tar.gz" gpu.txt run1 run2 run1.log run2.log
+tar -C "$WORK" -czf "$OUT/fresh-families.tar.gz" gpu.txt $(cd "$WORK" && ls -d run[0-9] run[0-9].log)
 ls -la "$OUT"
