@@ -207,3 +207,41 @@ fn a_large_inventory_loads_and_still_names_the_line() {
     let dir = temp_inventory(&[("big.toml", &good)]);
     assert_eq!(Inventory::load(&dir).unwrap().shapes.len(), 100_000);
 }
+
+/// `ragged.toml` is what its generator writes (so the rule in the generator's docstring is the
+/// rule the points follow), and no ragged point lands on a model shape or a regular grid point:
+/// the regular grid skips taken geometries, so one would shift the partitions of every grid
+/// point after it.
+#[test]
+fn the_ragged_grid_points_are_their_generators_and_sit_on_no_other_shape() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let out = std::process::Command::new("python3")
+        .arg(root.join("scripts/gen/ragged_grid.py"))
+        .output()
+        .expect("python3 runs the generator (CI installs it)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let committed_text = std::fs::read_to_string(committed().join("ragged.toml")).unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), committed_text, "regenerate corpus/inventory/ragged.toml");
+
+    let inv = Inventory::load(&committed()).unwrap();
+    let ragged: Vec<_> = inv.shapes.iter().filter(|s| s.role == "ragged").collect();
+    assert_eq!(ragged.len(), 48);
+    for s in &ragged {
+        assert!(s.name.starts_with("grid.r") && s.family == "grid" && s.partition == Partition::Development, "{s:?}");
+        let others = inv.shapes.iter().filter(|o| o.n == s.n && o.k == s.k).count();
+        assert_eq!(others, 1, "{} shares its geometry", s.name);
+    }
+    // Without ragged.toml the regular grid is the same (names and partitions).
+    let dir = temp_inventory(&[]);
+    for e in std::fs::read_dir(committed()).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name().unwrap() != "ragged.toml" {
+            std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let without = Inventory::load(&dir).unwrap();
+    let grid = |inv: &Inventory| -> Vec<(String, Partition)> {
+        inv.shapes.iter().filter(|s| s.role == "grid").map(|s| (s.name.clone(), s.partition)).collect()
+    };
+    assert_eq!(grid(&inv), grid(&without));
+}
