@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""A learner experiment: a sealed M = 1 corpus with fresh family sets added as development rows.
+
+    python3 scripts/perf/absorb_bench.py CORPUS OUT SET_DIR [SET_DIR ...]
+
+Each SET_DIR is a fresh family set as committed under docs/perf/holdout-families-*: its
+`families.txt` (lines `family: NxK ...`) and two independent bench runs of every decode
+candidate (`run1.decode.csv.gz`, `run2.decode.csv.gz`, graph mode, M = 1) on the machine kind
+the corpus was collected on, with the corpus's kernels. A set scored once is spent as a holdout;
+as data it is development shapes of real models where the policy extrapolates. OUT is CORPUS
+plus, per shape of the sets that the corpus does not already plan (and that is not a point of
+the regular grid), one development shape named after its first family (no exact overlay), its
+candidate rows from run 1 and, as the learner's two passes, one sample per candidate from each
+run (its median). Payloads and the manifest are digested again (`corpus_id` as the sealer
+computes it), so `vnni-dispatch fit --development-only` reads OUT like any corpus; OUT is
+never a collection and never installable (its plan still names the original profile; `seal`
+would refuse it, since the inventory does not resolve to it).
+"""
+import csv
+import gzip
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+GRID_N = {256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768,
+          49152, 65536, 98304, 131072, 196608, 262144}
+GRID_K = {256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768}
+PHASE = "decode_m1.development"
+
+
+def families(path):
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        if line.startswith("#") or ":" not in line:
+            continue
+        fam, shapes = line.split(":", 1)
+        for s in shapes.split():
+            n, k = (int(v) for v in s.split("x"))
+            out.setdefault((n, k), []).append(fam.strip())
+    return out
+
+
+def bench_rows(path):
+    with gzip.open(path, "rt") as f:
+        return [r for r in csv.DictReader(f) if r["candidate"].startswith("decode.") and r["m"] == "1"]
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def main(corpus, out, *sets):
+    corpus, out = Path(corpus), Path(out)
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(corpus, out)
+    plan = json.loads((out / "plan.json").read_text())
+    planned = {(s["n"], s["k"]) for s in plan["inventory"]["shapes"]}
+    header = (out / f"{PHASE}.csv").read_text().split("\n", 1)[0].split(",")
+    new_rows, new_samples, added = [], [], {}
+    for d in sets:
+        d = Path(d)
+        fam = families(d / "families.txt")
+        run1 = bench_rows(d / "run1.decode.csv.gz")
+        run2 = {(r["source_format"], r["n"], r["k"], r["candidate"]): r for r in bench_rows(d / "run2.decode.csv.gz")}
+        for r in run1:
+            key = (int(r["n"]), int(r["k"]))
+            if key in planned or (key[0] in GRID_N and key[1] in GRID_K) or key not in fam:
+                continue
+            other = run2.get((r["source_format"], r["n"], r["k"], r["candidate"]))
+            added.setdefault(key, (fam[key], set()))[1].add(r["source_format"])
+            new_rows.append([r[h] for h in header])
+            if r["eligible"] == "true":
+                for p, row in ((0, r), (1, other or r)):
+                    new_samples.append([r["mode"], r["source_format"], r["codebook"], "1", r["n"], r["k"],
+                                        r["candidate"], str(p), "0", "0", "false",
+                                        float(row["median_us"]).hex()])
+    for (n, k), (fams, formats) in sorted(added.items()):
+        plan["inventory"]["shapes"].append({"n": n, "k": k, "partition": "development", "exact_overlay": False,
+                                            "formats": sorted(formats),
+                                            "names": [f"{f}.{n}x{k}" for f in fams]})
+    plan["inventory"]["shapes"].sort(key=lambda s: (s["n"], s["k"]))
+    (out / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
+    with open(out / f"{PHASE}.csv", "a", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(new_rows)
+    timing = out / f"{PHASE}.timing.csv.zst"
+    text = subprocess.run(["zstd", "-dc", str(timing)], check=True, capture_output=True).stdout.decode()
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(new_samples)
+    subprocess.run(["zstd", "-q", "-f", "-o", str(timing)], input=(text + buf.getvalue()).encode(), check=True)
+    manifest = json.loads((out / "corpus.manifest.json").read_text())
+    for p in manifest["payloads"]:
+        path = out / p["path"]
+        p["bytes"], p["sha256"] = path.stat().st_size, sha256(path)
+    identity = {k: v for k, v in manifest.items() if k != "corpus_id"}
+    manifest["corpus_id"] = hashlib.sha256(json.dumps(identity, separators=(",", ":")).encode()).hexdigest()
+    (out / "corpus.manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    print(f"{out}: {len(added)} shapes, {len(new_rows)} rows, {len(new_samples)} samples added; "
+          f"corpus id {manifest['corpus_id'][:16]}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    main(*sys.argv[1:])
