@@ -215,10 +215,15 @@ fn a_large_inventory_loads_and_still_names_the_line() {
 #[test]
 fn the_ragged_grid_points_are_their_generators_and_sit_on_no_other_shape() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let out = std::process::Command::new("python3")
-        .arg(root.join("scripts/gen/ragged_grid.py"))
-        .output()
-        .expect("python3 runs the generator (CI installs it)");
+    let out = match std::process::Command::new("python3").arg(root.join("scripts/gen/ragged_grid.py")).output() {
+        Ok(out) => out,
+        // A tool the test needs fails it under CI, and only outside CI is it skipped.
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipped: python3 does not run ({e})");
+            return;
+        }
+        Err(e) => panic!("python3 runs the generator (CI installs it): {e}"),
+    };
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let committed_text = std::fs::read_to_string(committed().join("ragged.toml")).unwrap();
     assert_eq!(String::from_utf8(out.stdout).unwrap(), committed_text, "regenerate corpus/inventory/ragged.toml");

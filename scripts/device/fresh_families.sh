@@ -6,7 +6,8 @@
 # CODEBOOKS=s4,nl4,... limits the codebooks (default: every one), so a set timed before a
 # codebook existed can be timed again as it was; GPU=H200 refuses (exit 3, nothing timed) a
 # machine whose name does not contain it, before any kernel is built; RUNS="1" times one run
-# only (no noise floor), when device time is short.
+# only (no noise floor, and scripts/perf/absorb_bench.py cannot use the set), when device time
+# is short.
 set -euo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 BIN=${BIN:-target/release/vnni-dispatch}
@@ -15,6 +16,8 @@ CACHE=${CACHE:-/tmp/vnni-cubin-cache}
 WORK=${WORK:-/tmp/vnni-work}
 SHAPES=$1
 mkdir -p "$OUT" "$WORK"
+# A machine still warm from an earlier call keeps its runs: never pack those as this set's.
+rm -rf "$WORK"/run[0-9] "$WORK"/run[0-9].log "$WORK"/run[0-9].txt
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$WORK/gpu.txt"
 if [ -n "${GPU:-}" ] && ! grep -q "$GPU" "$WORK/gpu.txt"; then
   echo "not a $GPU: nothing timed" >&2

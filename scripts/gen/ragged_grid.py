@@ -11,7 +11,7 @@ same log-shape region with irregular dimensions, placed by a rule, not after any
 two-dimensional Halton sequence (bases 2 and 3) over log2 N in [9, 17] and log2 K in
 [log2 768, log2 24576], points with N * K outside [2^21, 2^29.5] skipped, N rounded to a
 multiple of 32 and K to a multiple of 256 (even points: every format applies) or of 64 (odd
-points: the 32-element block formats only). A point that falls on a model shape or on a
+points: where that K is not also a multiple of 256, the 32-element block formats only). A point that falls on a model shape or on a
 regular grid point moves up by 32 rows. They are development points of no family, named
 `grid.r<N>x<K>`: the learner counts them as `grid` (leave-one-family-out keeps them in
 training, as it keeps the regular grid), and a profile selects them all as `grid.r*`.
