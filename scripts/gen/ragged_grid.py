@@ -17,8 +17,8 @@ regular grid point moves up by 32 rows. They are development points of no family
 training, as it keeps the regular grid), and a profile selects them all as `grid.r*`.
 """
 import math
-import re
 import sys
+import tomllib
 from pathlib import Path
 
 POINTS = 48
@@ -42,14 +42,11 @@ def taken(inventory):
     for path in sorted(inventory.glob("*.toml")):
         if path.name == "ragged.toml":
             continue
-        text = path.read_text()
-        for n, k in re.findall(r"^n = (\d+)\nk = (\d+)$", text, re.M):
-            out.add((int(n), int(k)))
-        grid = re.search(r"^\[grid\]\nn = \[([^\]]*)\]\nk = \[([^\]]*)\]", text, re.M)
-        if grid:
-            ns = [int(v) for v in grid.group(1).split(",")]
-            ks = [int(v) for v in grid.group(2).split(",")]
-            out.update((n, k) for n in ns for k in ks)
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+        out.update((s["n"], s["k"]) for s in doc.get("shape", []))
+        if "grid" in doc:
+            out.update((n, k) for n in doc["grid"]["n"] for k in doc["grid"]["k"])
     return out
 
 

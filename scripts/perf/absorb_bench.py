@@ -28,11 +28,13 @@ import json
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
-GRID_N = {256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768,
-          49152, 65536, 98304, 131072, 196608, 262144}
-GRID_K = {256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768}
+# The regular grid's N and K, as the inventory defines them.
+with open(Path(__file__).resolve().parents[2] / "corpus" / "inventory" / "grid.toml", "rb") as f:
+    GRID = tomllib.load(f)["grid"]
+GRID_N, GRID_K = set(GRID["n"]), set(GRID["k"])
 PHASE = "decode_m1.development"
 
 

@@ -51,12 +51,9 @@ for set in $SETS; do
     "$NAME=$policy" | sed -n 3p | sed "s/^| $NAME |/| $NAME, $s |/"
   picks+=("$OUT/$s/$NAME.picks.csv")
 done
-python3 - "$NAME" "${picks[@]}" <<'EOF'
-import csv, math, sys
-# An unmeasured pick has regret nan: left out here, as policy_regret.py leaves it out per set.
-v = sorted(x for f in sys.argv[2:] for r in csv.DictReader(open(f)) if not math.isnan(x := float(r["regret"])))
-gm = math.exp(sum(math.log1p(x) for x in v) / len(v)) - 1
-p95 = v[max(0, math.ceil(0.95 * len(v)) - 1)]
-above = sum(x > 0.03 for x in v) / len(v)
-print(f"| {sys.argv[1]}, pooled | {len(v)} | {100 * gm:.2f}% | {100 * p95:.2f}% | {100 * v[-1]:.2f}% | {100 * above:.0f}% |")
+python3 - "$here" "$NAME" "${picks[@]}" <<'EOF'
+import csv, sys
+sys.path.insert(0, sys.argv[1])
+from policy_regret import summary  # the per-set rows' statistics, unmeasured picks counted apart
+summary(f"{sys.argv[2]}, pooled", [float(r["regret"]) for f in sys.argv[3:] for r in csv.DictReader(open(f))])
 EOF
