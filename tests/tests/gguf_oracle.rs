@@ -22,19 +22,28 @@ fn tmp(name: &str) -> PathBuf {
     dir.join(format!("{}-{name}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)))
 }
 
-fn read_f32(path: &PathBuf) -> Vec<f32> {
-    std::fs::read(path).unwrap().chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+fn f32_from_bytes(bytes: &[u8]) -> Vec<f32> {
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
 }
 
 fn f32_bytes(x: &[f32]) -> Vec<u8> {
     x.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
+/// Runs the oracle's `verb` on `input` and returns what it wrote. Both files are removed:
+/// the inputs are tens of MB, and a temp directory that grows every run fills small disks.
+fn gguf_run(py: &Path, script: &Path, verb: &str, f: SourceFormat, input: &[u8]) -> Vec<u8> {
+    let (src, dst) = (tmp(&format!("{f}.{verb}.in")), tmp(&format!("{f}.{verb}.out")));
+    std::fs::write(&src, input).unwrap();
+    run_python(py, script, &[verb, f.name(), src.to_str().unwrap(), dst.to_str().unwrap()], None);
+    let out = std::fs::read(&dst).unwrap();
+    let _ = std::fs::remove_file(&src);
+    let _ = std::fs::remove_file(&dst);
+    out
+}
+
 fn gguf_dequantize(py: &Path, script: &Path, f: SourceFormat, bytes: &[u8]) -> Vec<f32> {
-    let (src, dst) = (tmp(&format!("{f}.blocks")), tmp(&format!("{f}.f32")));
-    std::fs::write(&src, bytes).unwrap();
-    run_python(py, script, &["dequantize", f.name(), src.to_str().unwrap(), dst.to_str().unwrap()], None);
-    read_f32(&dst)
+    f32_from_bytes(&gguf_run(py, script, "dequantize", f, bytes))
 }
 
 /// First position where two f32 slices differ in bits, with both values.
@@ -95,10 +104,7 @@ fn quantization_agrees_byte_for_byte_with_gguf_py() {
         if f == SourceFormat::IQ4_NL {
             continue; // gguf-py has no IQ4_NL quantizer: see the next test.
         }
-        let (src, dst) = (tmp(&format!("{f}.in.f32")), tmp(&format!("{f}.q")));
-        std::fs::write(&src, f32_bytes(&x)).unwrap();
-        run_python(&py, &script, &["quantize", f.name(), src.to_str().unwrap(), dst.to_str().unwrap()], None);
-        let theirs = std::fs::read(&dst).unwrap();
+        let theirs = gguf_run(&py, &script, "quantize", f, &f32_bytes(&x));
         let ours = codec::quantize(f, &x).unwrap();
         assert_eq!(ours.len(), theirs.len(), "{f}");
         if let Some(i) = ours.iter().zip(&theirs).position(|(a, b)| a != b) {
