@@ -49,4 +49,8 @@ if [ ! -x /usr/sbin/slurmctld ] || [ ! -x /usr/sbin/munged ]; then
   fi
 fi
 
+# Tests write scratch directories under the temp dir and keep some for inspection: inside the
+# checkout's target/ they go with the clone instead of piling up in /tmp (one run left ~90 MB).
+export TMPDIR="$PWD/target/tmp/tests"
+rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
 cargo test --workspace --locked "$@"

@@ -9,7 +9,7 @@ typedef unsigned char u8;
 typedef unsigned int u32;
 
 enum CodebookId { CB_S4 = 0, CB_NL4 = 1, CB_U4 = 2, CB_S5 = 3, CB_U5 = 4, CB_S6D = 5, CB_S8 = 6, CB_E2M1 = 7, CB_S3D = 8,
-                  CB_NL3 = 9, CB_O4 = 10, CB_U2M = 11 };
+                  CB_NL3 = 9, CB_O4 = 10, CB_U2M = 11, CB_NL2 = 12, CB_NL2D = 13 };
 
 template <int CB> struct Codebook;
 template <> struct Codebook<CB_S4>  { static const int PB = 16; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
@@ -24,15 +24,20 @@ template <> struct Codebook<CB_S3D> { static const int PB = 12; static const int
 template <> struct Codebook<CB_NL3> { static const int PB = 16; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
 template <> struct Codebook<CB_O4>  { static const int PB = 16; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
 template <> struct Codebook<CB_U2M> { static const int PB = 12; static const int RULE = RULE_ASYMMETRIC; static const bool SECOND = true; };
+template <> struct Codebook<CB_NL2> { static const int PB = 16; static const int RULE = RULE_SINGLE; static const bool SECOND = false; };
+template <> struct Codebook<CB_NL2D> { static const int PB = 16; static const int RULE = RULE_DUAL; static const bool SECOND = true; };
 
 // u2m (Q2_K) carries a min per 16 values: the min multiplies m_lo * sum(a[0..16]) + m_hi *
 // sum(a[16..32]), not the block sum. Its payload word 2 holds the sub-scales (byte 0) and
 // the sub-mins (byte 1), low nibble for elements 0..15.
 template <int CB> struct SubMins { static const bool VALUE = CB == CB_U2M; };
 
-// The 16-entry table codebooks (nl4, e2m1, nl3): decoded straight from payload words in the
-// interleaved element order (4i, 4i+16, 4i+1, 4i+17, ...), the other operand permuted to match.
-template <int CB> struct Table { static const bool VALUE = CB == CB_NL4 || CB == CB_E2M1 || CB == CB_NL3; };
+// The single-scale 16-entry table codebooks (nl4, e2m1, nl3, nl2): decoded straight from payload
+// words in the interleaved element order (4i, 4i+16, 4i+1, 4i+17, ...), the other operand permuted
+// to match. nl2d's two scales need the halves apart, so it decodes in element order.
+template <int CB> struct Table {
+  static const bool VALUE = CB == CB_NL4 || CB == CB_E2M1 || CB == CB_NL3 || CB == CB_NL2;
+};
 
 // f16 bits to f32 (exact); PTX directly, so the module needs no cuda_fp16.h.
 __device__ __forceinline__ float h2f(unsigned short bits) {
@@ -105,11 +110,17 @@ __device__ __forceinline__ u32 spread_bits45(u32 h) {
 #define VNNI_NL3_T0 0x1C140C04u
 #define VNNI_NL3_T1 0x3E342C24u
 
-// The sign-magnitude table codebooks (e2m1, nl3): entries 0..7 are the magnitudes in the bytes
-// of T0:T1, entries 8..15 their negatives.
+// The nl2 / nl2d levels, entries 0..7 (8, 25, 43: IQ2; 1, 7, 9: IQ1 times eight; 0, 0); 8..15 their negatives.
+#define VNNI_NL2_T0 0x012B1908u
+#define VNNI_NL2_T1 0x00000907u
+
+// The sign-magnitude table codebooks (e2m1, nl3, nl2, nl2d): entries 0..7 are the magnitudes in
+// the bytes of T0:T1, entries 8..15 their negatives.
 template <int CB> struct SignMagnitude { static const bool VALUE = false; static const u32 T0 = 0, T1 = 0; };
 template <> struct SignMagnitude<CB_E2M1> { static const bool VALUE = true; static const u32 T0 = VNNI_E2M1_T0, T1 = VNNI_E2M1_T1; };
 template <> struct SignMagnitude<CB_NL3> { static const bool VALUE = true; static const u32 T0 = VNNI_NL3_T0, T1 = VNNI_NL3_T1; };
+template <> struct SignMagnitude<CB_NL2> { static const bool VALUE = true; static const u32 T0 = VNNI_NL2_T0, T1 = VNNI_NL2_T1; };
+template <> struct SignMagnitude<CB_NL2D> { static const bool VALUE = true; static const u32 T0 = VNNI_NL2_T0, T1 = VNNI_NL2_T1; };
 
 // PTX prmt in its default mode: a selector nibble with bit 3 set replicates the sign of the
 // selected byte (the nl4 dot relies on it; __byte_perm does not promise that).
@@ -291,7 +302,7 @@ __device__ __forceinline__ int2 block_dots(const Raw& raw, const ActBlock& x) {
     }
     return make_int2(lo, 0);
   }
-  if (SignMagnitude<CB>::VALUE) {
+  if (SignMagnitude<CB>::VALUE && Table<CB>::VALUE) {
     // Single-scale too, in the same interleaved order: the positive entries through the
     // first lookup, the magnitudes of the negative ones through the second (see
     // sign_magnitude_word), each dotted on its own and subtracted: exact, and no bytewise

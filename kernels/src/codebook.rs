@@ -5,7 +5,9 @@
 //! `payload: u8 [KBLK][N][PB]`, `scale: f16 [KBLK][N]`, `second: f16 [KBLK][N]`.
 //! Payload conventions per 32-value block (byte j holds element j in its low nibble
 //! and element j + 16 in its high nibble wherever nibbles are used):
-//! - `s4`, `nl4`, `u4`, `e2m1`, `nl3`, `o4`: 16 nibble bytes.
+//! - `s4`, `nl4`, `u4`, `e2m1`, `nl3`, `o4`, `nl2`, `nl2d`: 16 nibble bytes. `nl2d` is the one
+//!   table codebook with two scales (elements 0..15, 16..31), so GPUs decode it in element order,
+//!   not in the interleaved order of the single-scale tables.
 //! - `s5`, `u5`: 16 nibble bytes, then a little-endian u32 whose bit i is bit 4 of element i.
 //! - `s6d`: 16 nibble bytes (bits 0..3), then 8 bytes where byte 16 + i holds bits 4..5 of
 //!   elements 4i .. 4i+3 at shifts 0, 2, 4, 6.
@@ -34,6 +36,12 @@ pub const IQ4_TABLE: [i8; 16] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13
 
 /// The IQ3_XXS levels as a sign-magnitude table: entries 0..7 the levels, 8..15 their negatives.
 pub const NL3_TABLE: [i8; 16] = [4, 12, 20, 28, 36, 44, 52, 62, -4, -12, -20, -28, -36, -44, -52, -62];
+
+/// The grid levels of the 2-bit and 1-bit i-quants as a sign-magnitude table (`nl2`, `nl2d`):
+/// entries 0..2 the IQ2 levels 8, 25, 43; entries 3..5 the IQ1 values times eight (a grid
+/// value -1, 0 or 1 plus a delta of +-1/8: 1, 7, 9 in magnitude); 6 and 7 unused (zero);
+/// 8..15 the negatives of 0..7.
+pub const NL2_TABLE: [i8; 16] = [8, 25, 43, 1, 7, 9, 0, 0, -8, -25, -43, -1, -7, -9, 0, 0];
 
 /// The MXFP4 (E2M1) values, doubled so that they are integers: entries 0..7 are
 /// 0, 0.5, 1, 1.5, 2, 3, 4, 6 times two, entries 8..15 their negatives.
@@ -86,10 +94,12 @@ pub enum Codebook {
     Nl3,
     O4,
     U2m,
+    Nl2,
+    Nl2d,
 }
 
 impl Codebook {
-    pub const ALL: [Codebook; 12] = [
+    pub const ALL: [Codebook; 14] = [
         Codebook::S4,
         Codebook::Nl4,
         Codebook::U4,
@@ -102,6 +112,8 @@ impl Codebook {
         Codebook::Nl3,
         Codebook::O4,
         Codebook::U2m,
+        Codebook::Nl2,
+        Codebook::Nl2d,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -118,13 +130,22 @@ impl Codebook {
             Codebook::Nl3 => "nl3",
             Codebook::O4 => "o4",
             Codebook::U2m => "u2m",
+            Codebook::Nl2 => "nl2",
+            Codebook::Nl2d => "nl2d",
         }
     }
 
     /// Payload bytes per 32 values (`PB`).
     pub const fn payload_bytes(self) -> usize {
         match self {
-            Codebook::S4 | Codebook::Nl4 | Codebook::U4 | Codebook::E2m1 | Codebook::Nl3 | Codebook::O4 => 16,
+            Codebook::S4
+            | Codebook::Nl4
+            | Codebook::U4
+            | Codebook::E2m1
+            | Codebook::Nl3
+            | Codebook::O4
+            | Codebook::Nl2
+            | Codebook::Nl2d => 16,
             Codebook::S5 | Codebook::U5 => 20,
             Codebook::S6d => 24,
             Codebook::S8 => 32,
@@ -136,7 +157,7 @@ impl Codebook {
     pub const fn scale_rule(self) -> ScaleRule {
         match self {
             Codebook::U4 | Codebook::U5 | Codebook::U2m => ScaleRule::Asymmetric,
-            Codebook::S6d | Codebook::S3d => ScaleRule::DualScale,
+            Codebook::S6d | Codebook::S3d | Codebook::Nl2d => ScaleRule::DualScale,
             _ => ScaleRule::Single,
         }
     }
@@ -176,6 +197,7 @@ impl Codebook {
             Codebook::Nl3 => decode_nl3(payload),
             Codebook::O4 => decode_o4(payload),
             Codebook::U2m => decode_u2m(payload),
+            Codebook::Nl2 | Codebook::Nl2d => decode_nl2(payload),
         }
     }
 
@@ -230,6 +252,12 @@ pub fn decode_e2m1(p: &[u8]) -> [i8; 32] {
 #[inline]
 pub fn decode_nl3(p: &[u8]) -> [i8; 32] {
     nibbles(p, |x| NL3_TABLE[x as usize])
+}
+
+/// `nl2` and `nl2d` share the table; only their scale rules differ.
+#[inline]
+pub fn decode_nl2(p: &[u8]) -> [i8; 32] {
+    nibbles(p, |x| NL2_TABLE[x as usize])
 }
 
 /// The odd values -15..15 of IQ3_S: nibble n is 2n - 15. (The CUDA M = 1 dot uses that form,

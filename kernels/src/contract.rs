@@ -10,13 +10,13 @@ use std::ops::Range;
 /// How a block's integer dot products become its f32 contribution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScaleRule {
-    /// `c = (sa * s) * dot` (s4, nl4, s5, s8, e2m1, nl3, o4).
+    /// `c = (sa * s) * dot` (s4, nl4, s5, s8, e2m1, nl3, o4, nl2).
     Single,
     /// `c = ((sa * s) * dot) + ((sa * min) * sum)` (u4, u5, u2m); `second` is the min. `sum` is
     /// the activation block's sum, or for sub-block mins (u2m) `m_lo * sum(a[0..16]) + m_hi *
     /// sum(a[16..32])` ([`min_sum`]).
     Asymmetric,
-    /// `c = sa * ((s_lo * dot_lo) + (s_hi * dot_hi))` (s6d); `second` scales elements 16..31.
+    /// `c = sa * ((s_lo * dot_lo) + (s_hi * dot_hi))` (s6d, s3d, nl2d); `second` scales elements 16..31.
     DualScale,
 }
 

@@ -118,17 +118,23 @@ pub fn source_blocks(format: SourceFormat, blocks: usize, seed: u64) -> Vec<u8> 
     let bb = format.block_bytes();
     let mut bytes = vec![0u8; blocks * bb];
     fill_bytes(derive_seed(seed, format.name()), &mut bytes);
-    let offsets = with_block!(format, B => <B as crate::codec::Block>::F16_OFFSETS);
+    let (offsets, split) =
+        with_block!(format, B => (<B as crate::codec::Block>::F16_OFFSETS, <B as crate::codec::Block>::SPLIT_F16));
     let fseed = derive_seed(seed, "f16 fields");
     for (i, block) in bytes.chunks_exact_mut(bb).enumerate() {
-        for (j, &off) in offsets.iter().enumerate() {
+        let value = |j: usize| {
             let r = splitmix64(fseed, (i * 4 + j) as u64);
-            let v = match (r >> 32) & 63 {
+            match (r >> 32) & 63 {
                 0 => f16::from_bits((r as u16) & 0x8000), // signed zero
                 1 => f16::from_bits((r as u16) & 0x83FF), // subnormal
                 _ => bounded_f16(r, 5),
-            };
-            block[off..off + 2].copy_from_slice(&v.to_le_bytes());
+            }
+        };
+        for (j, &off) in offsets.iter().enumerate() {
+            block[off..off + 2].copy_from_slice(&value(j).to_le_bytes());
+        }
+        if let Some(s) = split {
+            s.write(block, value(offsets.len()));
         }
     }
     bytes

@@ -28,6 +28,11 @@ pub enum SourceFormat {
     IQ3_XXS,
     IQ3_S,
     Q2_K,
+    IQ2_XXS,
+    IQ2_XS,
+    IQ2_S,
+    IQ1_S,
+    IQ1_M,
 }
 
 /// Static facts about one source format.
@@ -43,7 +48,7 @@ pub struct FormatInfo {
 
 impl SourceFormat {
     /// Registry order: the order of DESIGN.md's milestone-1 table.
-    pub const ALL: [SourceFormat; 15] = [
+    pub const ALL: [SourceFormat; 20] = [
         SourceFormat::Q4_0,
         SourceFormat::IQ4_NL,
         SourceFormat::IQ4_XS,
@@ -59,6 +64,11 @@ impl SourceFormat {
         SourceFormat::IQ3_XXS,
         SourceFormat::IQ3_S,
         SourceFormat::Q2_K,
+        SourceFormat::IQ2_XXS,
+        SourceFormat::IQ2_XS,
+        SourceFormat::IQ2_S,
+        SourceFormat::IQ1_S,
+        SourceFormat::IQ1_M,
     ];
 
     pub const fn info(self) -> FormatInfo {
@@ -80,6 +90,11 @@ impl SourceFormat {
             F::IQ3_XXS => (18, 98, 256, C::Nl3),
             F::IQ3_S => (21, 110, 256, C::O4),
             F::Q2_K => (10, 84, 256, C::U2m),
+            F::IQ2_XXS => (16, 66, 256, C::Nl2),
+            F::IQ2_XS => (17, 74, 256, C::Nl2d),
+            F::IQ2_S => (22, 82, 256, C::Nl2d),
+            F::IQ1_S => (19, 50, 256, C::Nl2),
+            F::IQ1_M => (29, 56, 256, C::Nl2d),
         };
         FormatInfo { format: self, ggml_type, block_bytes, block_elems, codebook }
     }
@@ -118,6 +133,11 @@ impl SourceFormat {
             SourceFormat::IQ3_XXS => "IQ3_XXS",
             SourceFormat::IQ3_S => "IQ3_S",
             SourceFormat::Q2_K => "Q2_K",
+            SourceFormat::IQ2_XXS => "IQ2_XXS",
+            SourceFormat::IQ2_XS => "IQ2_XS",
+            SourceFormat::IQ2_S => "IQ2_S",
+            SourceFormat::IQ1_S => "IQ1_S",
+            SourceFormat::IQ1_M => "IQ1_M",
         }
     }
 
@@ -139,7 +159,7 @@ impl fmt::Display for SourceFormat {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown source format {0:?} (known: Q4_0, IQ4_NL, IQ4_XS, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, MXFP4, Q3_K, IQ3_XXS, IQ3_S, Q2_K)"
+    "unknown source format {0:?} (known: Q4_0, IQ4_NL, IQ4_XS, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, MXFP4, Q3_K, IQ3_XXS, IQ3_S, Q2_K, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M)"
 )]
 pub struct UnknownFormat(pub String);
 

@@ -9,13 +9,22 @@ use vnni_kernels::fixture;
 use vnni_kernels::{repack, Codebook, CodecError, RepackError, ShapeError, SourceFormat};
 
 #[test]
-fn registry_has_fifteen_formats_twelve_codebooks_three_alias_groups() {
-    assert_eq!(SourceFormat::ALL.len(), 15);
-    assert_eq!(Codebook::ALL.len(), 12);
+fn registry_has_twenty_formats_fourteen_codebooks_five_alias_groups() {
+    assert_eq!(SourceFormat::ALL.len(), 20);
+    assert_eq!(Codebook::ALL.len(), 14);
     let groups: Vec<Vec<SourceFormat>> =
         Codebook::ALL.iter().map(|&c| SourceFormat::aliases_of(c)).filter(|g| g.len() > 1).collect();
     use SourceFormat::*;
-    assert_eq!(groups, vec![vec![IQ4_NL, IQ4_XS], vec![Q4_1, Q4_K], vec![Q5_1, Q5_K]]);
+    assert_eq!(
+        groups,
+        vec![
+            vec![IQ4_NL, IQ4_XS],
+            vec![Q4_1, Q4_K],
+            vec![Q5_1, Q5_K],
+            vec![IQ2_XXS, IQ1_S],
+            vec![IQ2_XS, IQ2_S, IQ1_M]
+        ]
+    );
     for c in Codebook::ALL {
         assert!(!SourceFormat::aliases_of(c).is_empty(), "{c} has no source format");
     }
@@ -38,6 +47,14 @@ fn registry_has_fifteen_formats_twelve_codebooks_three_alias_groups() {
     assert_eq!(SourceFormat::from_ggml_type(10), Some(Q2_K));
     assert_eq!(Q2_K.bits_per_weight(), 2.625);
     assert_eq!("Q2_K_S".parse::<SourceFormat>(), Ok(Q2_K));
+    // The 2-bit and 1-bit i-quants (ggml types 16, 17, 22, 19, 29) and their sizes.
+    for (f, ty, bpw) in
+        [(IQ2_XXS, 16, 2.0625), (IQ2_XS, 17, 2.3125), (IQ2_S, 22, 2.5625), (IQ1_S, 19, 1.5625), (IQ1_M, 29, 1.75)]
+    {
+        assert_eq!(SourceFormat::from_ggml_type(ty), Some(f));
+        assert_eq!(f.bits_per_weight(), bpw, "{f}");
+        assert_eq!(f.name().to_ascii_lowercase().parse::<SourceFormat>(), Ok(f));
+    }
 }
 
 #[test]
@@ -230,6 +247,8 @@ fn decode_matches_each_codebooks_documented_value_range() {
         (Codebook::Nl3, -62, 62),
         (Codebook::O4, -15, 15),
         (Codebook::U2m, 0, 45),
+        (Codebook::Nl2, -43, 43),
+        (Codebook::Nl2d, -43, 43),
     ];
     for (cb, lo, hi) in ranges {
         let w = fixture::packed_matrix(cb, 64, 256, 5).unwrap();
@@ -241,5 +260,41 @@ fn decode_matches_each_codebooks_documented_value_range() {
         }
         assert_eq!(*seen.first().unwrap(), lo, "{cb}");
         assert_eq!(*seen.last().unwrap(), hi, "{cb}");
+    }
+}
+
+/// IQ1_M keeps its f16 scale in the top nibbles of four words: a non-finite one is refused
+/// like any stored f16 field, naming the block and the first word's offset, and the other
+/// bits of those words stay as they were when the scale is written.
+#[test]
+fn iq1m_split_scale_is_validated_and_written_in_place() {
+    let f = SourceFormat::IQ1_M;
+    let mut bytes = fixture::source_blocks(f, 3, 9);
+    let split = <codec::BlockIq1M as Block>::SPLIT_F16.unwrap();
+    let before = bytes[56..112].to_vec();
+    split.write(&mut bytes[56..112], f16::NAN);
+    assert!(bytes[56..112].iter().zip(&before).enumerate().all(|(i, (a, b))| {
+        let top_nibble = (48..56).contains(&i) && i % 2 == 1;
+        top_nibble || a == b
+    }));
+    assert!(split.read(&bytes[56..112]).is_nan());
+    assert!(matches!(codec::dequantize(f, &bytes), Err(CodecError::NonFiniteScale { block: 1, offset: 48, .. })));
+}
+
+/// IQ1 values are a grid value -1, 0, 1 plus a delta of +-1/8: packed, eight times that, so
+/// only +-1, +-7, +-9 occur, and their blocks decode to the source values within f16 rounding
+/// of the scales (packed_weights_match_source_dequantization_within_f16_scale_rounding).
+#[test]
+fn iq1_values_pack_to_eight_times_grid_plus_delta() {
+    for f in [SourceFormat::IQ1_S, SourceFormat::IQ1_M] {
+        let bytes = fixture::source_blocks(f, 64, 3);
+        let w = repack(f, 8, 2048, &bytes).unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        for b in 0..w.kblk() {
+            for n in 0..w.n {
+                seen.extend(w.block(b, n).values.iter().map(|&v| v as i32));
+            }
+        }
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![-9, -7, -1, 1, 7, 9], "{f}");
     }
 }

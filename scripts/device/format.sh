@@ -8,6 +8,10 @@
 # certificates, tables; a proxy verdict). FORMAT, CODEBOOK and PEER_TYPE may list several
 # formats (comma-separated, in the same order); the peers run once per shape, each under its
 # own time limit (llama.cpp quantizes the weights of the iq* types slowly on the host).
+# RAGGED=1 adds the grouped certificates at the ragged N = 1000 x 2304 that every codebook
+# needs; BENCH=0 skips the bench; SEED_CACHE names a carried cubin cache (`preflight --static
+# --cache DIR` here, NVRTC 13.0.88 like the GPU machine's) copied in before the preflight, so the
+# call spends no time compiling. Every step packs what ran so far into $OUT/format.tar.gz.
 # Prints a short table last.
 #   BIN=target/device-bin/vnni-dispatch PEERS=target/peers/ggml-d99724f-cuda.tar.gz \
 #     FORMAT=MXFP4 CODEBOOK=e2m1 PEER_TYPE=mxfp4 bash scripts/device/format.sh
@@ -24,8 +28,12 @@ REFERENCE_TYPE=${REFERENCE_TYPE:-q4_0}
 SHAPES=${SHAPES:-151936x4096,248320x5120}
 MS=${MS:-2,4,8,16,31}
 . "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
-# What ran comes back even when a step fails or the call is stopped.
+# What ran comes back even when a step fails or the call is stopped (after every step too).
+SNAPSHOT="$OUT/format.tar.gz"
 trap 'tar -C "$WORK" -czf "$OUT/format.tar.gz" --exclude="*.timing.csv.zst" . 2>/dev/null || true' EXIT
+if [ -n "${SEED_CACHE:-}" ]; then
+  mkdir -p "$CACHE" && cp -n "$SEED_CACHE"/* "$CACHE"/
+fi
 PEER_SH=$(dirname "${BASH_SOURCE[0]}")/../../target/peers/ggml-perf.sh
 if [ -n "${PEERS:-}" ]; then  # build while ours runs (low priority: ours times in graph mode)
   (nice -n 19 bash "$PEER_SH" "$PEERS" 'q4_0:4096x4096:1' /dev/null >"$WORK/peer-build.log" 2>&1 || true) &
@@ -34,11 +42,17 @@ fi
 run preflight "$BIN" preflight --cache "$CACHE" --out "$WORK/resources.csv"
 run certify-grouped "$BIN" certify --backend cuda --cache "$CACHE" --formats "$FORMAT" \
   --out "$WORK/certificates-grouped.jsonl"
+if [ "${RAGGED:-0}" = 1 ]; then
+  run certify-ragged "$BIN" certify --backend cuda --cache "$CACHE" --formats "$FORMAT" --shapes 1000x2304 \
+    --out "$WORK/certificates-ragged.jsonl"
+fi
 run certify-prefill "$BIN" certify --backend cuda --surface prefill --cache "$CACHE" --formats "$FORMAT" \
   --out "$WORK/certificates-prefill.jsonl"
-run bench "$BIN" bench --cache "$CACHE" --shapes "$SHAPES" --grouped-shapes "$SHAPES" --grouped-m "$MS" \
+if [ "${BENCH:-1}" = 1 ]; then
+  run bench "$BIN" bench --cache "$CACHE" --shapes "$SHAPES" --grouped-shapes "$SHAPES" --grouped-m "$MS" \
   --prefill-shapes '' --prefill-m '' --codebooks "$CODEBOOK,$REFERENCE" --modes graph --samples 12 --warmups 2 \
   --out "$WORK/bench"
+fi
 if [ "${REFRESH:-0}" = 1 ]; then
   run refresh "$BIN" refresh --backend cuda --profile family-smoke --cache "$CACHE" --out "$WORK/refresh" --random 100000
 fi
@@ -51,7 +65,7 @@ if [ -n "${PEERS:-}" ]; then
   done
 fi
 echo
-python3 - "$WORK/bench/decode.csv" "$WORK/peers.txt" "$CODEBOOK,$REFERENCE" "$PEER_TYPE,$REFERENCE_TYPE" <<'EOF'
+[ -f "$WORK/bench/decode.csv" ] && python3 - "$WORK/bench/decode.csv" "$WORK/peers.txt" "$CODEBOOK,$REFERENCE" "$PEER_TYPE,$REFERENCE_TYPE" <<'EOF'
 import csv, os, sys
 best = {}  # (n, k, codebook, m) -> (us, pct_copy, candidate)
 for r in csv.DictReader(open(sys.argv[1])):

@@ -4,12 +4,12 @@ mod common;
 use common::vnni;
 
 #[test]
-fn formats_json_lists_fifteen_formats_twelve_codebooks_three_alias_groups() {
+fn formats_json_lists_twenty_formats_fourteen_codebooks_five_alias_groups() {
     let (ok, out, err) = vnni(&["formats", "--json"]);
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["formats"].as_array().unwrap().len(), 15);
-    assert_eq!(v["codebooks"].as_array().unwrap().len(), 12);
+    assert_eq!(v["formats"].as_array().unwrap().len(), 20);
+    assert_eq!(v["codebooks"].as_array().unwrap().len(), 14);
     let groups: Vec<String> = v["alias_groups"]
         .as_array()
         .unwrap()
@@ -22,7 +22,10 @@ fn formats_json_lists_fifteen_formats_twelve_codebooks_three_alias_groups() {
             )
         })
         .collect();
-    assert_eq!(groups, ["nl4=IQ4_NL+IQ4_XS", "u4=Q4_1+Q4_K", "u5=Q5_1+Q5_K"]);
+    assert_eq!(
+        groups,
+        ["nl4=IQ4_NL+IQ4_XS", "u4=Q4_1+Q4_K", "u5=Q5_1+Q5_K", "nl2=IQ2_XXS+IQ1_S", "nl2d=IQ2_XS+IQ2_S+IQ1_M"]
+    );
     let q6k = v["formats"].as_array().unwrap().iter().find(|f| f["name"] == "Q6_K").unwrap();
     assert_eq!(q6k["codebook"], "s6d");
     assert_eq!(q6k["block_bytes"], 210);
@@ -33,7 +36,16 @@ fn formats_json_lists_fifteen_formats_twelve_codebooks_three_alias_groups() {
     assert_eq!(mxfp4["block_bytes"], 17);
     let q3k = v["formats"].as_array().unwrap().iter().find(|f| f["name"] == "Q3_K").unwrap();
     assert_eq!((q3k["codebook"].as_str(), q3k["block_bytes"].as_u64()), (Some("s3d"), Some(110)));
-    for (name, codebook, bytes) in [("IQ3_XXS", "nl3", 98), ("IQ3_S", "o4", 110), ("Q2_K", "u2m", 84)] {
+    for (name, codebook, bytes) in [
+        ("IQ3_XXS", "nl3", 98),
+        ("IQ3_S", "o4", 110),
+        ("Q2_K", "u2m", 84),
+        ("IQ2_XXS", "nl2", 66),
+        ("IQ2_XS", "nl2d", 74),
+        ("IQ2_S", "nl2d", 82),
+        ("IQ1_S", "nl2", 50),
+        ("IQ1_M", "nl2d", 56),
+    ] {
         let f = v["formats"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap();
         assert_eq!((f["codebook"].as_str(), f["block_bytes"].as_u64()), (Some(codebook), Some(bytes)), "{name}");
     }
@@ -44,7 +56,7 @@ fn formats_table_is_readable() {
     let (ok, out, _) = vnni(&["formats"]);
     assert!(ok);
     assert!(out.lines().any(|l| l.starts_with("Q4_K") && l.contains("u4: Q4_1, Q4_K")), "{out}");
-    assert!(out.contains("15 source formats, 12 codebooks, 3 alias groups"), "{out}");
+    assert!(out.contains("20 source formats, 14 codebooks, 5 alias groups"), "{out}");
 }
 
 #[test]

@@ -17,7 +17,7 @@ fn inventory_prints_plans_and_digests() {
     let digest = out.lines().last().unwrap().rsplit(' ').next().unwrap().to_string();
     let plan = Inventory::load(&dir).unwrap().resolve("family-smoke").unwrap();
     assert_eq!(digest, plan.digest());
-    assert!(out.contains("135 cells, 2 pass(es) of 1 warmup + 3 sample rounds (a pass ends after 4 once"), "{out}");
+    assert!(out.contains("180 cells, 2 pass(es) of 1 warmup + 3 sample rounds (a pass ends after 4 once"), "{out}");
     let (ok, json, _) = vnni(&["inventory", "--dir", dir.to_str().unwrap(), "--profile", "family-smoke", "--json"]);
     assert!(ok);
     assert_eq!(json.trim(), plan.canonical_json());
@@ -36,7 +36,7 @@ fn a_model_written_by_gguf_py_imports_into_the_inventory() {
 
     let m = gguf::read(&model).unwrap();
     assert_eq!(m.name.as_deref(), Some("tiny-model"));
-    assert_eq!(m.tensors.len(), 13);
+    assert_eq!(m.tensors.len(), 15);
     let tensor = |name: &str| m.tensors.iter().find(|t| t.name == name).unwrap();
     assert_eq!(tensor("blk.1.attn_q.weight").weight(), Some((64, 256, SourceFormat::Q4_K)));
     let experts = tensor("blk.0.ffn_up_exps.weight");
@@ -47,11 +47,13 @@ fn a_model_written_by_gguf_py_imports_into_the_inventory() {
     assert_eq!(tensor("blk.0.attn_output.weight").weight(), Some((40, 256, SourceFormat::IQ3_XXS)));
     assert_eq!(tensor("blk.0.ffn_gate.weight").weight(), Some((48, 256, SourceFormat::IQ3_S)));
     assert_eq!(tensor("blk.0.ffn_up.weight").weight(), Some((56, 256, SourceFormat::Q2_K)));
+    assert_eq!(tensor("blk.0.ffn_down_shexp.weight").weight(), Some((72, 256, SourceFormat::IQ2_XXS)));
+    assert_eq!(tensor("blk.0.ffn_gate_shexp.weight").weight(), Some((80, 256, SourceFormat::IQ1_M)));
     assert_eq!(tensor("blk.0.attn_v.weight").unsupported_type().as_deref(), Some("TQ1_0"));
 
     let (ok, out, err) = vnni(&["inventory", "--dir", inv_dir.to_str().unwrap(), "import", model.to_str().unwrap()]);
     assert!(ok, "{err}");
-    assert!(out.contains("8 shapes"), "{out}");
+    assert!(out.contains("10 shapes"), "{out}");
     // Matrices of types not supported yet are named with their type and skipped.
     assert!(
         err.contains("1 tensor(s) of type TQ1_0, not supported yet, skipped: blk.0.attn_v.weight")
@@ -74,7 +76,11 @@ fn a_model_written_by_gguf_py_imports_into_the_inventory() {
     assert_eq!((gate.n, gate.k, gate.formats.clone()), (48, 256, vec![SourceFormat::IQ3_S]));
     let dense_up = get("tiny-model.ffn_up");
     assert_eq!((dense_up.n, dense_up.k, dense_up.formats.clone()), (56, 256, vec![SourceFormat::Q2_K]));
-    assert_eq!(inv.shapes.len(), 8, "two layers of one role collapse to one shape; F32 and TQ1_0 are skipped");
+    let shexp = get("tiny-model.ffn_down_shexp");
+    assert_eq!((shexp.n, shexp.k, shexp.formats.clone()), (72, 256, vec![SourceFormat::IQ2_XXS]));
+    let gate_shexp = get("tiny-model.ffn_gate_shexp");
+    assert_eq!((gate_shexp.n, gate_shexp.k, gate_shexp.formats.clone()), (80, 256, vec![SourceFormat::IQ1_M]));
+    assert_eq!(inv.shapes.len(), 10, "two layers of one role collapse to one shape; F32 and TQ1_0 are skipped");
     // Importing again would overwrite: refused.
     let (ok, _, err) = vnni(&["inventory", "--dir", inv_dir.to_str().unwrap(), "import", model.to_str().unwrap()]);
     assert!(!ok && err.contains("exists"), "{err}");

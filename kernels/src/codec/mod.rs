@@ -2,6 +2,8 @@
 //! operation order as gguf-py, so results agree bit for bit), quantize from f32, and
 //! repack into codebook blocks. One [`Block`] type per source format.
 
+mod iq12;
+mod iq12_grid;
 mod iq3;
 mod iq3_grid;
 mod iq4;
@@ -9,6 +11,7 @@ mod kquant;
 mod legacy;
 mod mxfp4;
 
+pub use iq12::{BlockIq1M, BlockIq1S, BlockIq2S, BlockIq2Xs, BlockIq2Xxs};
 pub use iq3::{BlockIq3S, BlockIq3Xxs};
 pub use iq4::{BlockIq4Nl, BlockIq4Xs};
 pub use kquant::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K};
@@ -28,6 +31,9 @@ pub trait Block: Sized + Send + Sync {
     const BYTES: usize = Self::FORMAT.block_bytes();
     const ELEMS: usize = Self::FORMAT.block_elems();
 
+    /// An f16 field stored split across the top nibbles of four u16 words (IQ1_M): it must
+    /// hold a finite value too.
+    const SPLIT_F16: Option<SplitF16> = None;
     /// Read a block from exactly `Self::BYTES` bytes (already validated by [`parse_blocks`]).
     fn read(bytes: &[u8]) -> Self;
     /// Write the block's `Self::BYTES` bytes.
@@ -119,6 +125,26 @@ macro_rules! with_block {
                 type $B = $crate::codec::BlockQ2K;
                 $body
             }
+            SourceFormat::IQ2_XXS => {
+                type $B = $crate::codec::BlockIq2Xxs;
+                $body
+            }
+            SourceFormat::IQ2_XS => {
+                type $B = $crate::codec::BlockIq2Xs;
+                $body
+            }
+            SourceFormat::IQ2_S => {
+                type $B = $crate::codec::BlockIq2S;
+                $body
+            }
+            SourceFormat::IQ1_S => {
+                type $B = $crate::codec::BlockIq1S;
+                $body
+            }
+            SourceFormat::IQ1_M => {
+                type $B = $crate::codec::BlockIq1M;
+                $body
+            }
         }
     };
 }
@@ -134,6 +160,30 @@ pub(crate) fn write_f16(out: &mut [u8], offset: usize, value: f16) {
     out[offset..offset + 2].copy_from_slice(&value.to_le_bytes());
 }
 
+/// An f16 stored as the top nibbles of four little-endian u16 words at `offset`, word 0's
+/// nibble lowest (IQ1_M's block scale; the words' other bits belong to other fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitF16 {
+    pub offset: usize,
+}
+
+impl SplitF16 {
+    fn word(self, bytes: &[u8], w: usize) -> u16 {
+        u16::from_le_bytes([bytes[self.offset + 2 * w], bytes[self.offset + 2 * w + 1]])
+    }
+
+    pub fn read(self, bytes: &[u8]) -> f16 {
+        f16::from_bits((0..4).fold(0u16, |d, w| d | ((self.word(bytes, w) >> 12) << (4 * w))))
+    }
+
+    pub fn write(self, bytes: &mut [u8], value: f16) {
+        for w in 0..4 {
+            let word = (self.word(bytes, w) & 0x0FFF) | (((value.to_bits() >> (4 * w)) & 15) << 12);
+            bytes[self.offset + 2 * w..self.offset + 2 * w + 2].copy_from_slice(&word.to_le_bytes());
+        }
+    }
+}
+
 pub(crate) fn array<const L: usize>(bytes: &[u8]) -> [u8; L] {
     bytes[..L].try_into().expect("caller passes at least L bytes")
 }
@@ -144,12 +194,12 @@ pub fn validate(format: SourceFormat, bytes: &[u8]) -> Result<usize, CodecError>
     if bytes.len() % bb != 0 {
         return Err(CodecError::BadLength { format, len: bytes.len(), block_bytes: bb });
     }
-    let offsets = with_block!(format, B => B::F16_OFFSETS);
+    let (offsets, split) = with_block!(format, B => (B::F16_OFFSETS, B::SPLIT_F16));
     for (block, chunk) in bytes.chunks_exact(bb).enumerate() {
-        for &offset in offsets {
-            let v = read_f16(chunk, offset);
-            if !v.is_finite() {
-                return Err(CodecError::NonFiniteScale { format, block, offset, bits: v.to_bits() });
+        let fields = offsets.iter().map(|&offset| (offset, read_f16(chunk, offset).to_bits()));
+        for (offset, bits) in fields.chain(split.map(|s| (s.offset, s.read(chunk).to_bits()))) {
+            if !f16::from_bits(bits).is_finite() {
+                return Err(CodecError::NonFiniteScale { format, block, offset, bits });
             }
         }
     }

@@ -69,6 +69,8 @@ fn codebook_constant(cb: Codebook) -> &'static str {
         Codebook::Nl3 => "vnni::CB_NL3",
         Codebook::O4 => "vnni::CB_O4",
         Codebook::U2m => "vnni::CB_U2M",
+        Codebook::Nl2 => "vnni::CB_NL2",
+        Codebook::Nl2d => "vnni::CB_NL2D",
     }
 }
 
