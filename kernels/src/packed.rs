@@ -4,7 +4,7 @@
 use half::f16;
 use rayon::prelude::*;
 
-use crate::codec::{read_f16, with_block, Block};
+use crate::codec::{non_finite_f16, with_block, Block};
 use crate::contract::ScaleRule;
 use crate::{Codebook, RepackError, ShapeError, SourceFormat};
 
@@ -168,10 +168,8 @@ fn repack_blocks<B: Block>(n: usize, k: usize, bytes: &[u8]) -> Result<PackedMat
             let mut out = [PackedBlock { payload: [0; 32], scale: 0.0, second: 0.0 }; 8];
             for row in 0..n {
                 let src = &bytes[(row * per_row + j) * B::BYTES..][..B::BYTES];
-                for &offset in B::F16_OFFSETS {
-                    if !read_f16(src, offset).is_finite() {
-                        return Err(RepackError::NonFiniteScale { format, row, block: j, offset });
-                    }
+                if let Some((offset, _)) = non_finite_f16::<B>(src) {
+                    return Err(RepackError::NonFiniteScale { format, row, block: j, offset });
                 }
                 B::read(src).repack(&mut out[..sub]);
                 for (s, blk) in out[..sub].iter().enumerate() {

@@ -32,7 +32,7 @@ MS=${MS:-2,4,8,16,31}
 SNAPSHOT="$OUT/format.tar.gz"
 trap 'tar -C "$WORK" -czf "$OUT/format.tar.gz" --exclude="*.timing.csv.zst" . 2>/dev/null || true' EXIT
 if [ -n "${SEED_CACHE:-}" ]; then
-  mkdir -p "$CACHE" && cp -n "$SEED_CACHE"/* "$CACHE"/
+  mkdir -p "$CACHE" && { cp -n "$SEED_CACHE"/* "$CACHE"/ || true; }  # some cp -n exit 1 on a skip
 fi
 PEER_SH=$(dirname "${BASH_SOURCE[0]}")/../../target/peers/ggml-perf.sh
 if [ -n "${PEERS:-}" ]; then  # build while ours runs (low priority: ours times in graph mode)

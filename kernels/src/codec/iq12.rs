@@ -7,7 +7,8 @@
 //! once the IQ1 values are multiplied by eight, which the codebooks hold as a sign-magnitude
 //! table ([`NL2_TABLE`]): `nl2` where a scale covers 32 values (IQ2_XXS, IQ1_S), `nl2d` where
 //! it covers 16 (IQ2_XS, IQ2_S, IQ1_M). The sub-block scales are the files' own products
-//! (`d * (0.5 + s) * 0.25`, `d * (2 s + 1)`), rounded to f16 when packed, as for IQ3_XXS.
+//! (`d * (0.5 + s) * 0.25`; IQ1's `d * (2 s + 1)` divided by eight, since its values are
+//! eight times the file's), rounded to f16 when packed, as for IQ3_XXS.
 //! All five are read, never written: gguf-py has no quantizer for them.
 
 use half::f16;
@@ -114,6 +115,11 @@ fn iq2_scale(d: f16, s: u32) -> f32 {
     d.to_f32() * (0.5f32 + s as f32) * 0.25f32
 }
 
+/// IQ2_XS and IQ2_S: a byte of two 4-bit scales per 32 values, the low nibble first.
+fn nibble_scales(d: f16, byte: u8) -> [f32; 2] {
+    [iq2_scale(d, u32::from(byte & 15)), iq2_scale(d, u32::from(byte >> 4))]
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BlockIq2Xxs {
     pub d: f16,
@@ -174,8 +180,7 @@ pub struct BlockIq2Xs {
 
 impl Iq2Grid for BlockIq2Xs {
     fn half_scales(&self, j: usize) -> [f32; 2] {
-        let s = u32::from(self.scales[j]);
-        [iq2_scale(self.d, s & 15), iq2_scale(self.d, s >> 4)]
+        nibble_scales(self.d, self.scales[j])
     }
 
     fn elements(&self, j: usize) -> [(u8, bool); 32] {
@@ -223,8 +228,7 @@ pub struct BlockIq2S {
 
 impl Iq2Grid for BlockIq2S {
     fn half_scales(&self, j: usize) -> [f32; 2] {
-        let s = u32::from(self.scales[j]);
-        [iq2_scale(self.d, s & 15), iq2_scale(self.d, s >> 4)]
+        nibble_scales(self.d, self.scales[j])
     }
 
     fn elements(&self, j: usize) -> [(u8, bool); 32] {

@@ -194,16 +194,23 @@ pub fn validate(format: SourceFormat, bytes: &[u8]) -> Result<usize, CodecError>
     if bytes.len() % bb != 0 {
         return Err(CodecError::BadLength { format, len: bytes.len(), block_bytes: bb });
     }
-    let (offsets, split) = with_block!(format, B => (B::F16_OFFSETS, B::SPLIT_F16));
+    let first_non_finite = with_block!(format, B => non_finite_f16::<B> as fn(&[u8]) -> Option<(usize, u16)>);
     for (block, chunk) in bytes.chunks_exact(bb).enumerate() {
-        let fields = offsets.iter().map(|&offset| (offset, read_f16(chunk, offset).to_bits()));
-        for (offset, bits) in fields.chain(split.map(|s| (s.offset, s.read(chunk).to_bits()))) {
-            if !f16::from_bits(bits).is_finite() {
-                return Err(CodecError::NonFiniteScale { format, block, offset, bits });
-            }
+        if let Some((offset, bits)) = first_non_finite(chunk) {
+            return Err(CodecError::NonFiniteScale { format, block, offset, bits });
         }
     }
     Ok(bytes.len() / bb)
+}
+
+/// The first f16 field of one block's bytes that does not hold a finite value, as (offset of
+/// the field, or of the first word of a split one; its bits).
+pub(crate) fn non_finite_f16<B: Block>(chunk: &[u8]) -> Option<(usize, u16)> {
+    let fields = B::F16_OFFSETS.iter().map(|&offset| (offset, read_f16(chunk, offset)));
+    fields
+        .chain(B::SPLIT_F16.map(|s| (s.offset, s.read(chunk))))
+        .find(|(_, v)| !v.is_finite())
+        .map(|(offset, v)| (offset, v.to_bits()))
 }
 
 /// Parse validated blocks of a known type.
