@@ -171,6 +171,11 @@ __device__ __forceinline__ u32 nibble_selector(u32 x) {
   return (x & 0xFu) | ((x >> 4) & 0xF0u) | ((x >> 8) & 0xF00u) | ((x >> 12) & 0xF000u);
 }
 
+// The same selector in three instructions (nl2d's element-order decode): x | x >> 4 holds
+// nibble pairs (0, 1) and (2, 3) in bytes 0 and 2, and one byte permute joins them. Only the
+// low 16 bits are a selector; the upper half is left over.
+__device__ __forceinline__ u32 nibble_pairs_selector(u32 x) { return prmt(x | (x >> 4), 0u, 0x0020u); }
+
 // IQ4 lookup of four nibbles held one per byte (values 0..15), element order preserved.
 __device__ __forceinline__ u32 iq4_lookup(u32 x) {
   u32 out0, out1;
@@ -239,9 +244,9 @@ __device__ __forceinline__ void decode(const Raw& r, int (&w)[8]) {
     if (CB == CB_S5) { lo = __vsub4(lo, 0x10101010u); hi = __vsub4(hi, 0x10101010u); }
     if (CB == CB_S6D) { lo = __vsub4(lo, 0x20202020u); hi = __vsub4(hi, 0x20202020u); }
     if (CB == CB_NL4) { lo = iq4_lookup(lo); hi = iq4_lookup(hi); }
-    if (SignMagnitude<CB>::VALUE) {
-      lo = sign_magnitude_word<CB>(nibble_selector(lo));
-      hi = sign_magnitude_word<CB>(nibble_selector(hi));
+    if (SignMagnitude<CB>::VALUE) {  // nl2d: the table codebooks' dots never decode here
+      lo = sign_magnitude_word<CB>(nibble_pairs_selector(lo));
+      hi = sign_magnitude_word<CB>(nibble_pairs_selector(hi));
     }
     if (CB == CB_O4) { lo = __vsub4(lo + lo, 0x0F0F0F0Fu); hi = __vsub4(hi + hi, 0x0F0F0F0Fu); }
     w[i] = (int)lo;

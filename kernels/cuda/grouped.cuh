@@ -150,8 +150,8 @@ __device__ __forceinline__ void decode_pair(const u8* __restrict__ p, int t, u32
     hi |= spread_bits45(payload_byte<SHARED>(p, 20 + t));
   }
   if (SignMagnitude<CB>::VALUE) {  // nl2d, in element order (the table codebooks returned above)
-    lo = sign_magnitude_word<CB>(nibble_selector(lo));
-    hi = sign_magnitude_word<CB>(nibble_selector(hi));
+    lo = sign_magnitude_word<CB>(nibble_pairs_selector(lo));
+    hi = sign_magnitude_word<CB>(nibble_pairs_selector(hi));
   }
   if (CB == CB_S4) { lo = __vsub4(lo, 0x08080808u); hi = __vsub4(hi, 0x08080808u); }
   if (CB == CB_O4) { lo = __vsub4(lo + lo, 0x0F0F0F0Fu); hi = __vsub4(hi + hi, 0x0F0F0F0Fu); }
