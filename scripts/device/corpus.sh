@@ -5,7 +5,8 @@
 # the work directory travels as 15 MiB archive parts.
 #   in:  target/device-work/work.tar.gz.part-* (optional, from the previous call)
 #   out: $OUT/work.tar.gz.part-*, $OUT/run.log (the caller redirects), $OUT/gpu.txt
-#   env: PROFILE (core), BUDGET seconds for the sweep (480), WORKERS=1 also runs two worker
+#   env: PROFILE (core), BUDGET seconds for the sweep (480), SEED_CACHE (a carried cubin
+#        cache, scripts/device/seed_cache.sh), WORKERS=1 also runs two worker
 #        processes on this one GPU over the family-smoke profile (the --devices path);
 #        M1_POLICY and M1_CORPUS (both or neither): the second stage of a staged refresh, the
 #        batched rows timed at that frozen policy's M = 1 picks (decode rows copied from
@@ -30,6 +31,7 @@ PROFILE=${PROFILE:-core}
 CACHE=${CACHE:-/tmp/vnni-cubin-cache}
 WORK=${WORK:-/tmp/vnni-corpus}
 mkdir -p "$OUT" "$WORK"
+. "$(dirname "${BASH_SOURCE[0]}")/seed_cache.sh"
 if ls target/device-work/work.tar.gz.part-* >/dev/null 2>&1; then
   cat target/device-work/work.tar.gz.part-* | tar -C "$WORK" -xzf -
   echo "resumed: $(ls "$WORK"/"$PROFILE"*/cells 2>/dev/null | grep -c '\.prov\.json$' || true) cells already published"

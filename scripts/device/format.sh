@@ -31,9 +31,7 @@ MS=${MS:-2,4,8,16,31}
 # What ran comes back even when a step fails or the call is stopped (after every step too).
 SNAPSHOT="$OUT/format.tar.gz"
 trap 'tar -C "$WORK" -czf "$OUT/format.tar.gz" --exclude="*.timing.csv.zst" . 2>/dev/null || true' EXIT
-if [ -n "${SEED_CACHE:-}" ]; then
-  mkdir -p "$CACHE" && { cp -n "$SEED_CACHE"/* "$CACHE"/ || true; }  # some cp -n exit 1 on a skip
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/seed_cache.sh"
 PEER_SH=$(dirname "${BASH_SOURCE[0]}")/../../target/peers/ggml-perf.sh
 if [ -n "${PEERS:-}" ]; then  # build while ours runs (low priority: ours times in graph mode)
   (nice -n 19 bash "$PEER_SH" "$PEERS" 'q4_0:4096x4096:1' /dev/null >"$WORK/peer-build.log" 2>&1 || true) &

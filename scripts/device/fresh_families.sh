@@ -7,7 +7,7 @@
 # codebook existed can be timed again as it was; GPU=H200 refuses (exit 3, nothing timed) a
 # machine whose name does not contain it, before any kernel is built; RUNS="1" times one run
 # only (no noise floor, and scripts/perf/absorb_bench.py cannot use the set), when device time
-# is short.
+# is short. SEED_CACHE: a carried cubin cache (scripts/device/seed_cache.sh).
 set -euo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 BIN=${BIN:-target/release/vnni-dispatch}
@@ -16,6 +16,7 @@ CACHE=${CACHE:-/tmp/vnni-cubin-cache}
 WORK=${WORK:-/tmp/vnni-work}
 SHAPES=$1
 mkdir -p "$OUT" "$WORK"
+. "$(dirname "${BASH_SOURCE[0]}")/seed_cache.sh"
 # A machine still warm from an earlier call keeps its runs: never pack those as this set's.
 rm -rf "$WORK"/run[0-9] "$WORK"/run[0-9].log "$WORK"/run[0-9].txt
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$WORK/gpu.txt"

@@ -9,7 +9,8 @@
 #   carry: target/device-bin target/prune target/fresh (and target/device-work when resuming);
 #   docs/ stays home with `slim.sh on`, so set 14's shapes travel as target/fresh/set14.txt
 #   (`cp docs/perf/holdout-families-14/shapes.txt target/fresh/set14.txt`)
-#   BUDGET (seconds, default 540) BIN (target/device-bin/vnni-dispatch)
+#   BUDGET (seconds, default 540) BIN (target/device-bin/vnni-dispatch); SEED_CACHE=target/cubin-cache
+#   (carried too) spares both steps the kernel compile
 #   out: $OUT/f/fresh-families.tar.gz, $OUT/work.tar.gz.part-*, $OUT/fresh.log, $OUT/corpus.log
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
