@@ -128,3 +128,17 @@ fn blocks_we_quantize_decode_identically_in_gguf_py() {
         }
     }
 }
+
+/// The committed grid tables are what `scripts/gen/iq_grids.py` writes from gguf-py's grids
+/// (compared without whitespace: the committed files went through rustfmt).
+#[test]
+fn committed_grid_tables_are_their_generators_output() {
+    let Some((py, _)) = oracle() else { return };
+    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let script = workspace_root().join("scripts/gen/iq_grids.py");
+    for (which, file) in [("iq3", "kernels/src/codec/iq3_grid.rs"), ("iq12", "kernels/src/codec/iq12_grid.rs")] {
+        let generated = run_python(&py, &script, &[which], None);
+        let committed = std::fs::read_to_string(workspace_root().join(file)).unwrap();
+        assert!(squeeze(&generated) == squeeze(&committed), "{file} differs from `iq_grids.py {which}`: regenerate it");
+    }
+}
