@@ -1,5 +1,8 @@
 // Packed codebook blocks: loads and decode to eight int8x4 words (words 0..3 hold elements
-// 0..15, words 4..7 elements 16..31), ready for dp4a. Layout and value rules: codebook.rs.
+// 0..15, words 4..7 elements 16..31), ready for dp4a, or to one lane's pair of words of an mma
+// fragment (decode_pair); the block dots and contributions. Layout and value rules:
+// codebook.rs. With VNNI_HOST_EMULATION defined (tests/cuda_host), the file also compiles for
+// the CPU against emulated intrinsics, so CI checks these functions without a GPU.
 #pragma once
 #include "contract.cuh"
 
@@ -41,9 +44,13 @@ template <int CB> struct Table {
 
 // f16 bits to f32 (exact); PTX directly, so the module needs no cuda_fp16.h.
 __device__ __forceinline__ float h2f(unsigned short bits) {
+#ifdef VNNI_HOST_EMULATION  // tests/cuda_host: these functions compiled for the CPU
+  return vnni_host::h2f(bits);
+#else
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
   return f;
+#endif
 }
 
 // A scale plane entry as f32 (exact): bf16 bits for e2m1 (MXFP4's power-of-two scales reach
@@ -125,9 +132,13 @@ template <> struct SignMagnitude<CB_NL2D> { static const bool VALUE = true; stat
 // PTX prmt in its default mode: a selector nibble with bit 3 set replicates the sign of the
 // selected byte (the nl4 dot relies on it; __byte_perm does not promise that).
 __device__ __forceinline__ u32 prmt(u32 a, u32 b, u32 s) {
+#ifdef VNNI_HOST_EMULATION
+  return vnni_host::prmt(a, b, s);
+#else
   u32 r;
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
   return r;
+#endif
 }
 
 // IQ4 lookup of the eight nibbles of q, four per output word: out0 from bits 0..15, out1
@@ -252,6 +263,66 @@ __device__ __forceinline__ void decode(const Raw& r, int (&w)[8]) {
     w[i] = (int)lo;
     w[4 + i] = (int)hi;
   }
+}
+
+// One 32-bit word of packed payload, through the read-only cache or from shared memory.
+template <bool SHARED>
+__device__ __forceinline__ u32 payload_word(const u8* p, int i) {
+  const u32* w = reinterpret_cast<const u32*>(p) + i;
+  return SHARED ? *w : __ldg(w);
+}
+template <bool SHARED>
+__device__ __forceinline__ u32 payload_byte(const u8* p, int i) {
+  return SHARED ? p[i] : __ldg(p + i);
+}
+
+// Words t (elements 4t..4t+3) and 4+t (elements 16+4t..16+4t+3) of a decoded block, loading
+// only the payload bytes they need: one lane's share of an mma fragment. `p` points at the
+// block's payload in global memory or (SHARED) in shared memory.
+template <int CB, bool SHARED>
+__device__ __forceinline__ void decode_pair(const u8* __restrict__ p, int t, u32& lo, u32& hi) {
+  if (CB == CB_S8) {
+    lo = payload_word<SHARED>(p, t);
+    hi = payload_word<SHARED>(p, 4 + t);
+    return;
+  }
+  if (CB == CB_S3D) {
+    const u32 signs = payload_word<SHARED>(p, 2);
+    lo = s3d_word(payload_word<SHARED>(p, 0), signs, t);
+    hi = s3d_word(payload_word<SHARED>(p, 1), signs, 4 + t);
+    return;
+  }
+  if (CB == CB_U2M) {
+    const u32 scales = payload_word<SHARED>(p, 2);
+    lo = u2m_word(payload_word<SHARED>(p, 0), scales, t);
+    hi = u2m_word(payload_word<SHARED>(p, 1), scales, 4 + t);
+    return;
+  }
+  const u32 q = payload_word<SHARED>(p, t);
+  if (Table<CB>::VALUE) {  // interleaved order: the caller permutes the other operand to match
+    lo = table_word<CB>(q);
+    hi = table_word<CB>(q >> 16);
+    return;
+  }
+  lo = q & 0x0F0F0F0Fu;
+  hi = (q >> 4) & 0x0F0F0F0Fu;
+  if (CB == CB_S5 || CB == CB_U5) {
+    const u32 h = payload_word<SHARED>(p, 4);
+    lo |= spread_bit4((h >> (4 * t)) & 0xFu);
+    hi |= spread_bit4((h >> (16 + 4 * t)) & 0xFu);
+  }
+  if (CB == CB_S6D) {
+    lo |= spread_bits45(payload_byte<SHARED>(p, 16 + t));
+    hi |= spread_bits45(payload_byte<SHARED>(p, 20 + t));
+  }
+  if (SignMagnitude<CB>::VALUE) {  // nl2d, in element order (the table codebooks returned above)
+    lo = sign_magnitude_word<CB>(nibble_pairs_selector(lo));
+    hi = sign_magnitude_word<CB>(nibble_pairs_selector(hi));
+  }
+  if (CB == CB_S4) { lo = __vsub4(lo, 0x08080808u); hi = __vsub4(hi, 0x08080808u); }
+  if (CB == CB_O4) { lo = __vsub4(lo + lo, 0x0F0F0F0Fu); hi = __vsub4(hi + hi, 0x0F0F0F0Fu); }
+  if (CB == CB_S5) { lo = __vsub4(lo, 0x10101010u); hi = __vsub4(hi, 0x10101010u); }
+  if (CB == CB_S6D) { lo = __vsub4(lo, 0x20202020u); hi = __vsub4(hi, 0x20202020u); }
 }
 
 // One activation block: 32 int8 values as 8 words, its scale and exact sum.

@@ -99,66 +99,6 @@ __device__ __forceinline__ void grouped_rows(const DecodeArgs& a) {
   }
 }
 
-// One 32-bit word of packed payload, through the read-only cache or from shared memory.
-template <bool SHARED>
-__device__ __forceinline__ u32 payload_word(const u8* p, int i) {
-  const u32* w = reinterpret_cast<const u32*>(p) + i;
-  return SHARED ? *w : __ldg(w);
-}
-template <bool SHARED>
-__device__ __forceinline__ u32 payload_byte(const u8* p, int i) {
-  return SHARED ? p[i] : __ldg(p + i);
-}
-
-// Words t (elements 4t..4t+3) and 4+t (elements 16+4t..16+4t+3) of a decoded block, loading
-// only the payload bytes they need: one lane's share of an mma fragment. `p` points at the
-// block's payload in global memory or (SHARED) in shared memory.
-template <int CB, bool SHARED>
-__device__ __forceinline__ void decode_pair(const u8* __restrict__ p, int t, u32& lo, u32& hi) {
-  if (CB == CB_S8) {
-    lo = payload_word<SHARED>(p, t);
-    hi = payload_word<SHARED>(p, 4 + t);
-    return;
-  }
-  if (CB == CB_S3D) {
-    const u32 signs = payload_word<SHARED>(p, 2);
-    lo = s3d_word(payload_word<SHARED>(p, 0), signs, t);
-    hi = s3d_word(payload_word<SHARED>(p, 1), signs, 4 + t);
-    return;
-  }
-  if (CB == CB_U2M) {
-    const u32 scales = payload_word<SHARED>(p, 2);
-    lo = u2m_word(payload_word<SHARED>(p, 0), scales, t);
-    hi = u2m_word(payload_word<SHARED>(p, 1), scales, 4 + t);
-    return;
-  }
-  const u32 q = payload_word<SHARED>(p, t);
-  if (Table<CB>::VALUE) {  // interleaved order: the caller permutes the other operand to match
-    lo = table_word<CB>(q);
-    hi = table_word<CB>(q >> 16);
-    return;
-  }
-  lo = q & 0x0F0F0F0Fu;
-  hi = (q >> 4) & 0x0F0F0F0Fu;
-  if (CB == CB_S5 || CB == CB_U5) {
-    const u32 h = payload_word<SHARED>(p, 4);
-    lo |= spread_bit4((h >> (4 * t)) & 0xFu);
-    hi |= spread_bit4((h >> (16 + 4 * t)) & 0xFu);
-  }
-  if (CB == CB_S6D) {
-    lo |= spread_bits45(payload_byte<SHARED>(p, 16 + t));
-    hi |= spread_bits45(payload_byte<SHARED>(p, 20 + t));
-  }
-  if (SignMagnitude<CB>::VALUE) {  // nl2d, in element order (the table codebooks returned above)
-    lo = sign_magnitude_word<CB>(nibble_pairs_selector(lo));
-    hi = sign_magnitude_word<CB>(nibble_pairs_selector(hi));
-  }
-  if (CB == CB_S4) { lo = __vsub4(lo, 0x08080808u); hi = __vsub4(hi, 0x08080808u); }
-  if (CB == CB_O4) { lo = __vsub4(lo + lo, 0x0F0F0F0Fu); hi = __vsub4(hi + hi, 0x0F0F0F0Fu); }
-  if (CB == CB_S5) { lo = __vsub4(lo, 0x10101010u); hi = __vsub4(hi, 0x10101010u); }
-  if (CB == CB_S6D) { lo = __vsub4(lo, 0x20202020u); hi = __vsub4(hi, 0x20202020u); }
-}
-
 // Exact int8 tile product: C[16][8] = A[16][32] * B[32][8] + init (K = one K-block).
 __device__ __forceinline__ void mma_s8(const u32 (&a)[4], u32 b0, u32 b1, int (&c)[4], int init = 0) {
   asm volatile(
