@@ -9,19 +9,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use vnni_kernels::contract::{block_contribution, min_sum, BlockDots};
-use vnni_kernels::{fixture, Codebook};
+use vnni_kernels::{fixture, quantize_activations, Codebook};
 use vnni_tests::{missing_tool, workspace_root};
 
-/// `$CXX`, else g++ or clang++; `None` (outside CI) when there is none.
+/// The compiler the generated tables are validated with; `None` (outside CI) when there is none.
 fn cxx() -> Option<String> {
-    let candidates = std::env::var("CXX").into_iter().chain(["g++".to_string(), "clang++".to_string()]);
-    for c in candidates {
-        if Command::new(&c).arg("--version").output().is_ok_and(|o| o.status.success()) {
-            return Some(c);
+    match vnni_generator::harness::cxx() {
+        Ok(c) => Some(c),
+        Err(vnni_generator::GenerateError::ToolMissing { tool, fix, .. }) => {
+            missing_tool(&tool, &fix);
+            None
         }
+        Err(e) => panic!("{e}"),
     }
-    missing_tool("a C++17 compiler (g++ or clang++)", "install g++ (apt-get install g++) or set CXX");
-    None
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -55,19 +55,6 @@ fn cuda_id(cb: Codebook) -> u32 {
     Codebook::ALL.iter().position(|&c| c == cb).unwrap() as u32
 }
 
-/// Deterministic activations: 32 int8 in -127..=127, a positive scale.
-fn activations(seed: u64) -> ([i8; 32], f32) {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
-    let a = std::array::from_fn(|_| ((next() % 255) as i32 - 127) as i8);
-    (a, (next() % 1_000_000 + 1) as f32 * 1e-6)
-}
-
 fn word(v: [i8; 4]) -> u32 {
     u32::from_le_bytes(v.map(|x| x as u8))
 }
@@ -87,12 +74,15 @@ fn cuda_decode_and_dots_match_the_rust_reference_for_every_codebook() {
     let mut expect = Vec::new(); // (codebook, block, [u32; 8 + 8 + 2 + 1])
     for cb in Codebook::ALL {
         let w = fixture::packed_matrix(cb, n, k, 0xC0DA + u64::from(cuda_id(cb))).unwrap();
+        // One quantized activation block per weight block: a row of n x K values.
+        let x =
+            quantize_activations(&fixture::activations(1, n * k, 0xAC7 + u64::from(cuda_id(cb))), 1, n * k).unwrap();
         for b in 0..w.kblk() {
             for col in 0..n {
                 let payload = w.payload_at(b, col);
-                let (act, sa) = activations((b * n + col) as u64 + 7919 * u64::from(cuda_id(cb)));
-                let sum: i32 = act.iter().map(|&x| i32::from(x)).sum();
                 let at = b * w.n + col;
+                let act: [i8; 32] = x.q[32 * at..32 * (at + 1)].try_into().unwrap();
+                let (sa, sum) = (x.d[at], x.sum[at]);
                 let (scale_bits, second_bits) =
                     (w.scale[at], if w.second.is_empty() { 0 } else { w.second[at].to_bits() });
                 input.extend(cuda_id(cb).to_le_bytes());

@@ -14,7 +14,7 @@
 use half::f16;
 
 use super::iq12_grid::{IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID};
-use super::{array, read_f16, write_f16, Block, SplitF16};
+use super::{array, parity_signs, read_f16, write_f16, Block, SplitF16};
 use crate::codebook::{encode_nibbles, NL2_TABLE};
 use crate::contract::ScaleRule;
 use crate::packed::PackedBlock;
@@ -23,12 +23,6 @@ use crate::SourceFormat;
 /// Level `j` (0..2) of an entry of a 2-bit grid.
 fn level(entry: u16, j: usize) -> u8 {
     ((entry >> (2 * j)) & 3) as u8
-}
-
-/// The sign bits of an IQ2_XXS / IQ2_XS group: seven stored, the eighth making the count of
-/// negatives even (gguf-py's `ksigns` table).
-fn parity_signs(index: u32) -> u32 {
-    index | ((index.count_ones() & 1) << 7)
 }
 
 /// The IQ2 formats: per 16 values a scale `d * (0.5 + s) * 0.25`, and per value a level of
@@ -186,7 +180,7 @@ impl Iq2Grid for BlockIq2Xs {
     fn elements(&self, j: usize) -> [(u8, bool); 32] {
         std::array::from_fn(|i| {
             let (g, b) = (4 * j + i / 8, i % 8);
-            let q = u16::from_le_bytes([self.qs[2 * g], self.qs[2 * g + 1]]);
+            let q = u16::from_le_bytes(array(&self.qs[2 * g..]));
             let entry = IQ2XS_GRID[usize::from(q & 511)];
             (level(entry, b), (parity_signs(u32::from(q >> 9)) >> b) & 1 == 1)
         })
@@ -280,7 +274,7 @@ pub struct BlockIq1S {
 
 impl BlockIq1S {
     fn qh(&self, j: usize) -> u16 {
-        u16::from_le_bytes([self.qh[2 * j], self.qh[2 * j + 1]])
+        u16::from_le_bytes(array(&self.qh[2 * j..]))
     }
 }
 
@@ -328,7 +322,7 @@ pub struct BlockIq1M {
 
 impl BlockIq1M {
     fn word(&self, w: usize) -> u16 {
-        u16::from_le_bytes([self.scales[2 * w], self.scales[2 * w + 1]])
+        u16::from_le_bytes(array(&self.scales[2 * w..]))
     }
 
     fn d(&self) -> f16 {

@@ -9,7 +9,7 @@
 use half::f16;
 
 use super::iq3_grid::{IQ3S_GRID, IQ3XXS_GRID};
-use super::{array, read_f16, write_f16, Block};
+use super::{array, parity_signs, read_f16, write_f16, Block};
 use crate::codebook::{encode_nibbles, NL3_TABLE};
 use crate::packed::PackedBlock;
 use crate::SourceFormat;
@@ -93,8 +93,7 @@ impl GridBlock for BlockIq3Xxs {
         std::array::from_fn(|i| {
             let (l, b) = (i / 8, i % 8);
             let index = (word >> (7 * l)) & 127;
-            // The eighth sign is the parity of the seven stored ones.
-            let signs = index | ((index.count_ones() & 1) << 7);
+            let signs = parity_signs(index);
             let entry = IQ3XXS_GRID[self.qs[8 * j + 2 * l + b / 4] as usize];
             Element { level: level(entry, b % 4), negative: (signs >> b) & 1 == 1 }
         })

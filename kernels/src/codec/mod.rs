@@ -169,7 +169,7 @@ pub struct SplitF16 {
 
 impl SplitF16 {
     fn word(self, bytes: &[u8], w: usize) -> u16 {
-        u16::from_le_bytes([bytes[self.offset + 2 * w], bytes[self.offset + 2 * w + 1]])
+        u16::from_le_bytes(array(&bytes[self.offset + 2 * w..]))
     }
 
     pub fn read(self, bytes: &[u8]) -> f16 {
@@ -182,6 +182,12 @@ impl SplitF16 {
             bytes[self.offset + 2 * w..self.offset + 2 * w + 2].copy_from_slice(&word.to_le_bytes());
         }
     }
+}
+
+/// The eight sign bits of a group of IQ3_XXS, IQ2_XXS or IQ2_XS values from its 7-bit sign
+/// index: the eighth makes the count of negatives even (gguf-py's `ksigns` table).
+pub(crate) fn parity_signs(index: u32) -> u32 {
+    index | ((index.count_ones() & 1) << 7)
 }
 
 pub(crate) fn array<const L: usize>(bytes: &[u8]) -> [u8; L] {
