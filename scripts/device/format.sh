@@ -7,7 +7,8 @@
 # refresh of the family-smoke profile (every format, the new one included: sweep, staged fit,
 # certificates, tables; a proxy verdict). FORMAT, CODEBOOK and PEER_TYPE may list several
 # formats (comma-separated, in the same order); the peers run once per shape, each under its
-# own time limit (llama.cpp quantizes the weights of the iq* types slowly on the host).
+# own time limit (llama.cpp quantizes the weights of the iq* types slowly on the host, so each
+# iq* type runs alone; PEER_DEADLINE, seconds from the call's start, skips runs past it).
 # RAGGED=1 adds the grouped certificates at the ragged N = 1000 x 2304 that every codebook
 # needs; BENCH=0 skips the bench; SEED_CACHE names a carried cubin cache (`preflight --static
 # --cache DIR` here, NVRTC 13.0.88 like the GPU machine's) copied in before the preflight, so the
@@ -57,9 +58,19 @@ fi
 if [ -n "${PEERS:-}" ]; then
   wait "$BUILD_PID" || true
   echo "type n k m us" >"$WORK/peers.txt"
+  # The k- and legacy types quantize fast and share one run per shape; each iq* type gets its
+  # own run (ggml quantizes those slowly on the host), so one slow type loses only itself.
+  # PEER_DEADLINE (seconds since the call began) skips the runs that would start after it.
+  fast=$REFERENCE_TYPE slow=()
+  for t in ${PEER_TYPE//,/ }; do case "$t" in iq*) slow+=("$t") ;; *) fast+=",$t" ;; esac; done
   for s in ${SHAPES//,/ }; do
-    run "peers-$s" timeout "${PEER_LIMIT:-240}" bash "$PEER_SH" "$PEERS" "$PEER_TYPE,$REFERENCE_TYPE:$s:1,8" "$WORK/peers-$s.txt"
-    [ -f "$WORK/peers-$s.txt" ] && tail -n +2 "$WORK/peers-$s.txt" >>"$WORK/peers.txt"
+    for types in "$fast" "${slow[@]}"; do
+      left=$(( ${PEER_DEADLINE:-100000} - SECONDS ))
+      [ "$left" -gt 20 ] || { status "peers-$s-$types" "skipped: PEER_DEADLINE"; continue; }
+      limit=$(( left < ${PEER_LIMIT:-240} ? left : ${PEER_LIMIT:-240} ))
+      run "peers-$s-${types//,/-}" timeout "$limit" bash "$PEER_SH" "$PEERS" "$types:$s:1,8" "$WORK/peers-$s-${types//,/-}.txt"
+      [ -f "$WORK/peers-$s-${types//,/-}.txt" ] && tail -n +2 "$WORK/peers-$s-${types//,/-}.txt" >>"$WORK/peers.txt"
+    done
   done
 fi
 echo
