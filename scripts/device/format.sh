@@ -63,14 +63,17 @@ if [ -n "${PEERS:-}" ]; then
   # PEER_DEADLINE (seconds since the call began) skips the runs that would start after it.
   fast=$REFERENCE_TYPE slow=()
   for t in ${PEER_TYPE//,/ }; do case "$t" in iq*) slow+=("$t") ;; *) fast+=",$t" ;; esac; done
-  for s in ${SHAPES//,/ }; do
-    for types in "$fast" "${slow[@]}"; do
-      left=$(( ${PEER_DEADLINE:-100000} - SECONDS ))
-      [ "$left" -gt 20 ] || { status "peers-$s-$types" "skipped: PEER_DEADLINE"; continue; }
-      limit=$(( left < ${PEER_LIMIT:-240} ? left : ${PEER_LIMIT:-240} ))
-      run "peers-$s-${types//,/-}" timeout "$limit" bash "$PEER_SH" "$PEERS" "$types:$s:1,8" "$WORK/peers-$s-${types//,/-}.txt"
-      [ -f "$WORK/peers-$s-${types//,/-}.txt" ] && tail -n +2 "$WORK/peers-$s-${types//,/-}.txt" >>"$WORK/peers.txt"
-    done
+  # Every shape's fast run first, then the slow types shape by shape (a slow type may not finish).
+  runs=()
+  for s in ${SHAPES//,/ }; do runs+=("$s $fast"); done
+  for t in "${slow[@]}"; do for s in ${SHAPES//,/ }; do runs+=("$s $t"); done; done
+  for r in "${runs[@]}"; do
+    s=${r% *} types=${r#* }
+    left=$(( ${PEER_DEADLINE:-100000} - SECONDS ))
+    [ "$left" -gt 20 ] || { status "peers-$s-$types" "skipped: PEER_DEADLINE"; continue; }
+    limit=$(( left < ${PEER_LIMIT:-240} ? left : ${PEER_LIMIT:-240} ))
+    run "peers-$s-${types//,/-}" timeout "$limit" bash "$PEER_SH" "$PEERS" "$types:$s:1,8" "$WORK/peers-$s-${types//,/-}.txt"
+    [ -f "$WORK/peers-$s-${types//,/-}.txt" ] && tail -n +2 "$WORK/peers-$s-${types//,/-}.txt" >>"$WORK/peers.txt"
   done
 fi
 echo
