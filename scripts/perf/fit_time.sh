@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # How long `vnni-dispatch fit` takes on this machine (issue 16: under 60 s on 2 cores for a
-# 5,000-cell corpus): on a synthetic CUDA corpus of 5,146 cells at M = 1 (every format, both
-# modes, 527 geometries, 16 families; `learner/examples/synthetic_corpus.rs`) and on the
+# 5,000-cell corpus): on a synthetic CUDA corpus at M = 1 (every format of the registry, both
+# modes, 527 geometries, 16 families: 10,137 cells at 20 formats;
+# `learner/examples/synthetic_corpus.rs`) and on the
 # committed `core` M = 1 corpus (1,714 cells). A fit whose gates fail still writes its policy;
 # only a missing policy is an error. Prints one row per corpus.
 #
