@@ -28,7 +28,8 @@
 //! 16.0% -> 5.69% / 1.09% / 11.4%, `h200-grid` 7.24% / 1.56% / 18.3% -> 7.79% / 1.43% / 18.3%,
 //! `h200-session` 7.87% / 1.75% / 18.4% -> 8.64% / 1.81% / 19.1%: better on the two larger
 //! corpora, worse on the smallest) with every coefficient >= 0, fitted
-//! by exact non-negative least squares over relative error for each rate of a fixed grid
+//! by exact non-negative least squares over relative error, each row weighted by the policy's
+//! `Focus` (rows where the candidate competes count most), for each rate of a fixed grid
 //! (`rate / 64` = 2^(i/2), i in -8..=6, rounded to integers), the rate of least error kept.
 //! The coefficients are then quantized to what the policy stores, and everything downstream
 //! (distillation, cross-validation, the gates) scores the quantized integer model: what is
@@ -45,13 +46,15 @@ pub struct KernelResources {
     pub shared_static: u32,
 }
 
-/// One measured launch: the launch, its shape and the median latency (us).
+/// One measured launch: the launch, its shape, the median latency (us) and the row's weight
+/// in the fit (`vnni_policy::Focus`; 1 without one).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Observation {
     pub launch: ModelLaunch,
     pub n: u64,
     pub k: u64,
     pub us: f64,
+    pub weight: f64,
 }
 
 /// The rates tried: `64 * 2^(i/2)` for i in -8..=6, rounded (4 .. 512).
@@ -89,15 +92,18 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
         .iter()
         .map(|o| Basis::of(&o.launch, o.n, o.k, units, res.registers, res.shared_static, RATES[0]))
         .collect::<Option<_>>()?;
-    let y = vec![1.0; rows.len()];
+    // Weighted least squares: each row (and its target, 1) scaled by the root of its weight;
+    // a weight of 1 leaves every product as it was, bit for bit.
+    let root: Vec<f64> = rows.iter().map(|o| o.weight.sqrt()).collect();
+    let y = root.clone();
     let mut x: Vec<[f64; COLS]> = Vec::with_capacity(rows.len());
     let mut normal: Option<Normal<COLS>> = None;
     let mut best: Option<(f64, u64, [f64; COLS])> = None;
     for rate in RATES {
         // Relative error: each row divided by its measured time.
         x.clear();
-        for (b, o) in basis.iter().zip(rows) {
-            x.push(columns(&b.at_rate(&o.launch, units, rate)?).map(|v| v / o.us));
+        for ((b, o), r) in basis.iter().zip(rows).zip(&root) {
+            x.push(columns(&b.at_rate(&o.launch, units, rate)?).map(|v| v / o.us * r));
         }
         // The sums of the other columns are those of the first rate, bit for bit.
         let normal = match normal.as_mut() {
@@ -343,6 +349,7 @@ mod tests {
             n,
             k,
             us: truth.predict(&desc, n, k, 132).unwrap() as f64 / 65_536.0,
+            weight: 1.0,
         })
         .collect();
         let fitted = fit(&desc.id, &rows, 132, res).unwrap();
@@ -353,6 +360,51 @@ mod tests {
         }
         assert_eq!(Some(fitted), fit(&desc.id, &rows, 132, res));
         assert!(fit(&desc.id, &rows[..4], 132, res).is_none());
+    }
+
+    #[test]
+    fn rows_of_low_weight_barely_move_the_fit() {
+        // Ten rows on one line and three far off it: weighted 1, the three pull the fit away
+        // from the line; weighted 1/1000, the fit stays on it.
+        let res = KernelResources { registers: 64, shared_static: 0 };
+        let desc = vnni_policy::descriptor(find("decode.fused.c32.cap16").unwrap());
+        let line = |n: u64, k: u64| 2.0 + (n * k) as f64 / 4.0e6;
+        let shapes = [(4096, 4096), (8192, 2048), (2048, 8192), (16_384, 4096), (4096, 14_336), (1024, 4096)];
+        let mut rows: Vec<Observation> = shapes
+            .iter()
+            .chain(&[(12_288, 4096), (6144, 6144), (3072, 3072), (28_672, 4096)])
+            .map(|&(n, k)| Observation {
+                launch: desc.model_launch(n, k, 132).unwrap(),
+                n,
+                k,
+                us: line(n, k),
+                weight: 1.0,
+            })
+            .collect();
+        let on_line: Vec<Observation> = rows.clone();
+        let error = |m: &CostModel| -> f64 {
+            on_line
+                .iter()
+                .map(|o| (m.predict(&desc, o.n, o.k, 132).unwrap() as f64 / 65_536.0 / o.us - 1.0).abs())
+                .fold(0.0, f64::max)
+        };
+        let clean = fit(&desc.id, &rows, 132, res).unwrap();
+        for &(n, k) in &shapes[..3] {
+            rows.push(Observation {
+                launch: desc.model_launch(n, k, 132).unwrap(),
+                n,
+                k,
+                us: 3.0 * line(n, k),
+                weight: 1.0,
+            });
+        }
+        let pulled = fit(&desc.id, &rows, 132, res).unwrap();
+        for o in &mut rows[10..] {
+            o.weight = 1e-3;
+        }
+        let focused = fit(&desc.id, &rows, 132, res).unwrap();
+        let (clean, pulled, focused) = (error(&clean), error(&pulled), error(&focused));
+        assert!(clean < 0.01 && pulled > 0.05 && focused < pulled / 5.0, "{clean} {pulled} {focused}");
     }
 
     #[test]
@@ -383,7 +435,7 @@ mod tests {
                 .map(|&(n, k)| {
                     let m = if n * k < REGIME_EDGE { &small } else { &large };
                     let us = m.predict(&desc, n, k, 132).unwrap() as f64 / 65_536.0;
-                    Observation { launch: desc.model_launch(n, k, 132).unwrap(), n, k, us }
+                    Observation { launch: desc.model_launch(n, k, 132).unwrap(), n, k, us, weight: 1.0 }
                 })
                 .collect()
         };

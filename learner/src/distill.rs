@@ -77,6 +77,7 @@ impl Models {
         let codebook = t.corpus.cells[*samples.first()?.cells.first()?].codebook;
         let resources = resources(t, codebook);
         let units = t.skeleton.units;
+        let focus = t.skeleton.provenance.focus;
         let mut models = Vec::new();
         for (c, cand) in t.corpus.candidates(t.surface).iter().enumerate() {
             let Some(r) = resources[c] else { continue };
@@ -92,7 +93,9 @@ impl Models {
                         continue;
                     }
                     if let Some(launch) = desc.model_launch(s.n, s.k, units) {
-                        rows.push(Observation { launch, n: s.n, k: s.k, us: cell.best_us * (1.0 + cell.regret[c]) });
+                        let weight = focus.map_or(1.0, |f| f.weight(cell.regret[c]));
+                        let us = cell.best_us * (1.0 + cell.regret[c]);
+                        rows.push(Observation { launch, n: s.n, k: s.k, us, weight });
                     }
                 }
             }

@@ -100,6 +100,7 @@ pub fn skeleton(corpus: &Corpus) -> Policy {
             pairs: None,
             programmatic: corpus.plan.programmatic,
             development_only: false,
+            focus: None,
         },
         units: corpus.plan.units as u64,
         codebooks,

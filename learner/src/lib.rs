@@ -107,6 +107,10 @@ pub struct FitOptions {
     /// `verify` refits with it); `None`: the models' own predictions. A staged fit takes its
     /// frozen M = 1 policy's rule instead.
     pub correction: Option<vnni_policy::Correction>,
+    /// How each development row weighs in its cost model's fit (`vnni_policy::Focus`; the
+    /// policy records it, so `verify` refits with it); `None`: every row weighs 1. A staged fit
+    /// takes its frozen M = 1 policy's instead.
+    pub focus: Option<vnni_policy::Focus>,
 }
 
 /// The correction a fit applies unless told otherwise: a Gaussian of 0.35 octave in
@@ -119,6 +123,12 @@ pub fn default_correction() -> Option<vnni_policy::Correction> {
 
 /// [`default_correction`]'s bandwidth (octaves), strength and prior weight.
 pub const DEFAULT_CORRECTION: (f64, f64, f64) = (0.35, 0.5, 0.5);
+
+/// The row weighting a fit applies unless told otherwise: half weight at 15% behind the
+/// cell's fastest, at least 1/20. Chosen by leave one family out on the development rows of the
+/// six committed CUDA corpora and on the three spent fresh family sets (docs/PERF.md); scale
+/// 0.10-0.20 and floor 0.05-0.10 scored within a few hundredths of a point of each other.
+pub const DEFAULT_FOCUS: vnni_policy::Focus = vnni_policy::Focus { scale_permille: 150, floor_permille: 50 };
 
 impl Default for FitOptions {
     fn default() -> Self {
@@ -135,6 +145,7 @@ impl Default for FitOptions {
             certify_sealed: true,
             family_cv: true,
             correction: default_correction(),
+            focus: Some(DEFAULT_FOCUS),
         }
     }
 }
@@ -224,6 +235,10 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
     policy.correction = match &opts.frozen_m1 {
         Some(m1) => m1.correction.clone(),
         None => opts.correction.clone(),
+    };
+    policy.provenance.focus = match &opts.frozen_m1 {
+        Some(m1) => m1.provenance.focus,
+        None => opts.focus,
     };
     policy.provenance.pairs = pairs.map(|a| vnni_policy::PairEvidence { sha256: a.sha256, cells: a.cells });
     let is_frozen = |p: &Policy, bucket: usize| frozen.is_some() && p.is_decode_bucket(bucket);

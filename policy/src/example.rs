@@ -156,6 +156,7 @@ pub fn example_policy(backend: Backend) -> Policy {
             pairs: None,
             programmatic: false,
             development_only: false,
+            focus: None,
         },
         units: 132,
         codebooks,

@@ -253,6 +253,29 @@ pub struct Provenance {
     /// shapes, never installed (absent from the JSON when false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub development_only: bool,
+    /// How the development rows were weighted when the cost models were fitted (`fit
+    /// --focus`), so a refit weighs them alike (absent from the JSON when every row weighed 1,
+    /// as in policies from before the rule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus: Option<Focus>,
+}
+
+/// The weight of a development row in a cost model's fit: a row of a candidate that ran `r`
+/// slower than its cell's fastest weighs `max(1 / (1 + (r / scale)^2), floor)`. A model is then
+/// fitted hardest where its candidate competes, which is where its prediction picks; rows far
+/// behind still bound it (the floor), so a cliff is not forgotten. Both in 1/1000.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Focus {
+    pub scale_permille: u32,
+    pub floor_permille: u32,
+}
+
+impl Focus {
+    /// The weight of a row `regret` behind its cell's fastest (0: the fastest itself, weight 1).
+    pub fn weight(&self, regret: f64) -> f64 {
+        let x = regret / (f64::from(self.scale_permille.max(1)) / 1000.0);
+        (1.0 / (1.0 + x * x)).max(f64::from(self.floor_permille) / 1000.0)
+    }
 }
 
 /// The pair samples a fit applied: the sha256 of the file and the cells it changed.

@@ -292,3 +292,18 @@ fn a_development_only_policy_is_never_installable() {
     assert!(p.not_installable().unwrap().contains("development rows alone"));
     assert_eq!(Policy::from_bytes(&p.to_bytes()).unwrap(), p);
 }
+
+#[test]
+fn a_focus_weighs_the_fastest_fully_and_far_rows_at_its_floor() {
+    let f = Focus { scale_permille: 150, floor_permille: 50 };
+    assert_eq!(f.weight(0.0), 1.0);
+    assert!((f.weight(0.15) - 0.5).abs() < 1e-12);
+    assert!(f.weight(0.05) > f.weight(0.10) && f.weight(0.10) > f.weight(0.30));
+    assert_eq!(f.weight(5.0), 0.05);
+    // Recorded in the provenance, absent from the JSON without one (policies from before).
+    let mut p = example_policy(Backend::Cuda);
+    assert!(!String::from_utf8(p.to_bytes()).unwrap().contains("focus"));
+    p.provenance.focus = Some(f);
+    assert!(String::from_utf8(p.to_bytes()).unwrap().contains("\"scale_permille\": 150"));
+    assert_eq!(Policy::from_bytes(&p.to_bytes()).unwrap(), p);
+}

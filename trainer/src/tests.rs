@@ -207,6 +207,7 @@ fn every_subcommand() -> Vec<Command> {
             development_only: true,
             development_policy: Some(p("dev.json")),
             correction: fit::CorrectionSpec(Some((0.5, 1.0, 0.25))),
+            focus: fit::FocusSpec(Some(vnni_policy::Focus { scale_permille: 125, floor_permille: 0 })),
         }),
         Command::Remeasure(remeasure::Args {
             corpus: p("c"),
@@ -344,6 +345,18 @@ fn fit_thresholds_are_finite_fractions() {
     }
     let ok = Cli::try_parse_from(["vnni-dispatch", "fit", "--corpus", "c", "--min-pass", "1", "--p95-max", "0.02"]);
     assert!(ok.is_ok());
+}
+
+#[test]
+fn fit_focus_is_off_or_a_scale_and_a_floor() {
+    use super::commands::fit::FocusSpec;
+    for bad in ["", "scale=0.15", "floor=0.05", "scale=0,floor=0.05", "scale=0.15,floor=2", "scale=x,floor=0", "w=1"] {
+        assert!(FocusSpec::parse(bad).is_err(), "{bad:?} accepted");
+    }
+    assert_eq!(FocusSpec::parse("off").unwrap(), FocusSpec(None));
+    let f = FocusSpec::parse("scale=0.15,floor=0.05").unwrap();
+    assert_eq!(f, FocusSpec::default());
+    assert_eq!(FocusSpec::parse(&f.to_string()).unwrap(), f);
 }
 
 #[test]

@@ -67,6 +67,67 @@ pub struct Args {
     /// log2 K); the policy records the rule.
     #[arg(long, default_value_t = CorrectionSpec::default(), value_parser = CorrectionSpec::parse)]
     pub correction: CorrectionSpec,
+    /// How much a development row weighs in its cost model's fit: `off` (every row 1), or
+    /// `scale=R,floor=W` (a row R behind its cell's fastest weighs 1/2, none less than W); the
+    /// policy records it.
+    #[arg(long, default_value_t = FocusSpec::default(), value_parser = FocusSpec::parse)]
+    pub focus: FocusSpec,
+}
+
+/// `key=value,...` with numbers for `keys` (each at most once: a repeated key keeps the last);
+/// a missing key is `None`.
+fn key_values<const N: usize>(s: &str, keys: [&str; N]) -> Result<[Option<f64>; N], String> {
+    let mut v = [None; N];
+    for part in s.split(',') {
+        let (key, value) = part.split_once('=').ok_or_else(|| format!("{part:?} is not key=value"))?;
+        let i = keys
+            .iter()
+            .position(|k| *k == key.trim())
+            .ok_or_else(|| format!("unknown key {key:?} ({})", keys.join(", ")))?;
+        v[i] = Some(value.trim().parse().map_err(|_| format!("{value:?} is not a number"))?);
+    }
+    Ok(v)
+}
+
+/// `--focus`: `off` or the scale and floor of `vnni_policy::Focus` (fractions, kept in 1/1000).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FocusSpec(pub Option<vnni_policy::Focus>);
+
+impl Default for FocusSpec {
+    /// The learner's default (`vnni_learner::DEFAULT_FOCUS`).
+    fn default() -> Self {
+        FocusSpec(Some(vnni_learner::DEFAULT_FOCUS))
+    }
+}
+
+impl FocusSpec {
+    pub fn parse(s: &str) -> Result<FocusSpec, String> {
+        if s == "off" {
+            return Ok(FocusSpec(None));
+        }
+        match key_values(s, ["scale", "floor"])?.map(|x| x.map(|x| (x * 1000.0).round())) {
+            [Some(scale), Some(floor)] if (1.0..=10_000.0).contains(&scale) && (0.0..=1000.0).contains(&floor) => {
+                Ok(FocusSpec(Some(vnni_policy::Focus { scale_permille: scale as u32, floor_permille: floor as u32 })))
+            }
+            _ => Err(format!("{s:?}: give off or scale=[0.001, 10],floor=[0, 1], both (kept in 1/1000)")),
+        }
+    }
+}
+
+impl std::fmt::Display for FocusSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            None => write!(f, "off"),
+            Some(x) => {
+                write!(
+                    f,
+                    "scale={},floor={}",
+                    f64::from(x.scale_permille) / 1000.0,
+                    f64::from(x.floor_permille) / 1000.0
+                )
+            }
+        }
+    }
 }
 
 /// `--correction`: `off` or a Gaussian's bandwidth, strength and prior weight.
@@ -85,17 +146,7 @@ impl CorrectionSpec {
         if s == "off" {
             return Ok(CorrectionSpec(None));
         }
-        let mut v = [None; 3];
-        for part in s.split(',') {
-            let (key, value) = part.split_once('=').ok_or_else(|| format!("{part:?} is not key=value"))?;
-            let i = ["h", "lambda", "prior"]
-                .iter()
-                .position(|k| *k == key.trim())
-                .ok_or_else(|| format!("unknown key {key:?} (h, lambda, prior)"))?;
-            let x: f64 = value.trim().parse().map_err(|_| format!("{value:?} is not a number"))?;
-            v[i] = Some(x);
-        }
-        match v {
+        match key_values(s, ["h", "lambda", "prior"])? {
             [Some(h), Some(l), Some(p)]
                 if h > 0.0 && h <= 4.0 && (0.0..=1.0).contains(&l) && (1.0 / 65536.0..=16.0).contains(&p) =>
             {
@@ -168,6 +219,7 @@ impl ToArgv for Args {
             .flag("development-only", self.development_only)
             .opt_path("development-policy", self.development_policy.as_deref())
             .val("correction", self.correction)
+            .val("focus", self.focus)
             .done()
     }
 }
@@ -196,6 +248,7 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         pairs: a.pairs.clone(),
         family_cv: a.report.is_some(),
         correction: a.correction.rule(),
+        focus: a.focus.0,
         ..Default::default()
     };
     let mut f = fit(&a.corpus, &opts)?;

@@ -205,6 +205,8 @@ fn refit(tables: &Path, corpora: &BTreeMap<String, PathBuf>) -> Result<()> {
         family_cv: false,
         // The correction rule it was fitted with (none in policies from before the rule).
         correction: policy.correction.clone(),
+        // Likewise the row weighting (none in policies from before it).
+        focus: policy.provenance.focus,
         // A development-only policy never looked at its sealed rows.
         certify_sealed: !policy.provenance.development_only,
         ..Default::default()
