@@ -19,18 +19,6 @@ fn tmp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// Codebooks whose GPU evidence (on-device preflight rows, grouped, ragged and prefill
-/// certificates) is not committed yet: added when no device machine was lent, verified on the
-/// CPU backend and compiled without spills by NVRTC here. The evidence tests below skip them,
-/// and `awaiting_codebooks_have_no_evidence_yet` fails as soon as their evidence lands, so
-/// the list must then shrink.
-const AWAITING_DEVICE_EVIDENCE: [vnni_kernels::Codebook; 2] =
-    [vnni_kernels::Codebook::Nl2, vnni_kernels::Codebook::Nl2d];
-
-fn needs_evidence(cb: vnni_kernels::Codebook) -> bool {
-    !AWAITING_DEVICE_EVIDENCE.contains(&cb)
-}
-
 fn timing(candidate: &str, n: usize, median: f64) -> TimingRow {
     TimingRow {
         source_format: Some(vnni_kernels::SourceFormat::Q4_0),
@@ -232,6 +220,7 @@ fn committed_certificates_and_bench_rows_validate() {
         "docs/perf/format-q3k-h100/resources.csv",
         "docs/perf/format-iq3-h200/resources.csv",
         "docs/perf/u2m-min-mma-h100/resources.csv",
+        "docs/perf/format-iq12-h200/resources.csv",
     ] {
         for r in read_resources(&root.join(file)).unwrap() {
             assert!(r.verdict == "ok" && r.device_occupancy_blocks_per_sm.unwrap_or(0) > 0, "{file}: {}", r.kernel);
@@ -240,8 +229,7 @@ fn committed_certificates_and_bench_rows_validate() {
             }
         }
     }
-    let specs: Vec<_> =
-        vnni_kernels::registry::kernel_specs().into_iter().filter(|s| needs_evidence(s.codebook())).collect();
+    let specs = vnni_kernels::registry::kernel_specs();
     assert_eq!(by_kernel.len(), specs.len(), "one on-device preflight row per registry kernel");
     // Grouped certificates of the codebooks added since: every grouped M, zero mismatches.
     for (file, codebook) in [
@@ -250,6 +238,8 @@ fn committed_certificates_and_bench_rows_validate() {
         ("grouped-nl3.jsonl", Codebook::Nl3),
         ("grouped-o4.jsonl", Codebook::O4),
         ("grouped-u2m.jsonl", Codebook::U2m),
+        ("grouped-nl2.jsonl", Codebook::Nl2),
+        ("grouped-nl2d.jsonl", Codebook::Nl2d),
     ] {
         let certs = read_certificates(&root.join("lfs-data/certificates/sm_90").join(file)).unwrap();
         assert!(certs
@@ -271,7 +261,7 @@ fn committed_ragged_grouped_certificates_cover_every_codebook() {
     let certs = read_certificates(&root.join("lfs-data/certificates/sm_90/grouped-ragged.jsonl")).unwrap();
     assert!(certs.iter().all(|c| c.mismatches == 0 && c.repeat_mismatches == 0 && c.grouped_digest == c.serial_digest));
     assert!(certs.iter().all(|c| (c.n, c.k) == (1000, 2304)));
-    for cb in Codebook::ALL.into_iter().filter(|&cb| needs_evidence(cb)) {
+    for cb in Codebook::ALL {
         for m in (2..=16).chain([31]) {
             assert!(certs.iter().any(|c| c.codebook == cb && c.m == m), "{cb} M = {m}");
         }
@@ -286,13 +276,19 @@ fn committed_prefill_certificates_cover_every_codebook_bucket_and_tile() {
     use vnni_kernels::Codebook;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
     let mut certs = read_certificates(&root.join("lfs-data/certificates/sm_90/prefill.jsonl")).unwrap();
-    for file in
-        ["prefill-e2m1.jsonl", "prefill-s3d.jsonl", "prefill-nl3.jsonl", "prefill-o4.jsonl", "prefill-u2m.jsonl"]
-    {
+    for file in [
+        "prefill-e2m1.jsonl",
+        "prefill-s3d.jsonl",
+        "prefill-nl3.jsonl",
+        "prefill-o4.jsonl",
+        "prefill-u2m.jsonl",
+        "prefill-nl2.jsonl",
+        "prefill-nl2d.jsonl",
+    ] {
         certs.extend(read_certificates(&root.join("lfs-data/certificates/sm_90").join(file)).unwrap());
     }
     assert!(certs.iter().all(|c| c.mismatches == 0 && c.repeat_mismatches == 0 && c.grouped_digest == c.serial_digest));
-    for cb in Codebook::ALL.into_iter().filter(|&cb| needs_evidence(cb)) {
+    for cb in Codebook::ALL {
         for m in PREFILL_M {
             for cand in prefill_candidates().iter().filter(|c| c.supports(cb)) {
                 let n = certs.iter().filter(|c| c.codebook == cb && c.m == m && c.candidate == cand.id).count();
@@ -303,27 +299,6 @@ fn committed_prefill_certificates_cover_every_codebook_bucket_and_tile() {
     }
     let rows = read_timing(&root.join("docs/perf/prefill-h200/rows.csv")).unwrap();
     assert!(rows.iter().filter(|r| r.m >= 32).count() > 300 && rows.iter().all(|r| r.mismatches == 0));
-}
-
-/// The ratchet on [`AWAITING_DEVICE_EVIDENCE`]: a codebook stays listed only while no
-/// committed file holds GPU evidence of it.
-#[test]
-fn awaiting_codebooks_have_no_evidence_yet() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
-    let certificates = root.join("lfs-data/certificates/sm_90");
-    for entry in std::fs::read_dir(&certificates).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "jsonl") {
-            let certs = read_certificates(&path).unwrap();
-            assert!(
-                !certs.iter().any(|c| AWAITING_DEVICE_EVIDENCE.contains(&c.codebook)),
-                "{}: evidence of a codebook in AWAITING_DEVICE_EVIDENCE; remove it from the list",
-                path.display()
-            );
-        }
-    }
-    let specs = vnni_kernels::registry::kernel_specs();
-    assert!(AWAITING_DEVICE_EVIDENCE.iter().all(|&cb| specs.iter().any(|s| s.codebook() == cb)));
 }
 
 #[test]
