@@ -353,9 +353,9 @@ fn fit_focus_is_off_or_a_scale_and_a_floor() {
     for bad in ["", "scale=0.15", "floor=0.05", "scale=0,floor=0.05", "scale=0.15,floor=2", "scale=x,floor=0", "w=1"] {
         assert!(FocusSpec::parse(bad).is_err(), "{bad:?} accepted");
     }
-    assert_eq!(FocusSpec::parse("off").unwrap(), FocusSpec(None));
+    assert_eq!(FocusSpec::parse("off").unwrap(), FocusSpec::default());
     let f = FocusSpec::parse("scale=0.15,floor=0.05").unwrap();
-    assert_eq!(f, FocusSpec::default());
+    assert_eq!(f, FocusSpec(Some(vnni_policy::Focus { scale_permille: 150, floor_permille: 50 })));
     assert_eq!(FocusSpec::parse(&f.to_string()).unwrap(), f);
 }
 

@@ -67,7 +67,8 @@ pub struct Args {
     /// log2 K); the policy records the rule.
     #[arg(long, default_value_t = CorrectionSpec::default(), value_parser = CorrectionSpec::parse)]
     pub correction: CorrectionSpec,
-    /// How much a development row weighs in its cost model's fit: `off` (every row 1), or
+    /// How much a development row weighs in its cost model's fit: `off` (every row 1, the
+    /// default), or
     /// `scale=R,floor=W` (a row R behind its cell's fastest weighs 1/2, none less than W); the
     /// policy records it.
     #[arg(long, default_value_t = FocusSpec::default(), value_parser = FocusSpec::parse)]
@@ -94,9 +95,9 @@ fn key_values<const N: usize>(s: &str, keys: [&str; N]) -> Result<[Option<f64>; 
 pub struct FocusSpec(pub Option<vnni_policy::Focus>);
 
 impl Default for FocusSpec {
-    /// The learner's default (`vnni_learner::DEFAULT_FOCUS`).
+    /// Off, the learner's default (`vnni_learner::FitOptions`).
     fn default() -> Self {
-        FocusSpec(Some(vnni_learner::DEFAULT_FOCUS))
+        FocusSpec(None)
     }
 }
 
