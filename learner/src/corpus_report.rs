@@ -528,13 +528,12 @@ fn regret_section(
     let frozen_m1 =
         policy.filter(|p| corpus.plan.frozen_m1.as_ref().is_some_and(|f| f.m1_digest == p.m1_digest())).cloned();
     // The corpus report reads cross-validation, not the leave-one-family-out rows. A given
-    // policy's fitting rules (correction, row weighting) are the ones its held-out rows show.
-    let defaults = FitOptions::default();
-    let (correction, focus) = match policy {
-        Some(p) => (p.correction.clone(), p.provenance.focus),
-        None => (defaults.correction.clone(), defaults.focus),
+    // policy's fitting rules are the ones its held-out rows show.
+    let opts = FitOptions { frozen_m1, family_cv: false, ..FitOptions::default() };
+    let opts = match policy {
+        Some(p) => opts.with_rules_of(p),
+        None => opts,
     };
-    let opts = FitOptions { frozen_m1, family_cv: false, correction, focus, ..defaults };
     let fitted = fit(&corpus.dir, &opts)?;
     let gate = opts.p95_max;
     let heldout = heldout_by_group(&fitted);

@@ -124,6 +124,14 @@ pub fn default_correction() -> Option<vnni_policy::Correction> {
 /// [`default_correction`]'s bandwidth (octaves), strength and prior weight.
 pub const DEFAULT_CORRECTION: (f64, f64, f64) = (0.35, 0.5, 0.5);
 
+impl FitOptions {
+    /// These options with the fitting rules `policy` records (its correction and row
+    /// weighting), so a refit of it, or a report of its held-out rows, fits as it was fitted.
+    pub fn with_rules_of(self, policy: &Policy) -> FitOptions {
+        FitOptions { correction: policy.correction.clone(), focus: policy.provenance.focus, ..self }
+    }
+}
+
 impl Default for FitOptions {
     fn default() -> Self {
         FitOptions {
@@ -229,13 +237,9 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
     let mut policy = domains::skeleton(&corpus);
     let frozen = frozen::check(&corpus, &policy, opts.frozen_m1.as_ref())?;
     // Every trainer reads the rule from the skeleton; a staged fit keeps its frozen M = 1 part's.
-    policy.correction = match &opts.frozen_m1 {
-        Some(m1) => m1.correction.clone(),
-        None => opts.correction.clone(),
-    };
-    policy.provenance.focus = match &opts.frozen_m1 {
-        Some(m1) => m1.provenance.focus,
-        None => opts.focus,
+    (policy.correction, policy.provenance.focus) = match &opts.frozen_m1 {
+        Some(m1) => (m1.correction.clone(), m1.provenance.focus),
+        None => (opts.correction.clone(), opts.focus),
     };
     policy.provenance.pairs = pairs.map(|a| vnni_policy::PairEvidence { sha256: a.sha256, cells: a.cells });
     let is_frozen = |p: &Policy, bucket: usize| frozen.is_some() && p.is_decode_bucket(bucket);

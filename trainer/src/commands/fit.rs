@@ -68,9 +68,8 @@ pub struct Args {
     #[arg(long, default_value_t = CorrectionSpec::default(), value_parser = CorrectionSpec::parse)]
     pub correction: CorrectionSpec,
     /// How much a development row weighs in its cost model's fit: `off` (every row 1, the
-    /// default), or
-    /// `scale=R,floor=W` (a row R behind its cell's fastest weighs 1/2, none less than W); the
-    /// policy records it.
+    /// default), or `scale=R,floor=W` (a row R behind its cell's fastest weighs 1/2, none less
+    /// than W); the policy records it.
     #[arg(long, default_value_t = FocusSpec::default(), value_parser = FocusSpec::parse)]
     pub focus: FocusSpec,
 }

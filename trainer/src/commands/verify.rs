@@ -203,14 +203,12 @@ fn refit(tables: &Path, corpora: &BTreeMap<String, PathBuf>) -> Result<()> {
         ledger: None,
         // The policy does not depend on the report's leave-one-family-out rows.
         family_cv: false,
-        // The correction rule it was fitted with (none in policies from before the rule).
-        correction: policy.correction.clone(),
-        // Likewise the row weighting (none in policies from before it).
-        focus: policy.provenance.focus,
         // A development-only policy never looked at its sealed rows.
         certify_sealed: !policy.provenance.development_only,
         ..Default::default()
-    };
+    }
+    // The correction and row weighting it was fitted with (none in policies from before them).
+    .with_rules_of(&policy);
     // Pair evidence a fit applied lives beside its tables: `pairs.samples.csv` (and
     // `m1-pairs.samples.csv` for the M = 1 stage a staged policy froze), checked by digest.
     let pairs = pair_file(tables, "", policy.provenance.pairs.as_ref())?;
