@@ -405,6 +405,23 @@ __device__ __forceinline__ int2 block_dots(const Raw& raw, const ActBlock& x) {
     }
     return make_int2(2 * lo - 15 * x.sum, 0);
   }
+  if (SignMagnitude<CB>::VALUE) {
+    // nl2d: two scales, so element order (each half's nibbles through one selector), and, as
+    // for the single-scale tables, the positive entries and the negative ones' magnitudes
+    // dotted apart and subtracted per half: exact, with no bytewise subtraction per word.
+    const u32 T0 = SignMagnitude<CB>::T0, T1 = SignMagnitude<CB>::T1;
+    int lo_neg = 0, hi_neg = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const u32 sl = nibble_pairs_selector(raw.q[i] & 0x0F0F0F0Fu);
+      const u32 sh = nibble_pairs_selector((raw.q[i] >> 4) & 0x0F0F0F0Fu);
+      lo = __dp4a((int)prmt(T0, T1, sl), x.a[i], lo);
+      lo_neg = __dp4a((int)prmt(T0, T1, sl ^ 0x8888u), x.a[i], lo_neg);
+      hi = __dp4a((int)prmt(T0, T1, sh), x.a[4 + i], hi);
+      hi_neg = __dp4a((int)prmt(T0, T1, sh ^ 0x8888u), x.a[4 + i], hi_neg);
+    }
+    return make_int2(lo - lo_neg, hi - hi_neg);
+  }
   int w[8];
   decode<CB>(raw, w);
 #pragma unroll
