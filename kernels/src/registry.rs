@@ -270,6 +270,15 @@ impl Candidate {
         !matches!(self.kb, KbRule::Literal(_))
     }
 
+    /// Whether `other` differs from this candidate at most in how it derives its partition
+    /// count: where both derive the same bpp for a shape, they launch the same kernel with the
+    /// same grid, threads and shared memory (launch twins; [`Candidate::plan`] reads nothing
+    /// else of the rule).
+    pub fn same_launch_as(&self, other: &Candidate) -> bool {
+        (self.backend, self.surface, self.family, self.tile, self.cpt, self.rows, self.prefill)
+            == (other.backend, other.surface, other.family, other.tile, other.cpt, other.rows, other.prefill)
+    }
+
     /// Launch geometry of a prefill candidate for M rows of `codebook` at the inherited `bpp`.
     pub fn plan_prefill(&self, codebook: Codebook, n: usize, k: usize, m: usize, bpp: usize) -> Option<LaunchPlan> {
         let tile = self.prefill?;

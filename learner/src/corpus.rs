@@ -96,6 +96,36 @@ impl Corpus {
 
 /// Verify the seal (every payload's sha256, the registry digest of this checkout), then read.
 pub fn load(dir: &Path) -> Result<Corpus> {
+    load_with(dir, Twins::AsMeasured)
+}
+
+/// How the records of launch twins (candidates that launch the same kernel the same way at a
+/// shape: [`Candidate::same_launch_as`] at the same bpp) are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Twins {
+    /// Every candidate keeps its own record, as the corpus has it.
+    #[default]
+    AsMeasured,
+    /// A record cut short (fewer samples than a twin's: racing dropped it, often on one
+    /// stalled sample) is read as its twin's fullest record, since both time one launch.
+    /// Equally full records stay their own: they are replicates, and the noise band covers
+    /// their difference.
+    Pooled,
+}
+
+impl Twins {
+    /// How `policy`'s fit read its corpus.
+    pub fn of(policy: &vnni_policy::Policy) -> Twins {
+        if policy.provenance.twins_pooled {
+            Twins::Pooled
+        } else {
+            Twins::AsMeasured
+        }
+    }
+}
+
+/// Load and authenticate the corpus in `dir`, reading launch twins' records as `twins` says.
+pub fn load_with(dir: &Path, twins: Twins) -> Result<Corpus> {
     let unauthenticated = |source| FitError::Unauthenticated { dir: dir.into(), source: Box::new(source) };
     let manifest = verify(dir, &Expected::default()).map_err(unauthenticated)?;
     // The (now authenticated) plan says which surfaces the corpus covers, hence which
@@ -164,7 +194,7 @@ pub fn load(dir: &Path) -> Result<Corpus> {
                 .source_format
                 .ok_or_else(|| bad(&rows_path, line, "a candidate row without a source format".into()))?;
             let measured = Measured { median_us: r.median_us, eligible: r.eligible };
-            let record = Record { replays: r.replays, dropped: r.dropped };
+            let record = Record { replays: r.replays, dropped: r.dropped, samples: r.samples, bpp: r.bpp };
             let key = RowKey { format, mode: r.mode, m: r.m, n: r.n, k: r.k };
             grouped_rows.entry(key).or_default().insert(r.candidate, (measured, record));
         }
@@ -180,18 +210,25 @@ pub fn load(dir: &Path) -> Result<Corpus> {
                     });
                 }
             }
-            let entries: Vec<Option<Measured>> = list.iter().map(|c| rows.get(&c.id).map(|r| r.0)).collect();
+            // The record each candidate is read as: its own, or its fullest launch twin's.
+            let source: Vec<usize> = match twins {
+                Twins::Pooled if surface == Surface::Decode => twin_sources(list, &rows),
+                _ => (0..list.len()).collect(),
+            };
+            let record_of = |i: usize| rows.get(&list[source[i]].id);
+            let entries: Vec<Option<Measured>> = (0..list.len()).map(|i| record_of(i).map(|r| r.0)).collect();
             let best_us = best_median(&entries);
-            let stalled_of = |(i, c): (usize, &Candidate)| {
-                rows.get(&c.id).is_some_and(|(m, r)| {
-                    let first = fastest.get(&(key, i)).copied().unwrap_or(f64::INFINITY);
+            let stalled_of = |i: usize| {
+                record_of(i).is_some_and(|(m, r)| {
+                    let first = fastest.get(&(key, source[i])).copied().unwrap_or(f64::INFINITY);
                     m.eligible && suspect.stalled(m.median_us, *r, first, best_us)
                 })
             };
-            let stalled: Vec<bool> = list.iter().enumerate().map(stalled_of).collect();
+            let stalled: Vec<bool> = (0..list.len()).map(stalled_of).collect();
+            // Replicates of the records read once (a twin read as another adds no evidence).
             let per_pass: Vec<&BTreeMap<usize, Vec<f64>>> = (0..list.len())
                 .zip(&entries)
-                .filter(|(_, e)| e.is_some_and(|e| e.eligible))
+                .filter(|(c, e)| source[*c] == *c && e.is_some_and(|e| e.eligible))
                 .filter_map(|(c, _)| samples.get(&(key, c)))
                 .collect();
             let replicates = crate::noise::cell_replicates(&per_pass);
@@ -200,7 +237,7 @@ pub fn load(dir: &Path) -> Result<Corpus> {
             for ((i, c), e) in list.iter().enumerate().zip(&entries) {
                 pooled.push(match e {
                     Some(e) if e.eligible => {
-                        let passes = samples.get(&(key, i)).ok_or_else(|| FitError::Corpus {
+                        let passes = samples.get(&(key, source[i])).ok_or_else(|| FitError::Corpus {
                             path: samples_path.clone(),
                             message: format!("no samples for {format} {mode} M={m} {n}x{k} {}", c.id),
                         })?;
@@ -246,6 +283,31 @@ pub fn load(dir: &Path) -> Result<Corpus> {
 struct Record {
     replays: usize,
     dropped: bool,
+    /// Samples the record's median is of.
+    samples: usize,
+    bpp: usize,
+}
+
+/// For each candidate of `list`, the index of the record it is read as under
+/// [`Twins::Pooled`]: of its eligible launch twins at the cell (same launch, same bpp), the one
+/// with the most samples; itself where none has more (equally full records stay their own),
+/// else the first such twin in registry order.
+fn twin_sources(list: &[Candidate], rows: &BTreeMap<CandidateId, (Measured, Record)>) -> Vec<usize> {
+    let eligible = |i: usize| rows.get(&list[i].id).filter(|(m, _)| m.eligible).map(|(_, r)| *r);
+    (0..list.len())
+        .map(|i| {
+            let Some(own) = eligible(i) else { return i };
+            let mut best = (own.samples, i);
+            for (j, c) in list.iter().enumerate() {
+                if let Some(r) = eligible(j) {
+                    if r.bpp == own.bpp && r.samples > best.0 && c.same_launch_as(&list[i]) {
+                        best = (r.samples, j);
+                    }
+                }
+            }
+            best.1
+        })
+        .collect()
 }
 
 /// When a candidate's record is suspect, from what the row and its own launches say: its
@@ -315,7 +377,12 @@ impl PartialOrd for RowKey {
 
 #[cfg(test)]
 mod tests {
-    use super::{Record, Suspect};
+    use std::collections::BTreeMap;
+
+    use vnni_kernels::registry::{candidates_in, Backend, Surface, GENERATION};
+
+    use super::{twin_sources, Record, Suspect};
+    use crate::regret::Measured;
 
     /// A record is suspect when its samples were too short for the protocol (a stalled
     /// calibration) or racing dropped it although one of its own launches ran close to the
@@ -323,17 +390,44 @@ mod tests {
     #[test]
     fn suspect_records() {
         let stalled = |median, r, fastest, best| Suspect::of_protocol().stalled(median, r, fastest, best);
-        let kept = Record { replays: 24, dropped: false };
-        let dropped = Record { replays: 14, dropped: true };
+        let record = |replays, dropped| Record { replays, dropped, samples: 12, bpp: 4 };
+        let (kept, dropped) = (record(24, false), record(14, true));
         // 24 launches of 5 us: 120 us a sample, honest
         assert!(!stalled(5.0, kept, 5.0, 5.0));
         // one launch of 10.6 us a sample where the protocol's shortest is 100 us
-        assert!(stalled(10.6, Record { replays: 1, dropped: true }, 10.6, 5.0));
+        assert!(stalled(10.6, record(1, true), 10.6, 5.0));
         // dropped at 35.6 us with a warmup at 16.6 us, the cell's best at 16.5 us
         assert!(stalled(35.6, dropped, 16.6, 16.5));
         // dropped, every launch slow: honest
         assert!(!stalled(35.6, dropped, 30.0, 16.5));
         // dropped but recorded within the ratio already: nothing a pair would change much
         assert!(!stalled(17.5, dropped, 16.6, 16.5));
+    }
+
+    /// A record racing cut short is read as its launch twin's fullest; equally full twins,
+    /// other bpps and other kernels keep their own records.
+    #[test]
+    fn cut_short_records_read_as_their_fullest_launch_twin() {
+        let list = candidates_in(Backend::Cuda, Surface::Decode, GENERATION);
+        let at = |id: &str| list.iter().position(|c| c.id.as_str() == id).unwrap_or_else(|| panic!("{id}"));
+        let row = |median_us, samples, bpp| {
+            (Measured { median_us, eligible: true }, Record { replays: 8, dropped: samples < 12, samples, bpp })
+        };
+        let mut rows = BTreeMap::new();
+        // one launch (14 blocks a partition) under three rules, one of them dropped on a stall
+        rows.insert(list[at("decode.fused.c32.cap32")].id.clone(), row(10.0, 24, 14));
+        rows.insert(list[at("decode.fused.c32.waves32")].id.clone(), row(21.6, 1, 14));
+        rows.insert(list[at("decode.fused.c32.waves16")].id.clone(), row(10.1, 24, 14));
+        // the same kernel at another bpp, and another kernel at this bpp
+        rows.insert(list[at("decode.fused.c32.cap16")].id.clone(), row(12.0, 3, 28));
+        rows.insert(list[at("decode.fused.c16.cap32")].id.clone(), row(30.0, 2, 14));
+        let source = twin_sources(&list, &rows);
+        assert_eq!(source[at("decode.fused.c32.waves32")], at("decode.fused.c32.cap32"));
+        assert_eq!(source[at("decode.fused.c32.cap32")], at("decode.fused.c32.cap32"));
+        assert_eq!(source[at("decode.fused.c32.waves16")], at("decode.fused.c32.waves16"));
+        assert_eq!(source[at("decode.fused.c32.cap16")], at("decode.fused.c32.cap16"));
+        assert_eq!(source[at("decode.fused.c16.cap32")], at("decode.fused.c16.cap32"));
+        // a candidate without a row reads nothing
+        assert_eq!(source[at("decode.fused.c16.waves64")], at("decode.fused.c16.waves64"));
     }
 }

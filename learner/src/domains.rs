@@ -101,6 +101,7 @@ pub fn skeleton(corpus: &Corpus) -> Policy {
             programmatic: corpus.plan.programmatic,
             development_only: false,
             focus: None,
+            twins_pooled: false,
         },
         units: corpus.plan.units as u64,
         codebooks,

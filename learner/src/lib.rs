@@ -111,6 +111,9 @@ pub struct FitOptions {
     /// policy records it, so `verify` refits with it); `None`: every row weighs 1. A staged fit
     /// takes its frozen M = 1 policy's instead.
     pub focus: Option<vnni_policy::Focus>,
+    /// How launch twins' records are read (`corpus::Twins`; the policy records it, so `verify`
+    /// refits alike). A staged fit reads its batched rows as its frozen M = 1 policy read its own.
+    pub twins: corpus::Twins,
 }
 
 /// The correction a fit applies unless told otherwise: a Gaussian of 0.35 octave in
@@ -128,7 +131,8 @@ impl FitOptions {
     /// These options with the fitting rules `policy` records (its correction and row
     /// weighting), so a refit of it, or a report of its held-out rows, fits as it was fitted.
     pub fn with_rules_of(self, policy: &Policy) -> FitOptions {
-        FitOptions { correction: policy.correction.clone(), focus: policy.provenance.focus, ..self }
+        let twins = corpus::Twins::of(policy);
+        FitOptions { correction: policy.correction.clone(), focus: policy.provenance.focus, twins, ..self }
     }
 }
 
@@ -151,6 +155,7 @@ impl Default for FitOptions {
             // geomean and p95 regret but raised the maximum past the 10% target, which the
             // unweighted fit met (docs/PERF.md).
             focus: None,
+            twins: corpus::Twins::Pooled,
         }
     }
 }
@@ -227,7 +232,9 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
             message: "pairs change M = 1 cells, whose part a staged fit copies: fit the M = 1 stage with them".into(),
         });
     }
-    let mut corpus = corpus::load(dir)?;
+    // A staged fit reads its corpus as its frozen M = 1 policy read its own.
+    let twins = opts.frozen_m1.as_ref().map_or(opts.twins, corpus::Twins::of);
+    let mut corpus = corpus::load_with(dir, twins)?;
     let pairs = opts.pairs.as_deref().map(|p| pairs::apply(&mut corpus, p)).transpose()?;
     let corpus = corpus;
     let corpus_id = corpus.manifest.corpus_id.clone();
@@ -241,6 +248,7 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
         Some(m1) => (m1.correction.clone(), m1.provenance.focus),
         None => (opts.correction.clone(), opts.focus),
     };
+    policy.provenance.twins_pooled = twins == corpus::Twins::Pooled;
     policy.provenance.pairs = pairs.map(|a| vnni_policy::PairEvidence { sha256: a.sha256, cells: a.cells });
     let is_frozen = |p: &Policy, bucket: usize| frozen.is_some() && p.is_decode_bucket(bucket);
     let dev = domains::samples(&corpus, &policy, false);

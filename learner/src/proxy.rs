@@ -82,8 +82,8 @@ pub fn proxy_verdict(corpus_dir: &Path, certificates: &[Certificate], policy: &P
         failures.push(format!("{bad} of {} certificates have mismatches", certificates.len()));
     }
 
-    // The policy as deployed, on the cells it was fitted on.
-    let corpus = crate::corpus::load(corpus_dir)?;
+    // The policy as deployed, on the cells it was fitted on, read as its fit read them.
+    let corpus = crate::corpus::load_with(corpus_dir, crate::corpus::Twins::of(policy))?;
     let s = in_sample(policy, &corpus, true);
     let all = s.all();
     let (g, p) = (geomean(&all), p95(&all));

@@ -157,6 +157,7 @@ pub fn example_policy(backend: Backend) -> Policy {
             programmatic: false,
             development_only: false,
             focus: None,
+            twins_pooled: false,
         },
         units: 132,
         codebooks,

@@ -258,6 +258,12 @@ pub struct Provenance {
     /// as in policies from before the rule).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub focus: Option<Focus>,
+    /// Whether launch twins' records were pooled when the corpus was read (`fit --twins
+    /// pooled`: a record racing cut short is read as its twin's fullest, since both time one
+    /// launch), so a refit reads them alike (absent from the JSON when every record was read
+    /// as measured, as in policies from before the rule).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub twins_pooled: bool,
 }
 
 /// The weight of a development row in a cost model's fit: a row of a candidate that ran `r`

@@ -200,7 +200,8 @@ pub fn run(a: &Args) -> Result<()> {
     } else {
         println!("measured    {} (same policy corpus)", corpus.display());
         measured(&rows, &s.candidate.id);
-        band(&corpus, codebook, &mode, (a.m, a.n, a.k), &s.candidate.id)?;
+        let twins = vnni_learner::corpus::Twins::of(&policy);
+        band(&corpus, twins, codebook, &mode, (a.m, a.n, a.k), &s.candidate.id)?;
     }
     if let Some(dir) = &a.evidence {
         // aliases share a codebook: the evidence is of this source format's own rows
@@ -256,14 +257,22 @@ fn evidence(dir: &Path, corpus: &Path, all: &[TimingRow], rows: &[TimingRow], pi
 }
 
 /// The noise band of each alias cell of the key (`vnni_learner::noise`), and whether the pick
-/// is inside it. A one-pass corpus has none (its plan says so; the corpus is not read again).
-fn band(corpus: &Path, codebook: vnni_kernels::Codebook, mode: &str, key: (u64, u64, u64), picked: &str) -> Result<()> {
+/// is inside it, the corpus read as the policy's fit read it. A one-pass corpus has none (its
+/// plan says so; the corpus is not read again).
+fn band(
+    corpus: &Path,
+    twins: vnni_learner::corpus::Twins,
+    codebook: vnni_kernels::Codebook,
+    mode: &str,
+    key: (u64, u64, u64),
+    picked: &str,
+) -> Result<()> {
     let plan = vnni_corpus::collection::CollectionPlan::read(&corpus.join(vnni_corpus::collection::PLAN_FILE))?;
     if plan.inventory.passes < 2 {
         println!("noise band  none: the corpus was timed in one pass per cell (no pass replicates)");
         return Ok(());
     }
-    let c = vnni_learner::corpus::load(corpus)?;
+    let c = vnni_learner::corpus::load_with(corpus, twins)?;
     let (m, n, k) = key;
     let octave = vnni_learner::noise::octave(n, k);
     for cell in c.cells.iter().filter(|x| x.codebook == codebook && x.mode.name() == mode && (x.m, x.n, x.k) == key) {

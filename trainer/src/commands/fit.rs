@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use vnni_learner::corpus::Twins;
 use vnni_learner::report::write_report;
 use vnni_learner::{fit, FitOptions};
 
@@ -72,6 +73,41 @@ pub struct Args {
     /// than W); the policy records it.
     #[arg(long, default_value_t = FocusSpec::default(), value_parser = FocusSpec::parse)]
     pub focus: FocusSpec,
+    /// How launch twins' records are read (candidates that launch one kernel the same way at
+    /// a shape): `pooled`, the default (a record racing cut short is read as its twin's
+    /// fullest), or `as-measured`; the policy records it.
+    #[arg(long, default_value_t = TwinsSpec::default(), value_parser = TwinsSpec::parse)]
+    pub twins: TwinsSpec,
+}
+
+/// `--twins`: `pooled` or `as-measured` (`vnni_learner::corpus::Twins`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TwinsSpec(pub Twins);
+
+impl Default for TwinsSpec {
+    /// The learner's default (`vnni_learner::FitOptions`).
+    fn default() -> Self {
+        TwinsSpec(FitOptions::default().twins)
+    }
+}
+
+impl TwinsSpec {
+    pub fn parse(s: &str) -> Result<TwinsSpec, String> {
+        match s {
+            "pooled" => Ok(TwinsSpec(Twins::Pooled)),
+            "as-measured" => Ok(TwinsSpec(Twins::AsMeasured)),
+            _ => Err(format!("{s:?}: give pooled or as-measured")),
+        }
+    }
+}
+
+impl std::fmt::Display for TwinsSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0 {
+            Twins::Pooled => "pooled",
+            Twins::AsMeasured => "as-measured",
+        })
+    }
 }
 
 /// `key=value,...` with numbers for `keys` (each at most once: a repeated key keeps the last);
@@ -220,6 +256,7 @@ impl ToArgv for Args {
             .opt_path("development-policy", self.development_policy.as_deref())
             .val("correction", self.correction)
             .val("focus", self.focus)
+            .val("twins", self.twins)
             .done()
     }
 }
@@ -249,6 +286,7 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         family_cv: a.report.is_some(),
         correction: a.correction.rule(),
         focus: a.focus.0,
+        twins: a.twins.0,
         ..Default::default()
     };
     let mut f = fit(&a.corpus, &opts)?;

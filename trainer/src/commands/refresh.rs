@@ -413,6 +413,7 @@ fn fit_args(corpus: &Path, policy: &Path, report: PathBuf, frozen_m1: Option<Pat
         development_policy: None,
         correction: fit::CorrectionSpec::default(),
         focus: fit::FocusSpec::default(),
+        twins: fit::TwinsSpec::default(),
     }
 }
 
