@@ -9,7 +9,9 @@
 //! cell's regrets follow from the new medians. Both candidates' confidence bounds come from
 //! the pair alone (one comparison, each bound at level alpha / 2): the pair settles the
 //! comparison that decides the cell, which the corpus's bounds (Bonferroni over every
-//! candidate, a few samples each) could not. Sealed cells are never touched.
+//! candidate, a few samples each) could not. Sealed cells are never touched. In a corpus a sweep
+//! pruned (`sweep --prune-with`), a held-out pick may be a candidate the cell never timed: the
+//! pair is then its only record, placed beside the anchor by the same ratio.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -72,10 +74,12 @@ pub fn apply(corpus: &mut Corpus, path: &Path) -> Result<Applied> {
                     && (c.n, c.k) == (*n as u64, *k as u64)
             })
             .ok_or_else(|| bad(format!("{at}: not a development cell of the corpus")))?;
-        if cell.regret[a] >= REGRET_CAP || cell.regret[b] >= REGRET_CAP {
-            return Err(bad(format!("{at}: the corpus has no eligible row of both candidates")));
+        if cell.regret[a] >= REGRET_CAP && cell.regret[b] >= REGRET_CAP {
+            return Err(bad(format!("{at}: the corpus has no eligible row of either candidate")));
         }
-        // The anchor: the one the corpus ranked faster (the first on ties).
+        // The anchor: the one the corpus ranked faster (the first on ties). A candidate a
+        // pruned sweep never timed (capped regret) is never the anchor: the pair gives it a
+        // median, the anchor's times the ratio.
         let (anchor, sa, other, so) = if cell.regret[a] <= cell.regret[b] { (a, sa, b, sb) } else { (b, sb, a, sa) };
         // The cell's medians again (a capped regret: ineligible or unmeasured), the other's
         // replaced, and the regrets by the corpus reader's own rule.

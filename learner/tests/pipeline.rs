@@ -559,6 +559,17 @@ fn pairs_timed_again_replace_their_cells_regrets_and_bounds() {
     assert_eq!(after.regret[other], 0.0);
     assert!((after.regret[best] - 0.25).abs() < 1e-9);
     assert!((after.best_us - 0.8 * cell.best_us).abs() < 1e-9 * cell.best_us);
+    // A candidate the cell never timed (a pruned sweep skipped it): the pair places it beside
+    // the anchor by its ratio; a pair of which the cell timed neither is refused.
+    vnni_corpus::write_csv(&path, &pair_samples(&cell, &[(&b, 10.0), (&o, 12.0)])).unwrap();
+    let mut c = corpus::load(&dir).unwrap();
+    c.cells[i].regret[other] = REGRET_CAP;
+    vnni_learner::pairs::apply(&mut c, &path).unwrap();
+    assert!((c.cells[i].regret[other] - 0.2).abs() < 1e-9, "{}", c.cells[i].regret[other]);
+    c.cells[i].regret[other] = REGRET_CAP;
+    c.cells[i].regret[best] = REGRET_CAP;
+    let e = vnni_learner::pairs::apply(&mut c, &path).unwrap_err().to_string();
+    assert!(e.contains("no eligible row of either candidate"), "{e}");
     // The fit records the file's digest.
     let f = fit(&dir, &FitOptions { pairs: Some(path.clone()), ..FitOptions::default() }).unwrap();
     let evidence = f.policy.provenance.pairs.clone().unwrap();
