@@ -293,13 +293,15 @@ struct Record {
 /// with the most samples; itself where none has more (equally full records stay their own),
 /// else the first such twin in registry order.
 fn twin_sources(list: &[Candidate], rows: &BTreeMap<CandidateId, (Measured, Record)>) -> Vec<usize> {
-    let eligible = |i: usize| rows.get(&list[i].id).filter(|(m, _)| m.eligible).map(|(_, r)| *r);
+    // Each candidate's eligible record, looked up once for the cell.
+    let records: Vec<Option<Record>> =
+        list.iter().map(|c| rows.get(&c.id).filter(|(m, _)| m.eligible).map(|(_, r)| *r)).collect();
     (0..list.len())
         .map(|i| {
-            let Some(own) = eligible(i) else { return i };
+            let Some(own) = records[i] else { return i };
             let mut best = (own.samples, i);
-            for (j, c) in list.iter().enumerate() {
-                if let Some(r) = eligible(j) {
+            for (j, (c, r)) in list.iter().zip(&records).enumerate() {
+                if let Some(r) = r {
                     if r.bpp == own.bpp && r.samples > best.0 && c.same_launch_as(&list[i]) {
                         best = (r.samples, j);
                     }

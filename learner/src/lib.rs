@@ -128,8 +128,9 @@ pub fn default_correction() -> Option<vnni_policy::Correction> {
 pub const DEFAULT_CORRECTION: (f64, f64, f64) = (0.35, 0.5, 0.5);
 
 impl FitOptions {
-    /// These options with the fitting rules `policy` records (its correction and row
-    /// weighting), so a refit of it, or a report of its held-out rows, fits as it was fitted.
+    /// These options with the fitting rules `policy` records (its correction, row weighting
+    /// and reading of launch twins), so a refit of it, or a report of its held-out rows, fits
+    /// as it was fitted.
     pub fn with_rules_of(self, policy: &Policy) -> FitOptions {
         let twins = corpus::Twins::of(policy);
         FitOptions { correction: policy.correction.clone(), focus: policy.provenance.focus, twins, ..self }

@@ -207,7 +207,8 @@ fn refit(tables: &Path, corpora: &BTreeMap<String, PathBuf>) -> Result<()> {
         certify_sealed: !policy.provenance.development_only,
         ..Default::default()
     }
-    // The correction and row weighting it was fitted with (none in policies from before them).
+    // The correction, row weighting and twin reading it was fitted with (none in policies from
+    // before them).
     .with_rules_of(&policy);
     // Pair evidence a fit applied lives beside its tables: `pairs.samples.csv` (and
     // `m1-pairs.samples.csv` for the M = 1 stage a staged policy froze), checked by digest.
