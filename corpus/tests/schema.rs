@@ -213,8 +213,8 @@ fn committed_certificates_and_bench_rows_validate() {
     // that added them (sm_90 resources do not depend on the card: kernels two runs hold agree).
     // `u2m`'s IMMA tiles changed after format-q2k-h100 (its mins by an mma), so its rows there
     // are superseded by u2m-min-mma-h100's run of every kernel; `nl2d`'s M = 1 tiles changed
-    // after format-iq12-h200 (the dot by two dp4a per half), so that run is superseded by
-    // nl2d-dp4a's run of every kernel.
+    // after format-iq12-h200 (the dot by two dp4a per half, then its payload in halves), so
+    // that run is superseded by nl2d-halves' run of every kernel.
     let mut by_kernel = std::collections::BTreeMap::new();
     for file in [
         "docs/perf/resources-h200.csv",
@@ -222,7 +222,7 @@ fn committed_certificates_and_bench_rows_validate() {
         "docs/perf/format-q3k-h100/resources.csv",
         "docs/perf/format-iq3-h200/resources.csv",
         "docs/perf/u2m-min-mma-h100/resources.csv",
-        "docs/perf/nl2d-dp4a/resources-h100.csv",
+        "docs/perf/nl2d-halves/resources-h100.csv",
     ] {
         for r in read_resources(&root.join(file)).unwrap() {
             assert!(r.verdict == "ok" && r.device_occupancy_blocks_per_sm.unwrap_or(0) > 0, "{file}: {}", r.kernel);

@@ -37,7 +37,9 @@ template <int CB> struct SubMins { static const bool VALUE = CB == CB_U2M; };
 
 // The single-scale 16-entry table codebooks (nl4, e2m1, nl3, nl2): decoded straight from payload
 // words in the interleaved element order (4i, 4i+16, 4i+1, 4i+17, ...), the other operand permuted
-// to match. nl2d's two scales need the halves apart, so it decodes in element order.
+// to match. nl2d's two scales need the halves apart: its payload words hold elements 4i..4i+3 in
+// their low half and 16+4i..16+4i+3 in their high half (codebook.rs), so each 16-bit half is
+// the lookup's selector of four elements of one half, in element order.
 template <int CB> struct Table {
   static const bool VALUE = CB == CB_NL4 || CB == CB_E2M1 || CB == CB_NL3 || CB == CB_NL2;
 };
@@ -182,9 +184,8 @@ __device__ __forceinline__ u32 nibble_selector(u32 x) {
   return (x & 0xFu) | ((x >> 4) & 0xF0u) | ((x >> 8) & 0xF00u) | ((x >> 12) & 0xF000u);
 }
 
-// The same selector in three instructions (nl2d's element-order decode): x | x >> 4 holds
-// nibble pairs (0, 1) and (2, 3) in bytes 0 and 2, and one byte permute joins them. Only the
-// low 16 bits are a selector; the upper half is left over.
+// The same selector in three instructions: x | x >> 4 holds nibble pairs (0, 1) and (2, 3) in
+// bytes 0 and 2, and one byte permute joins them. Only the low 16 bits are a selector.
 __device__ __forceinline__ u32 nibble_pairs_selector(u32 x) { return prmt(x | (x >> 4), 0u, 0x0020u); }
 
 // IQ4 lookup of four nibbles held one per byte (values 0..15), element order preserved.
@@ -239,6 +240,14 @@ __device__ __forceinline__ void decode(const Raw& r, int (&w)[8]) {
     for (int g = 0; g < 8; ++g) w[g] = (int)u2m_word(r.q[g >> 2], r.q[2], g);
     return;
   }
+  if (CB == CB_NL2D) {  // each half-word is four elements of one half, in order (see Table)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      w[i] = (int)sign_magnitude_word<CB>(r.q[i]);
+      w[4 + i] = (int)sign_magnitude_word<CB>(r.q[i] >> 16);
+    }
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     u32 lo = r.q[i] & 0x0F0F0F0Fu;
@@ -255,7 +264,7 @@ __device__ __forceinline__ void decode(const Raw& r, int (&w)[8]) {
     if (CB == CB_S5) { lo = __vsub4(lo, 0x10101010u); hi = __vsub4(hi, 0x10101010u); }
     if (CB == CB_S6D) { lo = __vsub4(lo, 0x20202020u); hi = __vsub4(hi, 0x20202020u); }
     if (CB == CB_NL4) { lo = iq4_lookup(lo); hi = iq4_lookup(hi); }
-    if (SignMagnitude<CB>::VALUE) {  // nl2d: the table codebooks' dots never decode here
+    if (SignMagnitude<CB>::VALUE) {  // element order; no kernel decodes the single-scale tables here
       lo = sign_magnitude_word<CB>(nibble_pairs_selector(lo));
       hi = sign_magnitude_word<CB>(nibble_pairs_selector(hi));
     }
@@ -299,7 +308,9 @@ __device__ __forceinline__ void decode_pair(const u8* __restrict__ p, int t, u32
     return;
   }
   const u32 q = payload_word<SHARED>(p, t);
-  if (Table<CB>::VALUE) {  // interleaved order: the caller permutes the other operand to match
+  // The single-scale tables in the interleaved order (the caller permutes the other operand to
+  // match); nl2d's half-words hold elements 4t.. and 16+4t.. in order (see Table).
+  if (Table<CB>::VALUE || CB == CB_NL2D) {
     lo = table_word<CB>(q);
     hi = table_word<CB>(q >> 16);
     return;
@@ -314,10 +325,6 @@ __device__ __forceinline__ void decode_pair(const u8* __restrict__ p, int t, u32
   if (CB == CB_S6D) {
     lo |= spread_bits45(payload_byte<SHARED>(p, 16 + t));
     hi |= spread_bits45(payload_byte<SHARED>(p, 20 + t));
-  }
-  if (SignMagnitude<CB>::VALUE) {  // nl2d, in element order (the table codebooks returned above)
-    lo = sign_magnitude_word<CB>(nibble_pairs_selector(lo));
-    hi = sign_magnitude_word<CB>(nibble_pairs_selector(hi));
   }
   if (CB == CB_S4) { lo = __vsub4(lo, 0x08080808u); hi = __vsub4(hi, 0x08080808u); }
   if (CB == CB_O4) { lo = __vsub4(lo + lo, 0x0F0F0F0Fu); hi = __vsub4(hi + hi, 0x0F0F0F0Fu); }
@@ -378,22 +385,25 @@ __device__ __forceinline__ int2 block_dots(const Raw& raw, const ActBlock& x) {
     }
     return make_int2(lo, 0);
   }
-  if (SignMagnitude<CB>::VALUE && Table<CB>::VALUE) {
-    // Single-scale too, in the same interleaved order: the positive entries through the
-    // first lookup, the magnitudes of the negative ones through the second (see
-    // sign_magnitude_word), each dotted on its own and subtracted: exact, and no bytewise
-    // subtraction per word.
+  if (SignMagnitude<CB>::VALUE) {
+    // The positive entries through the first lookup, the magnitudes of the negative ones
+    // through the second (see sign_magnitude_word), each dotted on its own and subtracted:
+    // exact, and no bytewise subtraction per word. The single-scale tables dot both half-words
+    // against the interleaved activations (prepare_act) into one sum; nl2d's half-words hold
+    // one half each (see Table), dotted against the activations in element order, a sum per half.
     const u32 T0 = SignMagnitude<CB>::T0, T1 = SignMagnitude<CB>::T1;
-    int neg = 0;
+    const int H = Table<CB>::VALUE ? 0 : 1;  // the sum the high half-words go to
+    int pos[2] = {0, 0}, neg[2] = {0, 0};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const u32 q = raw.q[i], f = q ^ 0x88888888u;
-      lo = __dp4a((int)prmt(T0, T1, q), x.a[2 * i], lo);
-      neg = __dp4a((int)prmt(T0, T1, f), x.a[2 * i], neg);
-      lo = __dp4a((int)prmt(T0, T1, q >> 16), x.a[2 * i + 1], lo);
-      neg = __dp4a((int)prmt(T0, T1, f >> 16), x.a[2 * i + 1], neg);
+      const int a0 = Table<CB>::VALUE ? x.a[2 * i] : x.a[i], a1 = Table<CB>::VALUE ? x.a[2 * i + 1] : x.a[4 + i];
+      pos[0] = __dp4a((int)prmt(T0, T1, q), a0, pos[0]);
+      neg[0] = __dp4a((int)prmt(T0, T1, f), a0, neg[0]);
+      pos[H] = __dp4a((int)prmt(T0, T1, q >> 16), a1, pos[H]);
+      neg[H] = __dp4a((int)prmt(T0, T1, f >> 16), a1, neg[H]);
     }
-    return make_int2(lo - neg, 0);
+    return make_int2(pos[0] - neg[0], pos[1] - neg[1]);
   }
   if (CB == CB_O4) {
     // Single-scale: value 2n - 15 for nibble n, so the dot is 2 (n . a) - 15 sum(a), exact
@@ -404,23 +414,6 @@ __device__ __forceinline__ int2 block_dots(const Raw& raw, const ActBlock& x) {
       lo = __dp4a((int)((raw.q[i] >> 4) & 0x0F0F0F0Fu), x.a[4 + i], lo);
     }
     return make_int2(2 * lo - 15 * x.sum, 0);
-  }
-  if (SignMagnitude<CB>::VALUE) {
-    // nl2d: two scales, so element order (each half's nibbles through one selector), and, as
-    // for the single-scale tables, the positive entries and the negative ones' magnitudes
-    // dotted apart and subtracted per half: exact, with no bytewise subtraction per word.
-    const u32 T0 = SignMagnitude<CB>::T0, T1 = SignMagnitude<CB>::T1;
-    int lo_neg = 0, hi_neg = 0;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const u32 sl = nibble_pairs_selector(raw.q[i] & 0x0F0F0F0Fu);
-      const u32 sh = nibble_pairs_selector((raw.q[i] >> 4) & 0x0F0F0F0Fu);
-      lo = __dp4a((int)prmt(T0, T1, sl), x.a[i], lo);
-      lo_neg = __dp4a((int)prmt(T0, T1, sl ^ 0x8888u), x.a[i], lo_neg);
-      hi = __dp4a((int)prmt(T0, T1, sh), x.a[4 + i], hi);
-      hi_neg = __dp4a((int)prmt(T0, T1, sh ^ 0x8888u), x.a[4 + i], hi_neg);
-    }
-    return make_int2(lo - lo_neg, hi - hi_neg);
   }
   int w[8];
   decode<CB>(raw, w);

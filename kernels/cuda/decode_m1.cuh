@@ -55,7 +55,7 @@ __device__ __forceinline__ void prefetch_first(const DecodeArgs& a, int b0, int 
 // cover HBM latency at the occupancy these kernels reach, and short serial chains for
 // narrow shapes.
 // The table codebooks keep 6 blocks: their lookups need the registers that 8 would take
-// (ptxas spills nl4 at 64); so does nl2d, a table decoded in element order. s3d and u2m (12-byte payloads) keep 8, not 10: ten blocks spill
+// (ptxas spills nl4 at 64); so does nl2d, the same lookups. s3d and u2m (12-byte payloads) keep 8, not 10: ten blocks spill
 // at 64 (s3d with two columns a thread, u2m with one).
 template <int CB> struct Depth {
   static const int VALUE = Table<CB>::VALUE || SignMagnitude<CB>::VALUE ? 6 : CB == CB_S3D || CB == CB_U2M ? 8 : 128 / Codebook<CB>::PB;

@@ -5,9 +5,12 @@
 //! `payload: u8 [KBLK][N][PB]`, `scale: f16 [KBLK][N]`, `second: f16 [KBLK][N]`.
 //! Payload conventions per 32-value block (byte j holds element j in its low nibble
 //! and element j + 16 in its high nibble wherever nibbles are used):
-//! - `s4`, `nl4`, `u4`, `e2m1`, `nl3`, `o4`, `nl2`, `nl2d`: 16 nibble bytes. `nl2d` is the one
-//!   table codebook with two scales (elements 0..15, 16..31), so GPUs decode it in element order,
-//!   not in the interleaved order of the single-scale tables.
+//! - `s4`, `nl4`, `u4`, `e2m1`, `nl3`, `o4`, `nl2`: 16 nibble bytes.
+//! - `nl2d`: 16 bytes of nibbles too, but in halves: the table codebook with two scales
+//!   (elements 0..15, 16..31). Little-endian word i holds elements 4i..4i+3 in its low four
+//!   nibbles and 16+4i..16+4i+3 in its high four, in order, so each 16-bit half of a word is a
+//!   GPU byte-permute selector for four elements of one half: no nibble shuffling before the
+//!   table lookup (see [`nl2d_place`]).
 //! - `s5`, `u5`: 16 nibble bytes, then a little-endian u32 whose bit i is bit 4 of element i.
 //! - `s6d`: 16 nibble bytes (bits 0..3), then 8 bytes where byte 16 + i holds bits 4..5 of
 //!   elements 4i .. 4i+3 at shifts 0, 2, 4, 6.
@@ -197,7 +200,8 @@ impl Codebook {
             Codebook::Nl3 => decode_nl3(payload),
             Codebook::O4 => decode_o4(payload),
             Codebook::U2m => decode_u2m(payload),
-            Codebook::Nl2 | Codebook::Nl2d => decode_nl2(payload),
+            Codebook::Nl2 => decode_nl2(payload),
+            Codebook::Nl2d => decode_nl2d(payload),
         }
     }
 
@@ -254,10 +258,25 @@ pub fn decode_nl3(p: &[u8]) -> [i8; 32] {
     nibbles(p, |x| NL3_TABLE[x as usize])
 }
 
-/// `nl2` and `nl2d` share the table; only their scale rules differ.
+/// `nl2` and `nl2d` share the table; their scale rules and nibble layouts differ.
 #[inline]
 pub fn decode_nl2(p: &[u8]) -> [i8; 32] {
     nibbles(p, |x| NL2_TABLE[x as usize])
+}
+
+/// Where element `i` (0..32) of an `nl2d` payload lives: its byte and shift. Word `w` of half
+/// `h` holds elements 16h + 4w .. 16h + 4w + 3 in bytes 4w + 2h and 4w + 2h + 1, low nibble first.
+const fn nl2d_place(i: usize) -> (usize, u32) {
+    let (half, r) = (i / 16, i % 16);
+    (4 * (r / 4) + 2 * half + (r % 4) / 2, 4 * (r % 2) as u32)
+}
+
+#[inline]
+pub fn decode_nl2d(p: &[u8]) -> [i8; 32] {
+    std::array::from_fn(|i| {
+        let (byte, shift) = nl2d_place(i);
+        NL2_TABLE[((p[byte] >> shift) & 0x0F) as usize]
+    })
 }
 
 /// The odd values -15..15 of IQ3_S: nibble n is 2n - 15. (The CUDA M = 1 dot uses that form,
@@ -344,6 +363,15 @@ pub fn decode_s8(p: &[u8]) -> [i8; 32] {
 pub(crate) fn encode_nibbles(values: &[u8; 32], out: &mut [u8]) {
     for j in 0..16 {
         out[j] = (values[j] & 0x0F) | ((values[j + 16] & 0x0F) << 4);
+    }
+}
+
+/// Encode 32 `nl2d` table indices (0..15) in its halved nibble layout (inverse of [`decode_nl2d`]'s lookup).
+pub(crate) fn encode_nl2d(indices: &[u8; 32], out: &mut [u8]) {
+    out[..16].fill(0);
+    for (i, &x) in indices.iter().enumerate() {
+        let (byte, shift) = nl2d_place(i);
+        out[byte] |= (x & 0x0F) << shift;
     }
 }
 

@@ -7,8 +7,8 @@ use rayon::prelude::*;
 
 use crate::activation::QuantizedActivations;
 use crate::codebook::{
-    decode_e2m1, decode_nl2, decode_nl3, decode_nl4, decode_o4, decode_s3d, decode_s4, decode_s5, decode_s6d,
-    decode_s8, decode_u2m, decode_u4, decode_u5,
+    decode_e2m1, decode_nl2, decode_nl2d, decode_nl3, decode_nl4, decode_o4, decode_s3d, decode_s4, decode_s5,
+    decode_s6d, decode_s8, decode_u2m, decode_u4, decode_u5,
 };
 use crate::contract::{
     block_contribution, fold_partition, min_sum, partition_count, partition_range, BlockDots, ScaleRule,
@@ -110,7 +110,8 @@ pub fn partition_sums(
         Codebook::Nl3 => run!(decode_nl3),
         Codebook::O4 => run!(decode_o4),
         Codebook::U2m => run!(decode_u2m),
-        Codebook::Nl2 | Codebook::Nl2d => run!(decode_nl2),
+        Codebook::Nl2 => run!(decode_nl2),
+        Codebook::Nl2d => run!(decode_nl2d),
     }
 }
 

@@ -263,6 +263,29 @@ fn decode_matches_each_codebooks_documented_value_range() {
     }
 }
 
+/// `nl2d`'s payload in halves: nibble j of little-endian word i is element 4i + j (j < 4) or
+/// 16 + 4i + j - 4 (j >= 4), so each 16-bit half of a word is the GPU's lookup selector of four
+/// elements of one half. Every other nibble codebook keeps element j in byte j's low nibble.
+#[test]
+fn nl2d_words_hold_four_elements_of_each_half_in_order() {
+    for i in 0..4 {
+        for j in 0..8 {
+            let mut payload = [0u8; 16];
+            // Table index 2 (value 43) at nibble j of word i; every other nibble 0 (value 8).
+            let word = 2u32 << (4 * j);
+            payload[4 * i..4 * i + 4].copy_from_slice(&word.to_le_bytes());
+            let v = Codebook::Nl2d.decode(&payload);
+            let element = if j < 4 { 4 * i + j } else { 16 + 4 * i + j - 4 };
+            for (e, &x) in v.iter().enumerate() {
+                assert_eq!(x, if e == element { 43 } else { 8 }, "word {i} nibble {j}: element {e}");
+            }
+            let v = Codebook::Nl2.decode(&payload);
+            let element = if j % 2 == 0 { 4 * i + j / 2 } else { 16 + 4 * i + j / 2 };
+            assert_eq!(v[element], 43, "nl2 word {i} nibble {j}");
+        }
+    }
+}
+
 /// IQ1_M keeps its f16 scale in the top nibbles of four words: a non-finite one is refused
 /// like any stored f16 field, naming the block and the first word's offset, and the other
 /// bits of those words stay as they were when the scale is written.

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Two builds' kernels side by side in one device call: the same `bench` run by binary A and
-# binary B on the same machine, alternated (A B A B ...) so machine drift shows as the spread
-# between one binary's rounds; each candidate bit-checked as in every bench. Prints, last, the
-# best candidate's median per cell and M of every run and B's best over A's.
-#   env: BIN_A, BIN_B (required), SHAPES (NxK,..), CODEBOOKS (s4), MODES (graph), ROUNDS (1),
+# Two (or three) builds' kernels side by side in one device call: the same `bench` run by binary
+# A, binary B (and BIN_C) on the same machine, alternated (A B A B ...) so machine drift shows as
+# the spread between one binary's rounds; each candidate bit-checked as in every bench. Prints,
+# last, the best candidate's median per cell and M of every run and B's (C's) best over A's.
+#   env: BIN_A, BIN_B (required), BIN_C, SHAPES (NxK,..), CODEBOOKS (s4), MODES (graph), ROUNDS (1),
 #        GROUPED_M / PREFILL_M (batched rows on SHAPES too, e.g. 16,31 / 64,256; none by default),
 #        SAMPLES (12), ARGS_A / ARGS_B (more bench arguments for one side, e.g. the same
 #        binary twice with ARGS_B='--l2-prefetch programmatic'), NAME (ab)
@@ -17,7 +17,7 @@ source "$(dirname "$0")/steps.sh"
 : "${BIN_A:?BIN_A: the first binary}" "${BIN_B:?BIN_B: the second binary}" "${SHAPES:?SHAPES: NxK,..}"
 trap 'tar -C "$WORK" -czf "$OUT/$NAME.tar.gz" . ; cp "$WORK/table.txt" "$OUT/$NAME.txt" 2>/dev/null || true' EXIT
 for r in $(seq 1 "${ROUNDS:-1}"); do
-  for v in A B; do
+  for v in A B ${BIN_C:+C}; do
     bin=BIN_$v extra=ARGS_$v
     # shellcheck disable=SC2086 # ARGS_A / ARGS_B are word lists
     run "bench-$v$r" "${!bin}" bench --backend cuda --cache "$CACHE-$v" --shapes "$SHAPES" \
@@ -40,13 +40,13 @@ for f in sorted(glob.glob(os.path.join(work, "*", "best.csv"))):
         if cell not in best.setdefault(run, {}) or us < best[run][cell][0]:
             best[run][cell] = (us, r["candidate"])
 runs = sorted(best)
-print("\n| mode | codebook | N x K | M | " + " | ".join(runs) + " | B / A |")
-print("|---|---|---|---|" + "---|" * (len(runs) + 1))
+others = sorted({r[0] for r in runs} - {"A"})  # B, and C when a third binary ran
+print("\n| mode | codebook | N x K | M | " + " | ".join(runs) + " | " + " | ".join(f"{v} / A" for v in others) + " |")
+print("|---|---|---|---|" + "---|" * (len(runs) + len(others)))
 for cell in sorted({c for r in runs for c in best[r]}, key=lambda c: (c[0], c[1], c[2] * c[3], c[4])):
-    a = [best[r][cell][0] for r in runs if r.startswith("A") and cell in best[r]]
-    b = [best[r][cell][0] for r in runs if r.startswith("B") and cell in best[r]]
-    ratio = f"{min(b) / min(a):.3f}" if a and b else "-"
+    side = {v: [best[r][cell][0] for r in runs if r.startswith(v) and cell in best[r]] for v in ["A"] + others}
+    ratios = " | ".join(f"{min(side[v]) / min(side['A']):.3f}" if side["A"] and side[v] else "-" for v in others)
     cols = " | ".join(f"{best[r][cell][0]:.2f}" if cell in best[r] else "-" for r in runs)
-    print(f"| {cell[0]} | {cell[1]} | {cell[2]}x{cell[3]} | {cell[4]} | {cols} | {ratio} |")
+    print(f"| {cell[0]} | {cell[1]} | {cell[2]}x{cell[3]} | {cell[4]} | {cols} | {ratios} |")
 PY
 cat "$WORK/table.txt"

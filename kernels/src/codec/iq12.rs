@@ -15,7 +15,7 @@ use half::f16;
 
 use super::iq12_grid::{IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID};
 use super::{array, parity_signs, read_f16, write_f16, Block, SplitF16};
-use crate::codebook::{encode_nibbles, NL2_TABLE};
+use crate::codebook::{encode_nibbles, encode_nl2d, NL2_TABLE};
 use crate::contract::ScaleRule;
 use crate::packed::PackedBlock;
 use crate::SourceFormat;
@@ -93,10 +93,13 @@ trait Iq1Grid {
 /// A codebook block of `format`'s codebook: one scale (`nl2`) or one per half (`nl2d`).
 fn packed(format: SourceFormat, nibbles: &[u8; 32], scales: [f32; 2]) -> PackedBlock {
     let mut payload = [0u8; 32];
-    encode_nibbles(nibbles, &mut payload[..16]);
     let second = match format.codebook().scale_rule() {
-        ScaleRule::DualScale => scales[1],
+        ScaleRule::DualScale => {
+            encode_nl2d(nibbles, &mut payload[..16]);
+            scales[1]
+        }
         _ => {
+            encode_nibbles(nibbles, &mut payload[..16]);
             debug_assert_eq!(scales[0].to_bits(), scales[1].to_bits(), "{format}: one scale per 32 values");
             0.0
         }
