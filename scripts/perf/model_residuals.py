@@ -18,26 +18,24 @@ import re
 import subprocess
 import sys
 
-# A source format of each codebook the committed tables carry (explain is keyed by format).
-FORMAT = {"s4": "Q4_0", "nl4": "IQ4_NL", "u4": "Q4_1", "s5": "Q5_0", "u5": "Q5_1", "s6d": "Q6_K", "s8": "Q8_0"}
-
-
 def measured(path):
-    """(codebook, n, k) -> candidate -> (median us, bpp): eligible graph rows at M = 1."""
+    """(codebook, source format, n, k) -> candidate -> (median us, bpp): eligible decode rows,
+    graph, M = 1 (explain is asked by the row's own source format, as policy_regret.py does)."""
     cells = collections.defaultdict(dict)
     with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         for r in csv.DictReader(f):
-            if r["mode"] == "graph" and r["eligible"] == "true" and r["m"] == "1" and r["codebook"] in FORMAT:
-                cells[(r["codebook"], int(r["n"]), int(r["k"]))][r["candidate"]] = (float(r["median_us"]), int(r["bpp"]))
+            if r["mode"] == "graph" and r["eligible"] == "true" and r["m"] == "1" and r["candidate"].startswith("decode."):
+                key = (r["codebook"], r["source_format"], int(r["n"]), int(r["k"]))
+                cells[key][r["candidate"]] = (float(r["median_us"]), int(r["bpp"]))
     return cells
 
 
-def predicted(binary, policy, codebook, n, k):
+def predicted(binary, policy, fmt, n, k):
     """Candidate -> predicted us, as `explain --predictions` lists them."""
-    args = [binary, "explain", "--policy", policy, "--format", FORMAT[codebook], "--mode", "graph", "--m", "1"]
+    args = [binary, "explain", "--policy", policy, "--format", fmt, "--mode", "graph", "--m", "1"]
     out = subprocess.run(args + ["--n", str(n), "--k", str(k), "--predictions"], capture_output=True, text=True)
     if out.returncode != 0:
-        sys.exit(f"explain failed for {codebook} {n}x{k}:\n{out.stderr}")
+        sys.exit(f"explain failed for {fmt} {n}x{k}:\n{out.stderr}")
     return {m.group(2): float(m.group(1)) for m in re.finditer(r"^predicted\s+([\d.]+) us\s+(\S+)", out.stdout, re.M)}
 
 
@@ -57,10 +55,10 @@ def main():
         w = csv.writer(f)
         if not done:
             w.writerow(header)
-        for (cb, n, k), cands in sorted(measured(run).items()):
+        for (cb, fmt, n, k), cands in sorted(measured(run).items()):
             if (cb, n, k) in done:
                 continue
-            pred = predicted(binary, policy, cb, n, k)
+            pred = predicted(binary, policy, fmt, n, k)
             for c, (us, bpp) in sorted(cands.items()):
                 if c in pred:
                     w.writerow([cb, n, k, c, bpp, us, pred[c]])
