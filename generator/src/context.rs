@@ -82,6 +82,8 @@ impl CorrectionCtx {
 pub struct ModelConstants {
     pub max_elements: i64,
     pub full_draw: i64,
+    /// Threads of the split-K reduce resident on one SM.
+    pub reduce_threads: i64,
     pub max_warps: i64,
     pub max_blocks: i64,
     pub registers: i64,
@@ -98,6 +100,7 @@ impl ModelConstants {
         ModelConstants {
             max_elements: vnni_policy::cost::MAX_ELEMENTS as i64,
             full_draw: vnni_policy::cost::FULL_DRAW as i64,
+            reduce_threads: vnni_policy::cost::REDUCE_THREADS_PER_SM as i64,
             max_warps: o::MAX_WARPS.into(),
             max_blocks: o::MAX_BLOCKS.into(),
             registers: o::REGISTERS.into(),
@@ -123,8 +126,9 @@ pub struct ModelCtx {
     pub shared_static: i64,
     pub rate: i64,
     pub base: i64,
-    /// (mantissa, shift) of the waves, elements, partials, CTA-turn and K-chain coefficients.
-    pub coefs: [(i64, i64); 5],
+    /// (mantissa, shift) of the waves, elements, partials, CTA-turn, K-chain and reduce
+    /// coefficients.
+    pub coefs: [(i64, i64); 6],
     /// The model answers for `from <= N * K < below` (`below`: one past the model limit where
     /// the policy sets none).
     pub from: i64,
@@ -390,7 +394,14 @@ fn model_ctx(policy: &Policy, m: &CostModel, index_of: &impl Fn(&str) -> Result<
         shared_static: m.shared_static.into(),
         rate: field("rate", m.rate)?,
         base: field("base", m.base)?,
-        coefs: [coef(m.waves)?, coef(m.elements)?, coef(m.partials)?, coef(m.cta_rounds)?, coef(m.chain)?],
+        coefs: [
+            coef(m.waves)?,
+            coef(m.elements)?,
+            coef(m.partials)?,
+            coef(m.cta_rounds)?,
+            coef(m.chain)?,
+            coef(m.reduce)?,
+        ],
         from: field("from_elements", m.from_elements)?,
         below: field("below_elements", m.below_elements.unwrap_or(vnni_policy::cost::MAX_ELEMENTS + 1))?,
         residuals_first: 0,

@@ -27,7 +27,9 @@
 //! max: `core` 6.23% / 1.04% / 30.2% -> 5.79% / 0.91% / 28.1%, `h200-generic` 5.65% / 1.20% /
 //! 16.0% -> 5.69% / 1.09% / 11.4%, `h200-grid` 7.24% / 1.56% / 18.3% -> 7.79% / 1.43% / 18.3%,
 //! `h200-session` 7.87% / 1.75% / 18.4% -> 8.64% / 1.81% / 19.1%: better on the two larger
-//! corpora, worse on the smallest) with every coefficient >= 0, fitted
+//! corpora, worse on the smallest), `+ cr * reduce` in graph domains of a policy fitted with
+//! `reduce_term` (the split-K reduce's serial fold, `vnni_policy::cost::Basis::reduce`; off by
+//! default, docs/PERF.md says why), with every coefficient >= 0, fitted
 //! by exact non-negative least squares over relative error, each row weighted by the policy's
 //! `Focus` (rows where the candidate competes count most), for each rate of a fixed grid
 //! (`rate / 64` = 2^(i/2), i in -8..=6, rounded to integers), the rate of least error kept.
@@ -63,9 +65,11 @@ pub const RATES: [u64; 15] = [4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256
 /// Rows a model needs before it is trusted; a candidate with fewer is left unmodelled.
 pub const MIN_ROWS: usize = 5;
 
-const COLS: usize = 6;
+const COLS: usize = 7;
 /// The column of the waves term, the only one that depends on the rate.
 const WAVES: usize = 1;
+/// The column of the split-K reduce term, left out of fits without it.
+const REDUCE: usize = 6;
 
 /// The basis columns, scaled for the normal equations (1e6 units per column unit; 1e3 for
 /// the K chain, which is thousands of elements where the others are millions).
@@ -77,12 +81,13 @@ fn columns(b: &Basis) -> [f64; COLS] {
         b.partials as f64 / 1e6,
         b.cta_rounds as f64 / 1e6,
         b.chain as f64 / 1e3,
+        b.reduce as f64 / 1e3,
     ]
 }
 
 /// Fit one candidate's model from its observations on `units` SMs; `None` with fewer than
 /// [`MIN_ROWS`] usable rows. `candidate` names it in the policy.
-pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResources) -> Option<CostModel> {
+pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResources, reduce: bool) -> Option<CostModel> {
     if rows.len() < MIN_ROWS {
         return None;
     }
@@ -113,7 +118,7 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
             }
             None => normal.insert(Normal::of(&x, &y)),
         };
-        let (coef, err) = nnls(normal);
+        let (coef, err) = nnls(normal, if reduce { u32::MAX } else { !(1 << REDUCE) });
         if best.as_ref().is_none_or(|(e, _, _)| err < *e) {
             best = Some((err, rate, coef));
         }
@@ -132,6 +137,7 @@ pub fn fit(candidate: &str, rows: &[Observation], units: u64, res: KernelResourc
         partials: Coef::quantize(coef[3] * scale / 1e6),
         cta_rounds: Coef::quantize(coef[4] * scale / 1e6),
         chain: Coef::quantize(coef[5] * scale / 1e3),
+        reduce: Coef::quantize(coef[6] * scale / 1e3),
         from_elements: 0,
         below_elements: None,
         residuals: Vec::new(),
@@ -160,12 +166,18 @@ pub const REGIME_MIN_ROWS: usize = 8;
 /// with too few rows of its own keeps the model of every row; where both do, that model alone
 /// answers every size. Empty where no model fits. Sorted as the policy stores them (size
 /// range ascending).
-pub fn fit_regimes(candidate: &str, rows: &[Observation], units: u64, res: KernelResources) -> Vec<CostModel> {
-    let every = || fit(candidate, rows, units, res);
+pub fn fit_regimes(
+    candidate: &str,
+    rows: &[Observation],
+    units: u64,
+    res: KernelResources,
+    reduce: bool,
+) -> Vec<CostModel> {
+    let every = || fit(candidate, rows, units, res, reduce);
     let own = |window: &dyn Fn(u64) -> bool| {
         let rows: Vec<Observation> = rows.iter().filter(|o| window(o.n * o.k)).copied().collect();
         if rows.len() >= REGIME_MIN_ROWS {
-            fit(candidate, &rows, units, res)
+            fit(candidate, &rows, units, res, reduce)
         } else {
             None
         }
@@ -182,13 +194,15 @@ pub fn fit_regimes(candidate: &str, rows: &[Observation], units: u64, res: Kerne
 
 /// Exact non-negative least squares: the best of the unconstrained least-squares solutions
 /// over every subset of free variables whose solution is non-negative (the optimum is one of
-/// them). Returns (coefficients, squared error). The normal equations are summed once over
-/// every column and each subset takes its rows and columns from them: the same additions in
-/// the same row order as summing per subset, so the same bits, at about a tenth of the summing.
-fn nnls<const C: usize>(normal: &Normal<C>) -> ([f64; C], f64) {
+/// them), subsets of `columns` (a bit mask) only. Returns (coefficients, squared error). The
+/// normal equations are summed once over every column and each subset takes its rows and
+/// columns from them: the same additions in the same row order as summing per subset, so the
+/// same bits, at about a tenth of the summing (and a fit without a column takes exactly the
+/// subsets, and the bits, it took before the column existed).
+fn nnls<const C: usize>(normal: &Normal<C>, columns: u32) -> ([f64; C], f64) {
     let mut best = ([0.0; C], normal.yty);
     let mut free = [0usize; C];
-    for mask in 1u32..(1 << C) {
+    for mask in (1u32..(1 << C)).filter(|m| m & !columns == 0) {
         let mut m = 0;
         for i in (0..C).filter(|i| mask & (1 << i) != 0) {
             free[m] = i;
@@ -327,6 +341,7 @@ mod tests {
             partials: Coef::default(),
             cta_rounds: Coef::quantize(0.05),
             chain: Coef::quantize(0.4),
+            reduce: Coef::default(),
             from_elements: 0,
             below_elements: None,
             residuals: Vec::new(),
@@ -352,14 +367,14 @@ mod tests {
             weight: 1.0,
         })
         .collect();
-        let fitted = fit(&desc.id, &rows, 132, res).unwrap();
+        let fitted = fit(&desc.id, &rows, 132, res, true).unwrap();
         assert_eq!(fitted.rate, truth.rate);
         for o in &rows {
             let p = fitted.predict(&desc, o.n, o.k, 132).unwrap() as f64 / 65_536.0;
             assert!((p / o.us - 1.0).abs() < 1e-3, "{p} vs {}", o.us);
         }
-        assert_eq!(Some(fitted), fit(&desc.id, &rows, 132, res));
-        assert!(fit(&desc.id, &rows[..4], 132, res).is_none());
+        assert_eq!(Some(fitted), fit(&desc.id, &rows, 132, res, true));
+        assert!(fit(&desc.id, &rows[..4], 132, res, true).is_none());
     }
 
     #[test]
@@ -388,7 +403,7 @@ mod tests {
                 .map(|o| (m.predict(&desc, o.n, o.k, 132).unwrap() as f64 / 65_536.0 / o.us - 1.0).abs())
                 .fold(0.0, f64::max)
         };
-        let clean = fit(&desc.id, &rows, 132, res).unwrap();
+        let clean = fit(&desc.id, &rows, 132, res, true).unwrap();
         for &(n, k) in &shapes[..3] {
             rows.push(Observation {
                 launch: desc.model_launch(n, k, 132).unwrap(),
@@ -398,11 +413,11 @@ mod tests {
                 weight: 1.0,
             });
         }
-        let pulled = fit(&desc.id, &rows, 132, res).unwrap();
+        let pulled = fit(&desc.id, &rows, 132, res, true).unwrap();
         for o in &mut rows[10..] {
             o.weight = 1e-3;
         }
-        let focused = fit(&desc.id, &rows, 132, res).unwrap();
+        let focused = fit(&desc.id, &rows, 132, res, true).unwrap();
         let (clean, pulled, focused) = (error(&clean), error(&pulled), error(&focused));
         assert!(clean < 0.01 && pulled > 0.05 && focused < pulled / 5.0, "{clean} {pulled} {focused}");
     }
@@ -422,6 +437,7 @@ mod tests {
             partials: Coef::default(),
             cta_rounds: Coef::quantize(0.05),
             chain: Coef::quantize(0.4),
+            reduce: Coef::default(),
             from_elements: 0,
             below_elements: None,
             residuals: Vec::new(),
@@ -447,7 +463,7 @@ mod tests {
         ]
         .concat();
         let rows = observe(&[below.clone(), above.clone()].concat());
-        let models = fit_regimes(&desc.id, &rows, 132, res);
+        let models = fit_regimes(&desc.id, &rows, 132, res, true);
         assert_eq!(models.len(), 2);
         assert_eq!((models[0].from_elements, models[0].below_elements), (0, Some(REGIME_EDGE)));
         assert_eq!((models[1].from_elements, models[1].below_elements), (REGIME_EDGE, None));
@@ -458,14 +474,14 @@ mod tests {
         }
         // One row above the edge: the large regime keeps the model of every row.
         let rows = observe(&[below.clone(), above[..1].to_vec()].concat());
-        let models = fit_regimes(&desc.id, &rows, 132, res);
-        let every = fit(&desc.id, &rows, 132, res).unwrap();
+        let models = fit_regimes(&desc.id, &rows, 132, res, true);
+        let every = fit(&desc.id, &rows, 132, res, true).unwrap();
         assert_eq!(models[1], CostModel { from_elements: REGIME_EDGE, ..every.clone() });
         assert_ne!(models[0], CostModel { below_elements: Some(REGIME_EDGE), ..every });
         // Too few rows for either regime: one model answers every size.
         let rows = observe(&[below[..4].to_vec(), above[..3].to_vec()].concat());
-        assert_eq!(fit_regimes(&desc.id, &rows, 132, res), vec![fit(&desc.id, &rows, 132, res).unwrap()]);
-        assert!(fit_regimes(&desc.id, &rows[..4], 132, res).is_empty());
+        assert_eq!(fit_regimes(&desc.id, &rows, 132, res, true), vec![fit(&desc.id, &rows, 132, res, true).unwrap()]);
+        assert!(fit_regimes(&desc.id, &rows[..4], 132, res, true).is_empty());
     }
 
     /// The fixtures' fixed pseudo-random stream of `seed`, as doubles in [0, 1].
@@ -538,7 +554,7 @@ mod tests {
         // y = 2 * x0 exactly; x1 anticorrelated: its unconstrained weight would be negative.
         let x: Vec<[f64; 4]> = (1..8).map(|i| [f64::from(i), 8.0 - f64::from(i), 0.0, 1.0]).collect();
         let y: Vec<f64> = (1..8).map(|i| 2.0 * f64::from(i)).collect();
-        let (coef, err) = nnls(&Normal::of(&x, &y));
+        let (coef, err) = nnls(&Normal::of(&x, &y), u32::MAX);
         assert!(coef.iter().all(|&c| c >= 0.0) && err < 1e-18, "{coef:?} {err}");
         assert!((coef[0] - 2.0).abs() < 1e-9);
     }

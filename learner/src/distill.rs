@@ -5,6 +5,7 @@
 //! regrets, and grow the integer tree on summed regret (`regret_tree.rs`). The tree answers
 //! where the models do not (beyond their element limit, or no modelled candidate legal).
 
+use vnni_kernels::Mode;
 use vnni_policy::cost::Corrector;
 use vnni_policy::{correction, CandidateDesc, Correction, CostModel, Residual};
 
@@ -78,6 +79,10 @@ impl Models {
         let resources = resources(t, codebook);
         let units = t.skeleton.units;
         let focus = t.skeleton.provenance.focus;
+        // Graph domains only: in eager ones the term raised leave-one-family-out regret on
+        // every committed corpus (docs/PERF.md).
+        let reduce =
+            t.skeleton.provenance.reduce_term && t.corpus.cells[*samples[0].cells.first()?].mode == Mode::Graph;
         let mut models = Vec::new();
         for (c, cand) in t.corpus.candidates(t.surface).iter().enumerate() {
             let Some(r) = resources[c] else { continue };
@@ -99,7 +104,7 @@ impl Models {
                     }
                 }
             }
-            for m in cost_model::fit_regimes(&desc.id, &rows, units, r) {
+            for m in cost_model::fit_regimes(&desc.id, &rows, units, r, reduce) {
                 models.push((c, desc.clone(), m));
             }
         }

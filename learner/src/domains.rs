@@ -102,6 +102,7 @@ pub fn skeleton(corpus: &Corpus) -> Policy {
             development_only: false,
             focus: None,
             twins_pooled: false,
+            reduce_term: false,
         },
         units: corpus.plan.units as u64,
         codebooks,

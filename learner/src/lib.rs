@@ -114,6 +114,10 @@ pub struct FitOptions {
     /// How launch twins' records are read (`corpus::Twins`; the policy records it, so `verify`
     /// refits alike). A staged fit reads its batched rows as its frozen M = 1 policy read its own.
     pub twins: corpus::Twins,
+    /// Whether the graph-mode decode cost models carry the split-K reduce term
+    /// (`vnni_policy::cost::Basis::reduce`; the policy records it, so `verify` refits alike). A
+    /// staged fit takes its frozen M = 1 policy's.
+    pub reduce_term: bool,
 }
 
 /// The correction a fit applies unless told otherwise: a Gaussian of 0.35 octave in
@@ -133,7 +137,13 @@ impl FitOptions {
     /// as it was fitted.
     pub fn with_rules_of(self, policy: &Policy) -> FitOptions {
         let twins = corpus::Twins::of(policy);
-        FitOptions { correction: policy.correction.clone(), focus: policy.provenance.focus, twins, ..self }
+        FitOptions {
+            correction: policy.correction.clone(),
+            focus: policy.provenance.focus,
+            twins,
+            reduce_term: policy.provenance.reduce_term,
+            ..self
+        }
     }
 }
 
@@ -157,6 +167,12 @@ impl Default for FitOptions {
             // unweighted fit met (docs/PERF.md).
             focus: None,
             twins: corpus::Twins::Pooled,
+            // Off until a fresh family set judges it: leave one family out on the development
+            // rows of the seven committed CUDA corpora (graph) it lowered `core-ragged`'s maximum
+            // 65% -> 28% and moved the others by at most 0.1 point, but shape-held-out CV
+            // failed more domains' gates (`core-ragged` 10 -> 8 of 14, H200 `core` 3 -> 1 of 28;
+            // docs/PERF.md). Eager models never carry it: there it raised every corpus's regret.
+            reduce_term: false,
         }
     }
 }
@@ -245,9 +261,9 @@ pub fn fit(dir: &Path, opts: &FitOptions) -> Result<Fit> {
     let mut policy = domains::skeleton(&corpus);
     let frozen = frozen::check(&corpus, &policy, opts.frozen_m1.as_ref())?;
     // Every trainer reads the rule from the skeleton; a staged fit keeps its frozen M = 1 part's.
-    (policy.correction, policy.provenance.focus) = match &opts.frozen_m1 {
-        Some(m1) => (m1.correction.clone(), m1.provenance.focus),
-        None => (opts.correction.clone(), opts.focus),
+    (policy.correction, policy.provenance.focus, policy.provenance.reduce_term) = match &opts.frozen_m1 {
+        Some(m1) => (m1.correction.clone(), m1.provenance.focus, m1.provenance.reduce_term),
+        None => (opts.correction.clone(), opts.focus, opts.reduce_term),
     };
     policy.provenance.twins_pooled = twins == corpus::Twins::Pooled;
     policy.provenance.pairs = pairs.map(|a| vnni_policy::PairEvidence { sha256: a.sha256, cells: a.cells });

@@ -443,6 +443,39 @@ fn cuda_decode_domains_ship_cost_models_that_answer_unmeasured_shapes() {
     assert_eq!(f.policy.select("s4", "graph", 1, 5000, 3008).unwrap().via, Via::Tree);
 }
 
+/// `reduce_term`: the policy records it, only graph-mode decode models may carry the split-K
+/// reduce term, a fit without it carries none, and a refit with the policy's own rules
+/// reproduces it byte for byte either way.
+#[test]
+fn the_reduce_term_is_recorded_graph_only_and_refits_alike() {
+    let spec = Spec {
+        ns: half_octaves(256, 32768),
+        ks: half_octaves(256, 8192),
+        ms: vec![1],
+        formats: vec![SourceFormat::Q4_0],
+        modes: vec![vnni_kernels::Mode::Eager, vnni_kernels::Mode::Graph],
+        registers: Some(40),
+        ..Spec::cuda(52)
+    };
+    let dir = common::corpus("reduce-term", &spec);
+    let quick = FitOptions { family_cv: false, certify_sealed: false, ..FitOptions::default() };
+    for reduce_term in [false, true] {
+        let opts = FitOptions { reduce_term, ..quick.clone() };
+        let p = fit(&dir, &opts).unwrap().policy;
+        assert_eq!(p.provenance.reduce_term, reduce_term);
+        let carried = |mode: &str| {
+            p.domains.iter().filter(|d| d.mode == mode).flat_map(|d| &d.models).filter(|m| !m.reduce.is_zero()).count()
+        };
+        assert!(p.domains.iter().any(|d| d.mode == "eager" && !d.models.is_empty()));
+        assert_eq!(carried("eager"), 0, "eager models never carry the term");
+        if !reduce_term {
+            assert_eq!(carried("graph"), 0);
+        }
+        let refit = fit(&dir, &quick.clone().with_rules_of(&p)).unwrap().policy;
+        assert_eq!(refit.to_bytes(), p.to_bytes(), "reduce_term {reduce_term}");
+    }
+}
+
 /// Two passes per cell: every domain gets a noise band from pass replicates (near the
 /// synthetic run-to-run noise), a pick inside it is scored as a tie, one outside keeps its
 /// whole regret, and the report shows the bands. One pass: no band, regrets as measured.

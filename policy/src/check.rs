@@ -285,6 +285,7 @@ impl Policy {
                 ("partials", m.partials),
                 ("CTA turns", m.cta_rounds),
                 ("K chain", m.chain),
+                ("reduce", m.reduce),
             ];
             for (name, coef) in coefs {
                 if coef.mantissa >> cost::MANTISSA_BITS != 0 || coef.shift > cost::MAX_SHIFT {

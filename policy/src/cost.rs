@@ -18,7 +18,11 @@
 //! chain = ceil(K / kb) * ceil(ctas / (units * occ))
 //!                                               (a thread's serial run over its K partition,
 //!                                                once per round of resident CTAs)
-//! t     = base + waves * cw + E * ce + partials * cp + turns * ct + chain * cc
+//! reduce = [partials > 0] * kb * ceil(N / (units * 2048))
+//!                                               (the split-K reduce's serial fold: kb partials
+//!                                                a thread folds, once per round of its threads;
+//!                                                graph-mode models only, `Provenance::reduce_term`)
+//! t     = base + waves * cw + E * ce + partials * cp + turns * ct + chain * cc + reduce * cr
 //!                                               (units of 2^-16 us)
 //! ```
 //!
@@ -31,8 +35,9 @@
 //! waves <= 544 * E < 2^45.1; ctas <= N * K / 32 <= 2^31 (one CTA per tile and partition, at
 //! least 32 elements each), so turns <= 2^41. A launch splits K into kb partitions over
 //! ctas = tiles * kb CTAs (fused: tiles CTAs), tiles <= N, so chain <= ceil(K / kb) * ctas <=
-//! (K + kb) * N <= 2^37. Each product with a mantissa (< 2^16) is then below 2^61.1, 2^52,
-//! 2^51, 2^57 and 2^53, and the sum with `base` (<= 2^40) below 2^62: int64 never
+//! (K + kb) * N <= 2^37, and reduce <= kb * N <= K / 32 * N <= 2^31. Each product with a
+//! mantissa (< 2^16) is then below 2^61.1, 2^52, 2^51, 2^57, 2^53 and 2^47, and the sum with
+//! `base` (<= 2^40) below 2^62: int64 never
 //! overflows (a test walks the extremes with checked arithmetic, for units 1, 132 and
 //! 2^31 - 1).
 
@@ -55,6 +60,9 @@ pub fn wave_draw(draw: u64) -> u64 {
     draw + FULL_DRAW - 3 * draw.min(FULL_DRAW) / 4
 }
 
+/// Threads of the split-K reduce resident on one SM (`vnni_reduce_partials`: 256-thread CTAs,
+/// eight an SM).
+pub const REDUCE_THREADS_PER_SM: u64 = 2048;
 /// The most elements (N * K) the model answers for.
 pub const MAX_ELEMENTS: u64 = 1 << 36;
 /// Predictions are in units of 2^-TIME_BITS microseconds ...
@@ -80,6 +88,11 @@ pub struct Coef {
 }
 
 impl Coef {
+    /// The zero coefficient (the term is off; left out of a policy's JSON).
+    pub fn is_zero(&self) -> bool {
+        *self == Coef::default()
+    }
+
     /// `floor(mantissa * x / 2^shift)`.
     pub fn apply(self, x: u64) -> u64 {
         (self.mantissa * x) >> self.shift
@@ -126,6 +139,10 @@ pub struct CostModel {
     /// absent (zero) in policies fitted before the term existed, which predict as they did.
     #[serde(default)]
     pub chain: Coef,
+    /// Per partition of the split-K reduce's serial fold, per round of its threads
+    /// ([`Basis::reduce`]); absent (zero) in policies fitted before the term existed.
+    #[serde(default, skip_serializing_if = "Coef::is_zero")]
+    pub reduce: Coef,
     /// The sizes the model answers for: `from_elements <= N * K < below_elements`. A candidate
     /// may carry one model per size regime (ranges disjoint, `check` enforces it); absent:
     /// every size, as policies fitted before regimes predict.
@@ -204,6 +221,10 @@ pub struct Basis {
     /// in N and K (e.g. `fused.c32.cap4` +6-8% at N 12-16K,
     /// -7 to -13% at N 27-33K).
     pub chain: u64,
+    /// The split-K reduce's serial fold: kb partials a thread folds in order, once per round
+    /// of the reduce's threads (256-thread CTAs, 2048 threads an SM): kb * ceil(N / (units *
+    /// 2048)) for a launch that writes partials, 0 otherwise.
+    pub reduce: u64,
     /// Resident CTAs per SM.
     pub occupancy: u64,
 }
@@ -236,6 +257,7 @@ impl Basis {
             partials: l.partials,
             cta_rounds: l.ctas.div_ceil(units) << 10,
             chain: k.div_ceil(l.kb) * l.ctas.div_ceil(slots),
+            reduce: if l.partials > 0 { l.kb * n.div_ceil(units * REDUCE_THREADS_PER_SM) } else { 0 },
             occupancy: occ,
         })
     }
@@ -288,7 +310,8 @@ impl CostModel {
                 + self.elements.apply(b.elements)
                 + self.partials.apply(b.partials)
                 + self.cta_rounds.apply(b.cta_rounds)
-                + self.chain.apply(b.chain),
+                + self.chain.apply(b.chain)
+                + self.reduce.apply(b.reduce),
         )
     }
 }
@@ -400,6 +423,7 @@ mod tests {
             partials: Coef::default(),
             cta_rounds: Coef::default(),
             chain: Coef::default(),
+            reduce: Coef::default(),
             from_elements: 0,
             below_elements: None,
             residuals: Vec::new(),
@@ -414,6 +438,45 @@ mod tests {
     }
 
     #[test]
+    fn the_reduce_term_counts_a_split_launchs_serial_fold() {
+        // Only kpar launches that split K write partials; their reduce folds kb of them a
+        // thread, once per round of 2048 threads an SM.
+        let kpar = crate::descriptor(registry::find("decode.kpar.tn256.cpt1.waves2").unwrap());
+        let fused = crate::descriptor(registry::find("decode.fused.c16.cap8").unwrap());
+        let m = |c: &CandidateDesc, reduce: Coef| CostModel {
+            candidate: c.id.clone(),
+            registers: 40,
+            shared_static: 0,
+            rate: 64,
+            base: 0,
+            waves: Coef::default(),
+            elements: Coef::default(),
+            partials: Coef::default(),
+            cta_rounds: Coef::default(),
+            chain: Coef::default(),
+            reduce,
+            from_elements: 0,
+            below_elements: None,
+            residuals: Vec::new(),
+        };
+        let one = Coef { mantissa: 1, shift: 0 };
+        for (n, k) in [(512u64, 14_848u64), (4096, 4096), (300_000, 4096)] {
+            let l = kpar.model_launch(n, k, 132).unwrap();
+            let b = m(&kpar, one).basis(&kpar, n, k, 132).unwrap();
+            let rounds = n.div_ceil(132 * REDUCE_THREADS_PER_SM);
+            assert_eq!(b.reduce, if l.kb > 1 { l.kb * rounds } else { 0 }, "{n}x{k}");
+            assert_eq!(m(&kpar, one).predict(&kpar, n, k, 132), Some(b.reduce));
+            assert_eq!(m(&fused, one).basis(&fused, n, k, 132).unwrap().reduce, 0);
+        }
+        // Few column tiles, many partitions: the fold is long.
+        assert!(m(&kpar, one).basis(&kpar, 512, 14_848, 132).unwrap().reduce > 32);
+        // A model without the term (every policy from before it) predicts as it did.
+        assert!(Coef::default().is_zero() && !one.is_zero());
+        let json = serde_json::to_string(&m(&kpar, Coef::default())).unwrap();
+        assert!(!json.contains("reduce"), "{json}");
+    }
+
+    #[test]
     fn the_largest_shapes_do_not_overflow() {
         // Worst cases of every decode candidate at the model's limit: checked arithmetic on
         // the same formula finds no overflow where the model answers.
@@ -425,6 +488,7 @@ mod tests {
                 term(m.partials, b.partials),
                 term(m.cta_rounds, b.cta_rounds),
                 term(m.chain, b.chain),
+                term(m.reduce, b.reduce),
             ]
             .into_iter()
             .try_fold(m.base, |acc, t| acc.checked_add(t?))
@@ -449,6 +513,7 @@ mod tests {
                         partials: top,
                         cta_rounds: top,
                         chain: top,
+                        reduce: top,
                         from_elements: 0,
                         below_elements: None,
                         residuals: Vec::new(),
@@ -470,6 +535,7 @@ mod tests {
                 partials: top,
                 cta_rounds: top,
                 chain: top,
+                reduce: top,
                 from_elements: 0,
                 below_elements: None,
                 residuals: Vec::new(),

@@ -24,6 +24,11 @@ fn models(candidates: &[CandidateDesc]) -> Vec<CostModel> {
         partials: Coef { mantissa: 34_000 * eighths / 8, shift: 18 },
         cta_rounds: Coef { mantissa: (50_000 + 13 * i) * eighths / 8, shift: 12 },
         chain: Coef { mantissa: (20_000 + 7 * i) * eighths / 8, shift: 14 },
+        // Every other model carries the split-K reduce term, so both forms meet the generated tables.
+        reduce: match i % 2 {
+            0 => Coef::default(),
+            _ => Coef { mantissa: (30_000 + 11 * i) * eighths / 8, shift: 10 },
+        },
         from_elements: 0,
         below_elements: None,
         residuals: Vec::new(),
@@ -158,6 +163,7 @@ pub fn example_policy(backend: Backend) -> Policy {
             development_only: false,
             focus: None,
             twins_pooled: false,
+            reduce_term: false,
         },
         units: 132,
         codebooks,

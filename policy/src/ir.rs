@@ -264,6 +264,11 @@ pub struct Provenance {
     /// as measured, as in policies from before the rule).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub twins_pooled: bool,
+    /// Whether the graph-mode decode cost models were fitted with the split-K reduce term
+    /// (`fit --reduce-term on`, [`crate::cost::Basis::reduce`]), so a refit fits alike (absent
+    /// from the JSON of policies from before the term, whose models carry none).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reduce_term: bool,
 }
 
 /// The weight of a development row in a cost model's fit: a row of a candidate that ran `r`

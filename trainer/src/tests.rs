@@ -209,6 +209,7 @@ fn every_subcommand() -> Vec<Command> {
             correction: fit::CorrectionSpec(Some((0.5, 1.0, 0.25))),
             focus: fit::FocusSpec(Some(vnni_policy::Focus { scale_permille: 125, floor_permille: 0 })),
             twins: fit::TwinsSpec(vnni_learner::corpus::Twins::AsMeasured),
+            reduce_term: fit::ReduceTermSpec(false),
         }),
         Command::Remeasure(remeasure::Args {
             corpus: p("c"),

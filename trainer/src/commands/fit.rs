@@ -78,6 +78,38 @@ pub struct Args {
     /// fullest), or `as-measured`; the policy records it.
     #[arg(long, default_value_t = TwinsSpec::default(), value_parser = TwinsSpec::parse)]
     pub twins: TwinsSpec,
+    /// Whether the graph-mode decode cost models carry the split-K reduce term (the serial
+    /// fold of a split launch's partials): `on`, or `off`, the default (as policies from before
+    /// it); the policy records it.
+    #[arg(long, default_value_t = ReduceTermSpec::default(), value_parser = ReduceTermSpec::parse)]
+    pub reduce_term: ReduceTermSpec,
+}
+
+/// `--reduce-term`: `on` or `off` (`vnni_learner::FitOptions::reduce_term`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReduceTermSpec(pub bool);
+
+impl Default for ReduceTermSpec {
+    /// The learner's default (`vnni_learner::FitOptions`).
+    fn default() -> Self {
+        ReduceTermSpec(FitOptions::default().reduce_term)
+    }
+}
+
+impl ReduceTermSpec {
+    pub fn parse(s: &str) -> Result<ReduceTermSpec, String> {
+        match s {
+            "on" => Ok(ReduceTermSpec(true)),
+            "off" => Ok(ReduceTermSpec(false)),
+            _ => Err(format!("{s:?}: give on or off")),
+        }
+    }
+}
+
+impl std::fmt::Display for ReduceTermSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0 { "on" } else { "off" })
+    }
 }
 
 /// `--twins`: `pooled` or `as-measured` (`vnni_learner::corpus::Twins`).
@@ -257,6 +289,7 @@ impl ToArgv for Args {
             .val("correction", self.correction)
             .val("focus", self.focus)
             .val("twins", self.twins)
+            .val("reduce-term", self.reduce_term)
             .done()
     }
 }
@@ -287,6 +320,7 @@ pub fn fit_and_write(a: &Args) -> Result<bool> {
         correction: a.correction.rule(),
         focus: a.focus.0,
         twins: a.twins.0,
+        reduce_term: a.reduce_term.0,
         ..Default::default()
     };
     let mut f = fit(&a.corpus, &opts)?;

@@ -414,6 +414,7 @@ fn fit_args(corpus: &Path, policy: &Path, report: PathBuf, frozen_m1: Option<Pat
         correction: fit::CorrectionSpec::default(),
         focus: fit::FocusSpec::default(),
         twins: fit::TwinsSpec::default(),
+        reduce_term: fit::ReduceTermSpec::default(),
     }
 }
 
