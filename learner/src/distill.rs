@@ -80,7 +80,8 @@ impl Models {
         let units = t.skeleton.units;
         let focus = t.skeleton.provenance.focus;
         // Graph domains only: in eager ones the term raised leave-one-family-out regret on
-        // every committed corpus (docs/PERF.md).
+        // every committed corpus (docs/PERF.md). Candidates that write no partials have no
+        // reduce (a zero column no subset can use), so their fits leave it out.
         let reduce =
             t.skeleton.provenance.reduce_term && t.corpus.cells[*samples[0].cells.first()?].mode == Mode::Graph;
         let mut models = Vec::new();
@@ -104,7 +105,7 @@ impl Models {
                     }
                 }
             }
-            for m in cost_model::fit_regimes(&desc.id, &rows, units, r, reduce) {
+            for m in cost_model::fit_regimes(&desc.id, &rows, units, r, reduce && desc.writes_partials()) {
                 models.push((c, desc.clone(), m));
             }
         }
