@@ -167,10 +167,10 @@ impl Default for FitOptions {
             // unweighted fit met (docs/PERF.md).
             focus: None,
             twins: corpus::Twins::Pooled,
-            // Off until a fresh family set judges it: leave one family out on the development
-            // rows of the seven committed CUDA corpora (graph) it lowered `core-ragged`'s maximum
-            // 65% -> 28% and moved the others by at most 0.1 point, but shape-held-out CV
-            // failed more domains' gates (`core-ragged` 10 -> 8 of 14, H200 `core` 3 -> 1 of 28;
+            // Off: on fresh family set 16 (H100, one look) it tied on `core-ragged` and lost on
+            // `core` (max 10.1% -> 16.0%), though leave one family out on the development rows
+            // had lowered `core-ragged`'s maximum 65% -> 28%; shape-held-out CV failed more
+            // domains' gates with it (`core-ragged` 10 -> 8 of 14, H200 `core` 3 -> 1 of 28;
             // docs/PERF.md). Eager models never carry it: there it raised every corpus's regret.
             reduce_term: false,
         }
