@@ -2,7 +2,7 @@
 """Regret of committed policies' M = 1 picks on shapes timed by `vnni-dispatch bench` (stdlib only).
 
 For every (codebook, N, K) of the bench CSV (graph mode, M = 1), each policy's pick comes from
-`vnni-dispatch explain` (the policy evaluator: overlays, then the cost models, then the tree),
+`vnni-dispatch explain --shapes` (the policy evaluator: overlays, then the cost models, then the tree),
 and its regret is its median over the fastest eligible candidate's median. Prints one summary
 row per policy (all cells, then the cells each way of deciding answered: cost models, trees)
 and writes the per-shape picks as CSV.
@@ -17,20 +17,22 @@ it also prints one row per policy and family.
 """
 import csv
 import math
+import io
 import subprocess
 import sys
-import tempfile
 
 
-def pick(binary, policy, fmt, n, k, root):
+def picks(binary, policy, fmt, shapes):
+    """(n, k) -> (pick, via) for every shape, from one `explain --shapes` run."""
     out = subprocess.run(
         [binary, "explain", "--policy", policy, "--format", fmt, "--mode", "graph", "--m", "1",
-         "--n", str(n), "--k", str(k), "--root", root],
+         "--shapes", ",".join(f"{n}x{k}" for n, k in shapes)],
         check=True, capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        if line.startswith("selection"):
-            return line.split()[1], line.rsplit("via", 1)[1].strip()
-    raise SystemExit(f"no selection for {fmt} {n}x{k} in {policy}:\n{out}")
+    got = {(int(r["n"]), int(r["k"])): (r["candidate"], r["via"]) for r in csv.DictReader(io.StringIO(out))}
+    missing = [s for s in shapes if s not in got]
+    if missing:
+        raise SystemExit(f"no selection for {fmt} {missing} in {policy}:\n{out}")
+    return got
 
 
 def p95(xs):
@@ -77,15 +79,20 @@ def read_families(path):
 def main(binary, bench, out_csv, policies, replicate=None, families=None):
     cells = medians(bench)
     rows = []
-    with tempfile.TemporaryDirectory() as root:
-        for (cb, fmt, n, k), med in sorted(cells.items()):
-            best = min(med.values())
-            for name, path in policies:
-                c, via = pick(binary, path, fmt, n, k, root)
-                regret = med[c] / best - 1 if c in med else float("nan")
-                rows.append({"policy": name, "codebook": cb, "format": fmt, "n": n, "k": k, "pick": c,
-                             "pick_us": med.get(c, float("nan")), "best": min(med, key=med.get),
-                             "best_us": best, "regret": regret, "via": via})
+    chosen = {}
+    for name, path in policies:
+        for fmt in sorted({key[1] for key in cells}):
+            shapes = [(n, k) for (_, f, n, k) in sorted(cells) if f == fmt]
+            for shape, p in picks(binary, path, fmt, shapes).items():
+                chosen[(name, fmt, shape)] = p
+    for (cb, fmt, n, k), med in sorted(cells.items()):
+        best = min(med.values())
+        for name, path in policies:
+            c, via = chosen[(name, fmt, (n, k))]
+            regret = med[c] / best - 1 if c in med else float("nan")
+            rows.append({"policy": name, "codebook": cb, "format": fmt, "n": n, "k": k, "pick": c,
+                         "pick_us": med.get(c, float("nan")), "best": min(med, key=med.get),
+                         "best_us": best, "regret": regret, "via": via})
     with open(out_csv, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()

@@ -414,6 +414,50 @@ fn explain_shows_the_path_the_bpp_and_the_measured_margin() {
     assert!(out.contains("noise band  none: the corpus was timed in one pass"), "{out}");
 }
 
+/// `explain --shapes`: one CSV line per shape, each the policy's own selection (what scripts
+/// that score a policy on many shapes read), and --shapes with --n refused.
+#[test]
+fn explain_lists_many_shapes_one_line_each() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let policy = root.join("lfs-data/tables/cuda/sm_90/h200-grid/policy.json");
+    let p = policy.to_str().unwrap();
+    let shapes = [(151_936u64, 4096u64), (24_576, 4096), (1_048_576, 131_072), (4096, 4096)];
+    let list: Vec<String> = shapes.iter().map(|(n, k)| format!("{n}x{k}")).collect();
+    let sel = vnni_policy::Policy::from_bytes(&std::fs::read(&policy).unwrap()).unwrap();
+    for m in [1u64, 8] {
+        let m_text = m.to_string();
+        let (ok, out, err) = vnni(&[
+            "explain",
+            "--policy",
+            p,
+            "--format",
+            "Q4_K",
+            "--mode",
+            "graph",
+            "--m",
+            &m_text,
+            "--shapes",
+            &list.join(","),
+        ]);
+        assert!(ok, "{err}");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "format,codebook,mode,m,n,k,candidate,bpp,partitions,via,decode_candidate");
+        assert_eq!(lines.len(), shapes.len() + 1, "{out}");
+        for (line, &(n, k)) in lines[1..].iter().zip(&shapes) {
+            let want = sel.select("u4", "graph", m, n, k).unwrap();
+            let decode = sel.select("u4", "graph", 1, n, k).unwrap();
+            let head = format!("Q4_K,u4,graph,{m},{n},{k},{},{},{},", want.candidate.id, want.bpp, want.kb);
+            assert!(line.starts_with(&head), "{line} (want {head})");
+            assert!(line.ends_with(&format!(",{}", decode.candidate.id)), "{line}");
+        }
+    }
+    let (ok, _, err) =
+        vnni(&["explain", "--policy", p, "--format", "Q4_K", "--m", "1", "--n", "64", "--shapes", "64x64"]);
+    assert!(!ok && err.contains("--shapes"), "{err}");
+    let (ok, _, err) = vnni(&["explain", "--policy", p, "--format", "Q4_K", "--m", "1", "--n", "64"]);
+    assert!(!ok && err.contains("--k"), "{err}");
+}
+
 /// Explain on a corpus timed in two passes: the cell's noise band, where it came from, and
 /// whether the pick is tied with the best inside it.
 #[test]

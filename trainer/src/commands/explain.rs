@@ -13,6 +13,7 @@ use vnni_corpus::collection::read_corpus_rows;
 use vnni_corpus::seal::{Manifest, MANIFEST};
 use vnni_corpus::TimingRow;
 use vnni_kernels::{Mode, SourceFormat};
+use vnni_measure::shapes::Shapes;
 use vnni_policy::{Decision, Policy, Via};
 
 use crate::argv::{Argv, ToArgv};
@@ -30,10 +31,14 @@ pub struct Args {
     pub mode: Option<Mode>,
     #[arg(long)]
     pub m: u64,
-    #[arg(long)]
-    pub n: u64,
-    #[arg(long)]
-    pub k: u64,
+    #[arg(long, required_unless_present = "shapes")]
+    pub n: Option<u64>,
+    #[arg(long, required_unless_present = "shapes")]
+    pub k: Option<u64>,
+    /// Many N x K shapes at once (`NxK,NxK,..`), instead of --n and --k: one CSV line each
+    /// (the selection, its bpp and what decided it), the policy read once.
+    #[arg(long, conflicts_with_all = ["n", "k", "predictions", "evidence", "corpus"])]
+    pub shapes: Option<Shapes>,
     /// The policy's sealed corpus, for the measured margins (default: the one under --root
     /// whose corpus id the policy names).
     #[arg(long)]
@@ -56,8 +61,9 @@ impl ToArgv for Args {
             .val("format", self.format)
             .opt("mode", self.mode)
             .val("m", self.m)
-            .val("n", self.n)
-            .val("k", self.k)
+            .opt("n", self.n)
+            .opt("k", self.k)
+            .opt("shapes", self.shapes.as_ref())
             .opt_path("corpus", self.corpus.as_deref())
             .path("root", &self.root)
             .flag("predictions", self.predictions)
@@ -154,22 +160,26 @@ pub fn run(a: &Args) -> Result<()> {
         Some(m) => m.to_string(),
         None => policy.modes.first().cloned().context("the policy has no mode")?,
     };
-    let e = policy.explain(codebook.name(), &mode, a.m, a.n, a.k).with_context(|| {
-        format!("{}: no selection for {} {mode} M={} {}x{}", a.policy.display(), a.format, a.m, a.n, a.k)
-    })?;
+    if let Some(shapes) = &a.shapes {
+        return list(a, &policy, &mode, shapes);
+    }
+    let (n, k) = (a.n.context("--n is required")?, a.k.context("--k is required")?);
+    let e = policy
+        .explain(codebook.name(), &mode, a.m, n, k)
+        .with_context(|| format!("{}: no selection for {} {mode} M={} {n}x{k}", a.policy.display(), a.format, a.m))?;
     let s = &e.selection;
-    println!("query       {} ({codebook}) {mode} M={} N={} K={}", a.format, a.m, a.n, a.k);
+    println!("query       {} ({codebook}) {mode} M={} N={} K={}", a.format, a.m, n, k);
     println!("selection   {} bpp {} ({} partitions), via {:?}", s.candidate.id, s.bpp, s.kb, s.via);
     println!("bucket      {} ({})", e.bucket, e.surface);
-    describe("decode", &e.decode, &policy, (a.n, a.k));
+    describe("decode", &e.decode, &policy, (n, k));
     if a.predictions {
-        for (id, t) in policy.model_predictions(e.decode.domain, a.n, a.k) {
+        for (id, t) in policy.model_predictions(e.decode.domain, n, k) {
             println!("predicted   {:>9.3} us  {id}", t as f64 / vnni_policy::cost::UNITS_PER_US);
         }
     }
     if let Some(b) = &e.batched {
         println!("{:<11} the rows inherit bpp {} from the decode pick", "", s.bpp);
-        describe("batched", b, &policy, (a.n, a.k));
+        describe("batched", b, &policy, (n, k));
     }
     let corpus = a.corpus.clone().or_else(|| find_corpus(&a.root, &policy.provenance.corpus_id));
     let Some(corpus) = corpus else {
@@ -187,8 +197,8 @@ pub fn run(a: &Args) -> Result<()> {
             r.codebook == Some(codebook)
                 && r.mode.name() == mode
                 && r.m as u64 == a.m
-                && r.n as u64 == a.n
-                && r.k as u64 == a.k
+                && r.n as u64 == n
+                && r.k as u64 == k
         })
         .cloned()
         .collect();
@@ -201,12 +211,31 @@ pub fn run(a: &Args) -> Result<()> {
         println!("measured    {} (same policy corpus)", corpus.display());
         measured(&rows, &s.candidate.id);
         let twins = vnni_learner::corpus::Twins::of(&policy);
-        band(&corpus, twins, codebook, &mode, (a.m, a.n, a.k), &s.candidate.id)?;
+        band(&corpus, twins, codebook, &mode, (a.m, n, k), &s.candidate.id)?;
     }
     if let Some(dir) = &a.evidence {
         // aliases share a codebook: the evidence is of this source format's own rows
         let own: Vec<TimingRow> = rows.into_iter().filter(|r| r.source_format == Some(a.format)).collect();
         evidence(dir, &corpus, &all, &own, &s.candidate.id)?;
+    }
+    Ok(())
+}
+
+/// `--shapes`: one CSV line per shape (the selection of each, the policy read once), for
+/// scripts that score a policy on many shapes and for a model's layers at a glance.
+fn list(a: &Args, policy: &Policy, mode: &str, shapes: &Shapes) -> Result<()> {
+    let codebook = a.format.codebook();
+    println!("format,codebook,mode,m,n,k,candidate,bpp,partitions,via,decode_candidate");
+    for &(n, k) in &shapes.0 {
+        let (n, k) = (n as u64, k as u64);
+        let e = policy.explain(codebook.name(), mode, a.m, n, k).with_context(|| {
+            format!("{}: no selection for {} {mode} M={} {n}x{k}", a.policy.display(), a.format, a.m)
+        })?;
+        let s = &e.selection;
+        println!(
+            "{},{codebook},{mode},{},{n},{k},{},{},{},{:?},{}",
+            a.format, a.m, s.candidate.id, s.bpp, s.kb, s.via, e.decode.candidate
+        );
     }
     Ok(())
 }
