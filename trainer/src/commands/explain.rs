@@ -4,7 +4,8 @@
 //! has this exact key, the measured medians: the pick against the best and the runner-up, the
 //! spread of the pick's samples and, for a corpus timed in two or more passes, the cell's noise
 //! band and whether the pick is tied with the best inside it; with `--evidence`, the profiler
-//! records of the pick and of the measured best there (`profile`).
+//! records of the pick and of the measured best there (`profile`). With `--shapes`, the
+//! selection alone for many shapes, one CSV line each.
 
 use std::path::{Path, PathBuf};
 
