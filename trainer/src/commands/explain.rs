@@ -165,9 +165,7 @@ pub fn run(a: &Args) -> Result<()> {
         return list(a, &policy, &mode, shapes);
     }
     let (n, k) = (a.n.context("--n is required")?, a.k.context("--k is required")?);
-    let e = policy
-        .explain(codebook.name(), &mode, a.m, n, k)
-        .with_context(|| format!("{}: no selection for {} {mode} M={} {n}x{k}", a.policy.display(), a.format, a.m))?;
+    let e = explain_at(a, &policy, &mode, n, k)?;
     let s = &e.selection;
     println!("query       {} ({codebook}) {mode} M={} N={} K={}", a.format, a.m, n, k);
     println!("selection   {} bpp {} ({} partitions), via {:?}", s.candidate.id, s.bpp, s.kb, s.via);
@@ -222,6 +220,13 @@ pub fn run(a: &Args) -> Result<()> {
     Ok(())
 }
 
+/// The policy's explanation of the query `a` at N x K, or an error naming the query.
+fn explain_at<'p>(a: &Args, policy: &'p Policy, mode: &str, n: u64, k: u64) -> Result<vnni_policy::Explanation<'p>> {
+    policy
+        .explain(a.format.codebook().name(), mode, a.m, n, k)
+        .with_context(|| format!("{}: no selection for {} {mode} M={} {n}x{k}", a.policy.display(), a.format, a.m))
+}
+
 /// `--shapes`: one CSV line per shape (the selection of each, the policy read once), for
 /// scripts that score a policy on many shapes and for a model's layers at a glance.
 fn list(a: &Args, policy: &Policy, mode: &str, shapes: &Shapes) -> Result<()> {
@@ -229,9 +234,7 @@ fn list(a: &Args, policy: &Policy, mode: &str, shapes: &Shapes) -> Result<()> {
     println!("format,codebook,mode,m,n,k,candidate,bpp,partitions,via,decode_candidate");
     for &(n, k) in &shapes.0 {
         let (n, k) = (n as u64, k as u64);
-        let e = policy.explain(codebook.name(), mode, a.m, n, k).with_context(|| {
-            format!("{}: no selection for {} {mode} M={} {n}x{k}", a.policy.display(), a.format, a.m)
-        })?;
+        let e = explain_at(a, policy, mode, n, k)?;
         let s = &e.selection;
         println!(
             "{},{codebook},{mode},{},{n},{k},{},{},{},{:?},{}",
